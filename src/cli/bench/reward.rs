@@ -1,0 +1,10 @@
+//! `swe-eval bench reward`: not written yet.
+
+use crate::cli::CliResult;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> CliResult {
+    Err("`swe-eval bench reward` is not implemented yet".into())
+}

@@ -1,0 +1,10 @@
+//! `swe-eval correlate`: not written yet.
+
+use super::CliResult;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> CliResult {
+    Err("`swe-eval correlate` is not implemented yet".into())
+}

@@ -1,0 +1,10 @@
+//! `swe-eval grade`: not written yet.
+
+use super::CliResult;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> CliResult {
+    Err("`swe-eval grade` is not implemented yet".into())
+}

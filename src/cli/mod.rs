@@ -1,0 +1,77 @@
+//! Command-line definitions (clap), one file per subcommand. Each subcommand's `run` takes its
+//! parsed arguments, calls the library and reports what happened; nothing here holds logic
+//! that a library user would need.
+
+use clap::{Parser, Subcommand};
+
+pub mod bench;
+pub mod correlate;
+pub mod grade;
+pub mod reward;
+pub mod run;
+pub mod spec;
+pub mod validate;
+
+/// Boxed library error, turned into `anyhow` only by the binary.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// How a command ended when it did not fail outright.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Everything asked for was done.
+    Clean,
+    /// The command finished, but some inputs or jobs had problems (already reported on stderr).
+    WithProblems,
+}
+
+impl Outcome {
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Outcome::Clean => 0,
+            Outcome::WithProblems => 3,
+        }
+    }
+}
+
+pub type CliResult = Result<Outcome, BoxError>;
+
+/// Evaluate SWE-bench predictions: execute them in Docker and grade them as the official
+/// harness does, score them with the SWE-RL similarity reward, and study how the two agree.
+///
+/// Run `swe-eval run` with no arguments to evaluate the bundled mini benchmark.
+#[derive(Debug, Parser)]
+#[command(name = "swe-eval", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Apply each prediction in its own container, run the hidden tests, grade, and report.
+    Run(run::Args),
+    /// Compute the SWE-RL similarity reward of each prediction without executing anything.
+    Reward(reward::Args),
+    /// Correlate executed outcomes with the reward: AUROC, calibration, best of n, blind spots.
+    Correlate(correlate::Args),
+    /// Write the eval script and Dockerfiles of each dataset instance.
+    Spec(spec::Args),
+    /// Grade again from saved test logs, as the official harness grades them.
+    Grade(grade::Args),
+    /// Run gold and empty patches k times and flag instances whose verdicts are not stable.
+    Validate(validate::Args),
+    /// Measure the speed of the reward, grading, correlation and harness overhead.
+    Bench(bench::Args),
+}
+
+pub fn dispatch(cli: Cli) -> CliResult {
+    match cli.command {
+        Command::Run(a) => run::run(a),
+        Command::Reward(a) => reward::run(a),
+        Command::Correlate(a) => correlate::run(a),
+        Command::Spec(a) => spec::run(a),
+        Command::Grade(a) => grade::run(a),
+        Command::Validate(a) => validate::run(a),
+        Command::Bench(a) => bench::run(a),
+    }
+}

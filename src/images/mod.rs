@@ -1,0 +1,1 @@
+//! Image names, Dockerfile rendering, and the base -> environment -> instance build plan. Not written yet.

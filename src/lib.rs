@@ -1,0 +1,23 @@
+//! swe-eval: an evaluation harness for SWE-bench Verified.
+//!
+//! Three jobs share this library: executing predictions in Docker and grading them as the
+//! official harness does (`runner`, `engine`, `images`, `spec`, `logparse`, `grading`,
+//! `report`), scoring them without execution with the SWE-RL similarity reward (`reward`),
+//! and studying how the two agree (`study`). Data flows one way between modules; each
+//! takes plain values from the one before it.
+
+pub mod cli;
+pub mod dataset;
+pub mod engine;
+pub mod fsutil;
+pub mod grading;
+pub mod images;
+pub mod logparse;
+pub mod mini;
+pub mod predictions;
+pub mod progress;
+pub mod report;
+pub mod reward;
+pub mod runner;
+pub mod spec;
+pub mod study;

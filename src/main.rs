@@ -1,0 +1,21 @@
+//! The `swe-eval` binary: parse the command line, call the library, map errors to exit codes.
+//!
+//! Exit codes: 0 success; 1 the command failed (message on stderr); 2 bad usage (clap);
+//! 3 the command finished but some inputs or jobs had problems (listed on stderr).
+
+use clap::Parser;
+
+fn main() {
+    let cli = swe_eval::cli::Cli::parse();
+    match swe_eval::cli::dispatch(cli) {
+        Ok(outcome) => std::process::exit(outcome.exit_code()),
+        Err(err) => {
+            let err = anyhow::anyhow!(err);
+            eprintln!("error: {err}");
+            for cause in err.chain().skip(1) {
+                eprintln!("  caused by: {cause}");
+            }
+            std::process::exit(1);
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! The bundled mini benchmark, embedded in the binary. Not written yet.

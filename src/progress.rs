@@ -1,0 +1,1 @@
+//! Progress display (indicatif), fed by runner events. Not written yet.

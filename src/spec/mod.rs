@@ -1,0 +1,1 @@
+//! Per-repository, per-version specifications as data, test directives, and eval scripts. Not written yet.
