@@ -1,1 +1,168 @@
-//! The container engine: the only code that talks to Docker (through bollard). Not written yet.
+//! The container engine. `Engine` is the small surface the rest of the crate needs; the Docker
+//! implementation (`docker.rs`) is the only code in the crate that imports bollard. A fake
+//! engine (`fake.rs`) stands behind the same trait for unit tests of the runner.
+//!
+//! A job is one container whose main process is the whole job (apply the patch, run the eval
+//! script): created, given its files, started, waited for with a deadline, its output read
+//! (bounded), then force-removed. Nothing waits for a stop timeout.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::Duration;
+
+/// Label keys put on everything the tool creates, so that a reap by label finds it.
+pub const LABEL_TOOL: &str = "swe-eval";
+pub const LABEL_RUN_ID: &str = "swe-eval.run-id";
+pub const LABEL_KEEP: &str = "swe-eval.keep";
+
+/// Resource limits of one job's container.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Limits {
+    /// CPUs (fractional allowed); `None` = no limit.
+    pub cpus: Option<f64>,
+    pub memory_bytes: Option<i64>,
+    pub pids: Option<i64>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { cpus: Some(1.0), memory_bytes: Some(4 << 30), pids: Some(1024) }
+    }
+}
+
+/// A file copied into the container before it starts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileIn {
+    /// Absolute path inside the container.
+    pub path: String,
+    pub contents: Vec<u8>,
+    pub mode: u32,
+}
+
+/// Everything needed to run one job.
+#[derive(Debug, Clone)]
+pub struct JobSpec {
+    pub image: String,
+    /// Container name (unique per run and job).
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub files: Vec<FileIn>,
+    /// The main process, e.g. `["/bin/bash", "/swe-eval/job.sh"]`.
+    pub command: Vec<String>,
+    pub env: Vec<String>,
+    pub working_dir: Option<String>,
+    pub limits: Limits,
+    /// Network access; off by default.
+    pub network: bool,
+    /// Wall-clock deadline from start; the container is killed when it passes.
+    pub timeout: Duration,
+    /// At most this many bytes of output are kept (head and tail), however much is printed.
+    pub max_output_bytes: usize,
+}
+
+/// What a job produced.
+#[derive(Debug, Clone, Default)]
+pub struct JobOutput {
+    /// Exit code of the main process; `None` when it was killed at the deadline.
+    pub exit_code: Option<i64>,
+    /// Combined stdout and stderr, possibly cut in the middle (see `truncated_bytes`).
+    pub output: Vec<u8>,
+    pub truncated_bytes: u64,
+    pub timed_out: bool,
+    /// Killed by the kernel's OOM killer.
+    pub oom_killed: bool,
+    /// Time spent creating and starting the container, running it, and removing it.
+    pub setup: Duration,
+    pub run: Duration,
+    pub teardown: Duration,
+}
+
+/// What the daemon said about itself.
+#[derive(Debug, Clone, Default)]
+pub struct EngineInfo {
+    pub api_version: String,
+    pub server_version: String,
+}
+
+/// An engine failure, one variant per operation so a user reads which step failed.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("cannot reach the Docker daemon at {endpoint}: {message}\n  start one with `sudo dockerd &` (or `sudo systemctl start docker`); install it with `sudo apt-get install -y docker.io`")]
+    Connect { endpoint: String, message: String },
+    #[error("image build of {tag} failed: {message}")]
+    Build { tag: String, message: String, log: String },
+    #[error("image import of {tag} failed: {message}")]
+    Import { tag: String, message: String },
+    #[error("pull of {image} failed: {message}")]
+    Pull { image: String, message: String },
+    #[error("image {image} is not present")]
+    ImageMissing { image: String },
+    #[error("image inspect/remove of {image} failed: {message}")]
+    Image { image: String, message: String },
+    #[error("container create {name} failed: {message}")]
+    Create { name: String, message: String },
+    #[error("copy into container {name} failed: {message}")]
+    Copy { name: String, message: String },
+    #[error("container start {name} failed: {message}")]
+    Start { name: String, message: String },
+    #[error("container wait {name} failed: {message}")]
+    Wait { name: String, message: String },
+    #[error("container logs {name} failed: {message}")]
+    Logs { name: String, message: String },
+    #[error("container remove {name} failed: {message}")]
+    Remove { name: String, message: String },
+    #[error("listing {what} failed: {message}")]
+    List { what: String, message: String },
+}
+
+impl EngineError {
+    /// True for failures of the infrastructure that are worth retrying (daemon restarts,
+    /// transient API errors); false for failures a retry cannot fix.
+    pub fn is_transient(&self) -> bool {
+        !matches!(self, EngineError::ImageMissing { .. } | EngineError::Build { .. })
+    }
+}
+
+/// A container or image the tool created, as found by label.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resource {
+    pub id: String,
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+}
+
+/// The engine operations the crate needs. Futures are `Send` so jobs can run on spawned tasks.
+pub trait Engine: Send + Sync + 'static {
+    fn info(&self) -> impl Future<Output = Result<EngineInfo, EngineError>> + Send;
+    fn image_exists(&self, image: &str) -> impl Future<Output = Result<bool, EngineError>> + Send;
+    /// Builds `tag` from a tar build context holding a `Dockerfile`; returns the build log.
+    fn build_image(
+        &self,
+        tag: &str,
+        context_tar: Vec<u8>,
+        labels: BTreeMap<String, String>,
+    ) -> impl Future<Output = Result<String, EngineError>> + Send;
+    /// Imports a root file system (tar bytes) as image `tag`.
+    fn import_image(
+        &self,
+        tag: &str,
+        rootfs_tar: Vec<u8>,
+        labels: BTreeMap<String, String>,
+    ) -> impl Future<Output = Result<(), EngineError>> + Send;
+    fn pull_image(&self, image: &str) -> impl Future<Output = Result<(), EngineError>> + Send;
+    fn remove_image(&self, image: &str) -> impl Future<Output = Result<(), EngineError>> + Send;
+    /// Runs one job to completion or deadline and removes its container.
+    fn run_job(&self, job: JobSpec) -> impl Future<Output = Result<JobOutput, EngineError>> + Send;
+    /// Containers carrying all of `labels` (running or not).
+    fn list_containers(
+        &self,
+        labels: BTreeMap<String, String>,
+    ) -> impl Future<Output = Result<Vec<Resource>, EngineError>> + Send;
+    /// Kills and removes a container at once (no stop timeout).
+    fn remove_container(&self, id: &str) -> impl Future<Output = Result<(), EngineError>> + Send;
+    /// Images carrying all of `labels`.
+    fn list_images(
+        &self,
+        labels: BTreeMap<String, String>,
+    ) -> impl Future<Output = Result<Vec<Resource>, EngineError>> + Send;
+}

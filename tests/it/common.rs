@@ -1,0 +1,36 @@
+//! Helpers shared by the integration tests.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+/// The shared datasets folder (`$SWE_EVAL_SHARED/datasets`, default `../shared/datasets` beside
+/// the crate), or `None` with a message when it is not there (a user's clone has none; CI does).
+pub fn shared_datasets() -> Option<PathBuf> {
+    let root = std::env::var_os("SWE_EVAL_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared"));
+    let ds = root.join("datasets");
+    if ds.is_dir() {
+        Some(ds)
+    } else {
+        eprintln!("skipped: shared datasets not found at {} (set SWE_EVAL_SHARED)", ds.display());
+        None
+    }
+}
+
+/// Returns early from a test (skipping it, with a message) when the shared data is missing.
+#[macro_export]
+macro_rules! require_shared {
+    () => {
+        match $crate::common::shared_datasets() {
+            Some(d) => d,
+            None => return,
+        }
+    };
+}
+
+/// The built `swe-eval` binary.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_swe-eval"))
+}

@@ -1,0 +1,3 @@
+//! All integration tests, in one binary (one link, shared helpers). Each module is one area.
+
+mod common;
