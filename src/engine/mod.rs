@@ -6,6 +6,14 @@
 //! script): created, given its files, started, waited for with a deadline, its output read
 //! (bounded), then force-removed. Nothing waits for a stop timeout.
 
+pub mod bounded;
+pub mod docker;
+pub mod fake;
+pub mod tarball;
+
+pub use docker::DockerEngine;
+pub use fake::FakeEngine;
+
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::Duration;
@@ -26,7 +34,11 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { cpus: Some(1.0), memory_bytes: Some(4 << 30), pids: Some(1024) }
+        Limits {
+            cpus: Some(1.0),
+            memory_bytes: Some(4 << 30),
+            pids: Some(1024),
+        }
     }
 }
 
@@ -90,7 +102,11 @@ pub enum EngineError {
     #[error("cannot reach the Docker daemon at {endpoint}: {message}\n  start one with `sudo dockerd &` (or `sudo systemctl start docker`); install it with `sudo apt-get install -y docker.io`")]
     Connect { endpoint: String, message: String },
     #[error("image build of {tag} failed: {message}")]
-    Build { tag: String, message: String, log: String },
+    Build {
+        tag: String,
+        message: String,
+        log: String,
+    },
     #[error("image import of {tag} failed: {message}")]
     Import { tag: String, message: String },
     #[error("pull of {image} failed: {message}")]
@@ -119,7 +135,10 @@ impl EngineError {
     /// True for failures of the infrastructure that are worth retrying (daemon restarts,
     /// transient API errors); false for failures a retry cannot fix.
     pub fn is_transient(&self) -> bool {
-        !matches!(self, EngineError::ImageMissing { .. } | EngineError::Build { .. })
+        !matches!(
+            self,
+            EngineError::ImageMissing { .. } | EngineError::Build { .. }
+        )
     }
 }
 

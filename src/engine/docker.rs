@@ -1,0 +1,596 @@
+//! The Docker implementation of `Engine`, and the only code in the crate that imports bollard.
+//!
+//! A job's container is attached before it starts (so no output is missed and nothing is
+//! written to the daemon's log files: the log driver is `none`), its output read into a bounded
+//! head/tail buffer while it runs, waited for under the job's deadline, killed with SIGKILL if
+//! the deadline passes, inspected for its exit code and OOM kill, then force-removed. Nothing
+//! waits for a stop timeout.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+
+use bollard::errors::Error as DockerError;
+use bollard::models::{ContainerCreateBody, HostConfig, HostConfigLogConfig};
+use bollard::query_parameters::{
+    AttachContainerOptionsBuilder, BuildImageOptionsBuilder, CreateContainerOptionsBuilder,
+    CreateImageOptionsBuilder, KillContainerOptionsBuilder, ListContainersOptionsBuilder,
+    ListImagesOptionsBuilder, RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder,
+    UploadToContainerOptionsBuilder, WaitContainerOptionsBuilder,
+};
+use bollard::Docker;
+use futures_util::StreamExt;
+
+use super::bounded::HeadTail;
+use super::{tarball, Engine, EngineError, EngineInfo, JobOutput, JobSpec, Resource, LABEL_TOOL};
+
+/// How long the output stream may take to close after the main process ended or was killed.
+const DRAIN_GRACE: Duration = Duration::from_secs(5);
+
+/// Client-side limit on waiting for a response's headers; long streams (builds, pulls, waits)
+/// are not limited by it once their headers arrived.
+const REQUEST_TIMEOUT_SECS: u64 = 600;
+
+/// A connected Docker daemon.
+#[derive(Debug, Clone)]
+pub struct DockerEngine {
+    docker: Docker,
+    endpoint: String,
+}
+
+/// The daemon address a connection will use: `DOCKER_HOST`, or the local socket.
+pub fn endpoint() -> String {
+    std::env::var("DOCKER_HOST").unwrap_or_else(|_| "unix:///var/run/docker.sock".to_string())
+}
+
+impl DockerEngine {
+    /// Connects to `DOCKER_HOST` (or the local socket) and negotiates the API version down to
+    /// the daemon's. A daemon that does not answer gives `EngineError::Connect`, whose message
+    /// says how to start one.
+    pub async fn connect() -> Result<Self, EngineError> {
+        let endpoint = endpoint();
+        let connect_err = |e: DockerError| EngineError::Connect {
+            endpoint: endpoint.clone(),
+            message: e.to_string(),
+        };
+        let docker = Docker::connect_with_defaults()
+            .map_err(connect_err)?
+            .with_timeout(Duration::from_secs(REQUEST_TIMEOUT_SECS));
+        // A short first contact: a missing daemon must fail fast, not after the request timeout.
+        let negotiated =
+            tokio::time::timeout(Duration::from_secs(20), docker.negotiate_version()).await;
+        let docker = match negotiated {
+            Ok(r) => r.map_err(connect_err)?,
+            Err(_) => {
+                return Err(EngineError::Connect {
+                    endpoint,
+                    message: "no answer within 20 s".into(),
+                })
+            }
+        };
+        Ok(DockerEngine { docker, endpoint })
+    }
+
+    /// The address this engine talks to.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// Tags an existing image under another name (e.g. a pulled mirror under its official name).
+    pub async fn tag_image(&self, image: &str, new_name: &str) -> Result<(), EngineError> {
+        let (repo, tag) = split_tag(new_name);
+        let opts = bollard::query_parameters::TagImageOptionsBuilder::default()
+            .repo(repo)
+            .tag(tag)
+            .build();
+        self.docker
+            .tag_image(image, Some(opts))
+            .await
+            .map_err(|e| EngineError::Image {
+                image: image.into(),
+                message: e.to_string(),
+            })
+    }
+
+    async fn force_remove(&self, id: &str) -> Result<(), EngineError> {
+        let opts = RemoveContainerOptionsBuilder::default()
+            .force(true)
+            .v(true)
+            .build();
+        match self.docker.remove_container(id, Some(opts)).await {
+            Ok(()) => Ok(()),
+            // Already gone (removed by a reaper, or never created): the goal is reached.
+            Err(e) if status_of(&e) == Some(404) => Ok(()),
+            // Removal already in progress by someone else.
+            Err(e) if status_of(&e) == Some(409) && e.to_string().contains("in progress") => Ok(()),
+            Err(e) => Err(EngineError::Remove {
+                name: id.into(),
+                message: e.to_string(),
+            }),
+        }
+    }
+
+    async fn create(&self, job: &JobSpec) -> Result<String, EngineError> {
+        let host_config = HostConfig {
+            nano_cpus: job.limits.cpus.map(|c| (c * 1e9) as i64),
+            memory: job.limits.memory_bytes,
+            // Swap equal to memory means no swap: the memory limit is the real limit.
+            memory_swap: job.limits.memory_bytes,
+            pids_limit: job.limits.pids,
+            network_mode: Some(if job.network { "bridge" } else { "none" }.into()),
+            auto_remove: Some(false),
+            log_config: Some(HostConfigLogConfig {
+                typ: Some("none".into()),
+                config: None,
+            }),
+            ..Default::default()
+        };
+        let body = ContainerCreateBody {
+            image: Some(job.image.clone()),
+            cmd: Some(job.command.clone()),
+            env: Some(job.env.clone()),
+            working_dir: job.working_dir.clone(),
+            labels: Some(job.labels.clone().into_iter().collect()),
+            attach_stdout: Some(true),
+            attach_stderr: Some(true),
+            network_disabled: Some(!job.network),
+            host_config: Some(host_config),
+            ..Default::default()
+        };
+        let create = || {
+            let opts = CreateContainerOptionsBuilder::default()
+                .name(&job.name)
+                .build();
+            self.docker.create_container(Some(opts), body.clone())
+        };
+        let created = match create().await {
+            // A container of the same name left by an earlier, interrupted attempt.
+            Err(e) if status_of(&e) == Some(409) => {
+                self.force_remove(&job.name).await?;
+                create().await
+            }
+            r => r,
+        };
+        match created {
+            Ok(r) => Ok(r.id),
+            Err(e) if status_of(&e) == Some(404) => Err(EngineError::ImageMissing {
+                image: job.image.clone(),
+            }),
+            Err(e) => Err(EngineError::Create {
+                name: job.name.clone(),
+                message: e.to_string(),
+            }),
+        }
+    }
+
+    /// Everything between create and remove; the caller removes the container whatever happens.
+    async fn drive(
+        &self,
+        id: &str,
+        job: &JobSpec,
+        t0: Instant,
+        out: &mut JobOutput,
+    ) -> Result<(), EngineError> {
+        let name = job.name.as_str();
+        if !job.files.is_empty() {
+            let tar = tarball::files_archive(&job.files).map_err(|e| EngineError::Copy {
+                name: name.into(),
+                message: e.to_string(),
+            })?;
+            let opts = UploadToContainerOptionsBuilder::default().path("/").build();
+            self.docker
+                .upload_to_container(id, Some(opts), bollard::body_full(tar.into()))
+                .await
+                .map_err(|e| EngineError::Copy {
+                    name: name.into(),
+                    message: e.to_string(),
+                })?;
+        }
+        let attach_opts = AttachContainerOptionsBuilder::default()
+            .stdout(true)
+            .stderr(true)
+            .stream(true)
+            .logs(false)
+            .build();
+        let attached = self
+            .docker
+            .attach_container(id, Some(attach_opts))
+            .await
+            .map_err(|e| EngineError::Logs {
+                name: name.into(),
+                message: e.to_string(),
+            })?;
+        let mut stream = attached.output;
+        self.docker
+            .start_container(id, None::<bollard::query_parameters::StartContainerOptions>)
+            .await
+            .map_err(|e| EngineError::Start {
+                name: name.into(),
+                message: e.to_string(),
+            })?;
+        let started = Instant::now();
+        out.setup = started.duration_since(t0);
+
+        let mut buf = HeadTail::new(job.max_output_bytes);
+        let wait_opts = WaitContainerOptionsBuilder::default()
+            .condition("not-running")
+            .build();
+        let mut wait = Box::pin(self.docker.wait_container(id, Some(wait_opts)));
+        let deadline = tokio::time::sleep(job.timeout);
+        tokio::pin!(deadline);
+        let mut stream_open = true;
+        let mut log_error = None;
+        // Read output and wait for the exit together, until the exit or the deadline.
+        let exited: Result<(), EngineError> = loop {
+            tokio::select! {
+                biased;
+                w = wait.next() => {
+                    break match w {
+                        None | Some(Ok(_)) => Ok(()),
+                        // bollard reports a non-zero exit as an error; inspect gives the code.
+                        Some(Err(DockerError::DockerContainerWaitError { .. })) => Ok(()),
+                        Some(Err(e)) => Err(EngineError::Wait { name: name.into(), message: e.to_string() }),
+                    };
+                }
+                chunk = stream.next(), if stream_open => match chunk {
+                    Some(Ok(o)) => buf.push(&o.into_bytes()),
+                    Some(Err(e)) => { log_error = Some(e.to_string()); stream_open = false; }
+                    None => stream_open = false,
+                },
+                _ = &mut deadline => {
+                    out.timed_out = true;
+                    let kill = KillContainerOptionsBuilder::default().signal("SIGKILL").build();
+                    match self.docker.kill_container(id, Some(kill)).await {
+                        Ok(()) => {}
+                        // 409: it stopped between the deadline and the kill.
+                        Err(e) if status_of(&e) == Some(409) => {}
+                        Err(e) => break Err(EngineError::Wait { name: name.into(), message: format!("kill at deadline: {e}") }),
+                    }
+                    break Ok(());
+                }
+            }
+        };
+        out.run = started.elapsed();
+        exited?;
+        // The output stream closes when the container's processes are gone; read what is left.
+        if stream_open {
+            let drain = async {
+                while let Some(chunk) = stream.next().await {
+                    match chunk {
+                        Ok(o) => buf.push(&o.into_bytes()),
+                        Err(e) => {
+                            log_error = Some(e.to_string());
+                            break;
+                        }
+                    }
+                }
+            };
+            let _ = tokio::time::timeout(DRAIN_GRACE, drain).await;
+        }
+        let (output, dropped) = buf.finish();
+        out.output = output;
+        out.truncated_bytes = dropped;
+
+        let info = self
+            .docker
+            .inspect_container(
+                id,
+                None::<bollard::query_parameters::InspectContainerOptions>,
+            )
+            .await
+            .map_err(|e| EngineError::Wait {
+                name: name.into(),
+                message: format!("inspect: {e}"),
+            })?;
+        if let Some(state) = info.state {
+            out.oom_killed = state.oom_killed.unwrap_or(false);
+            if !out.timed_out {
+                out.exit_code = state.exit_code;
+            }
+        }
+        // An output stream cut off while the job ran normally means the output is incomplete:
+        // an infrastructure failure (e.g. a daemon restart), not a result.
+        if let (Some(message), false) = (log_error, out.timed_out) {
+            return Err(EngineError::Logs {
+                name: name.into(),
+                message,
+            });
+        }
+        Ok(())
+    }
+}
+
+fn split_tag(image: &str) -> (&str, &str) {
+    // A colon after the last slash separates the tag; one before it is a registry port.
+    match image.rfind(':') {
+        Some(i) if !image[i..].contains('/') => (&image[..i], &image[i + 1..]),
+        _ => (image, "latest"),
+    }
+}
+
+fn status_of(e: &DockerError) -> Option<u16> {
+    match e {
+        DockerError::DockerResponseServerError { status_code, .. } => Some(*status_code),
+        _ => None,
+    }
+}
+
+fn label_filters(labels: &BTreeMap<String, String>) -> HashMap<String, Vec<String>> {
+    let mut f = HashMap::new();
+    let mut want: Vec<String> = labels
+        .iter()
+        .map(|(k, v)| {
+            if v.is_empty() {
+                k.clone()
+            } else {
+                format!("{k}={v}")
+            }
+        })
+        .collect();
+    if want.is_empty() {
+        // Never list everything on the machine: at least the tool's own label.
+        want.push(LABEL_TOOL.to_string());
+    }
+    f.insert("label".to_string(), want);
+    f
+}
+
+fn build_log_line(info: &bollard::models::BuildInfo, log: &mut String) {
+    if let Some(s) = &info.stream {
+        log.push_str(s);
+    } else if let Some(s) = &info.status {
+        log.push_str(s);
+        log.push('\n');
+    }
+}
+
+impl Engine for DockerEngine {
+    async fn info(&self) -> Result<EngineInfo, EngineError> {
+        let v = self
+            .docker
+            .version()
+            .await
+            .map_err(|e| EngineError::Connect {
+                endpoint: self.endpoint.clone(),
+                message: e.to_string(),
+            })?;
+        Ok(EngineInfo {
+            api_version: v.api_version.unwrap_or_default(),
+            server_version: v.version.unwrap_or_default(),
+        })
+    }
+
+    async fn image_exists(&self, image: &str) -> Result<bool, EngineError> {
+        match self.docker.inspect_image(image).await {
+            Ok(_) => Ok(true),
+            Err(e) if status_of(&e) == Some(404) => Ok(false),
+            Err(e) => Err(EngineError::Image {
+                image: image.into(),
+                message: e.to_string(),
+            }),
+        }
+    }
+
+    async fn build_image(
+        &self,
+        tag: &str,
+        context_tar: Vec<u8>,
+        labels: BTreeMap<String, String>,
+    ) -> Result<String, EngineError> {
+        let labels: HashMap<String, String> = labels.into_iter().collect();
+        let opts = BuildImageOptionsBuilder::default()
+            .dockerfile("Dockerfile")
+            .t(tag)
+            .rm(true)
+            .forcerm(true)
+            .labels(&labels)
+            .build();
+        let mut stream =
+            self.docker
+                .build_image(opts, None, Some(bollard::body_full(context_tar.into())));
+        let mut log = String::new();
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(info) => build_log_line(&info, &mut log),
+                Err(e) => {
+                    let message = match &e {
+                        DockerError::DockerStreamError { error } => error.clone(),
+                        other => other.to_string(),
+                    };
+                    log.push_str(&message);
+                    log.push('\n');
+                    return Err(EngineError::Build {
+                        tag: tag.into(),
+                        message,
+                        log,
+                    });
+                }
+            }
+        }
+        Ok(log)
+    }
+
+    async fn import_image(
+        &self,
+        tag: &str,
+        rootfs_tar: Vec<u8>,
+        labels: BTreeMap<String, String>,
+    ) -> Result<(), EngineError> {
+        let (repo, version) = split_tag(tag);
+        // Dockerfile instructions applied on import: labels, and a shell as default command.
+        let mut changes: Vec<String> = labels
+            .iter()
+            .map(|(k, v)| format!("LABEL {}={}", quote(k), quote(v)))
+            .collect();
+        changes.push("CMD [\"/bin/bash\"]".into());
+        changes.push("ENV LANG=C.UTF-8".into());
+        let opts = CreateImageOptionsBuilder::default()
+            .from_src("-")
+            .repo(repo)
+            .tag(version)
+            .changes(changes)
+            .build();
+        let mut stream = self.docker.create_image(
+            Some(opts),
+            Some(bollard::body_full(rootfs_tar.into())),
+            None,
+        );
+        while let Some(item) = stream.next().await {
+            if let Err(e) = item {
+                return Err(EngineError::Import {
+                    tag: tag.into(),
+                    message: e.to_string(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    async fn pull_image(&self, image: &str) -> Result<(), EngineError> {
+        let (repo, tag) = split_tag(image);
+        let opts = CreateImageOptionsBuilder::default()
+            .from_image(repo)
+            .tag(tag)
+            .build();
+        let mut stream = self.docker.create_image(Some(opts), None, None);
+        while let Some(item) = stream.next().await {
+            if let Err(e) = item {
+                return Err(EngineError::Pull {
+                    image: image.into(),
+                    message: e.to_string(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    async fn remove_image(&self, image: &str) -> Result<(), EngineError> {
+        let opts = RemoveImageOptionsBuilder::default().force(true).build();
+        match self.docker.remove_image(image, Some(opts), None).await {
+            Ok(_) => Ok(()),
+            Err(e) if status_of(&e) == Some(404) => Ok(()),
+            Err(e) => Err(EngineError::Image {
+                image: image.into(),
+                message: e.to_string(),
+            }),
+        }
+    }
+
+    async fn run_job(&self, job: JobSpec) -> Result<JobOutput, EngineError> {
+        let t0 = Instant::now();
+        let id = self.create(&job).await?;
+        let mut out = JobOutput::default();
+        let result = self.drive(&id, &job, t0, &mut out).await;
+        let removed = self.force_remove(&id).await;
+        if out.setup.is_zero() {
+            // Failed before the start: all of it was setup.
+            out.setup = t0.elapsed();
+        } else {
+            // Reading the rest of the output, inspecting and removing.
+            out.teardown = t0.elapsed().saturating_sub(out.setup + out.run);
+        }
+        result?;
+        removed?;
+        Ok(out)
+    }
+
+    async fn list_containers(
+        &self,
+        labels: BTreeMap<String, String>,
+    ) -> Result<Vec<Resource>, EngineError> {
+        let filters = label_filters(&labels);
+        let opts = ListContainersOptionsBuilder::default()
+            .all(true)
+            .filters(&filters)
+            .build();
+        let list =
+            self.docker
+                .list_containers(Some(opts))
+                .await
+                .map_err(|e| EngineError::List {
+                    what: "containers".into(),
+                    message: e.to_string(),
+                })?;
+        Ok(list
+            .into_iter()
+            .map(|c| Resource {
+                id: c.id.unwrap_or_default(),
+                name: c
+                    .names
+                    .and_then(|n| n.into_iter().next())
+                    .map(|n| n.trim_start_matches('/').to_string())
+                    .unwrap_or_default(),
+                labels: c.labels.unwrap_or_default().into_iter().collect(),
+            })
+            .collect())
+    }
+
+    async fn remove_container(&self, id: &str) -> Result<(), EngineError> {
+        self.force_remove(id).await
+    }
+
+    async fn list_images(
+        &self,
+        labels: BTreeMap<String, String>,
+    ) -> Result<Vec<Resource>, EngineError> {
+        let filters = label_filters(&labels);
+        let opts = ListImagesOptionsBuilder::default()
+            .filters(&filters)
+            .build();
+        let list = self
+            .docker
+            .list_images(Some(opts))
+            .await
+            .map_err(|e| EngineError::List {
+                what: "images".into(),
+                message: e.to_string(),
+            })?;
+        Ok(list
+            .into_iter()
+            .map(|i| Resource {
+                name: i.repo_tags.first().cloned().unwrap_or_else(|| i.id.clone()),
+                id: i.id,
+                labels: i.labels.into_iter().collect(),
+            })
+            .collect())
+    }
+}
+
+/// Quotes a label key or value for a Dockerfile `LABEL` instruction.
+fn quote(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_split_after_the_last_slash() {
+        assert_eq!(split_tag("a/b:1"), ("a/b", "1"));
+        assert_eq!(
+            split_tag("127.0.0.1:5000/x/y"),
+            ("127.0.0.1:5000/x/y", "latest")
+        );
+        assert_eq!(
+            split_tag("127.0.0.1:5000/x/y:t"),
+            ("127.0.0.1:5000/x/y", "t")
+        );
+        assert_eq!(split_tag("ubuntu"), ("ubuntu", "latest"));
+    }
+
+    #[test]
+    fn label_filters_never_select_everything() {
+        let f = label_filters(&BTreeMap::new());
+        assert_eq!(f["label"], vec![LABEL_TOOL.to_string()]);
+        let f = label_filters(&BTreeMap::from([
+            ("a".into(), "1".into()),
+            ("b".into(), "".into()),
+        ]));
+        assert_eq!(f["label"], vec!["a=1".to_string(), "b".to_string()]);
+    }
+
+    #[test]
+    fn label_values_are_quoted() {
+        assert_eq!(quote(r#"a "b" \c"#), r#""a \"b\" \\c""#);
+    }
+}

@@ -1,0 +1,424 @@
+//! An in-memory `Engine` for unit tests of the runner and the image plan: jobs answer from
+//! scripts chosen by image (and optionally by a predicate on the job), images appear when
+//! built, imported or pulled, faults can be injected, and every call is recorded.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use super::bounded::HeadTail;
+use super::{Engine, EngineError, EngineInfo, JobOutput, JobSpec, Resource};
+
+/// One recorded engine call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Call {
+    Info,
+    ImageExists(String),
+    BuildImage {
+        tag: String,
+        labels: BTreeMap<String, String>,
+    },
+    ImportImage {
+        tag: String,
+        labels: BTreeMap<String, String>,
+    },
+    PullImage(String),
+    RemoveImage(String),
+    RunJob {
+        image: String,
+        name: String,
+        command: Vec<String>,
+    },
+    ListContainers(BTreeMap<String, String>),
+    RemoveContainer(String),
+    ListImages(BTreeMap<String, String>),
+}
+
+/// A job script: given the job, what it produced (or which engine error it met).
+pub type Script = Arc<dyn Fn(&JobSpec) -> Result<JobOutput, EngineError> + Send + Sync>;
+
+struct Rule {
+    image: Option<String>,
+    matches: Option<Arc<dyn Fn(&JobSpec) -> bool + Send + Sync>>,
+    script: Script,
+}
+
+#[derive(Default)]
+struct State {
+    calls: Vec<Call>,
+    jobs: Vec<JobSpec>,
+    images: BTreeMap<String, BTreeMap<String, String>>,
+    pullable: BTreeSet<String>,
+    failing_builds: BTreeMap<String, String>,
+    rules: Vec<Rule>,
+    job_faults: VecDeque<EngineError>,
+    containers: Vec<Resource>,
+    delay: Duration,
+}
+
+/// The fake engine. Cheap to share: clones see the same state.
+#[derive(Clone, Default)]
+pub struct FakeEngine {
+    state: Arc<Mutex<State>>,
+}
+
+impl std::fmt::Debug for FakeEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FakeEngine").finish_non_exhaustive()
+    }
+}
+
+/// A successful job's output: exit code and text.
+pub fn exited(code: i64, output: &str) -> JobOutput {
+    JobOutput {
+        exit_code: Some(code),
+        output: output.as_bytes().to_vec(),
+        ..Default::default()
+    }
+}
+
+/// A job killed at its deadline.
+pub fn timed_out(output: &str) -> JobOutput {
+    JobOutput {
+        timed_out: true,
+        output: output.as_bytes().to_vec(),
+        ..Default::default()
+    }
+}
+
+impl FakeEngine {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A test that panicked while holding the lock already failed; keep the state readable.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Makes `image` present locally.
+    pub fn add_image(&self, image: &str) -> &Self {
+        self.lock().images.insert(image.into(), BTreeMap::new());
+        self
+    }
+
+    /// Makes `image` available to `pull_image` (it is not present until pulled).
+    pub fn add_pullable(&self, image: &str) -> &Self {
+        self.lock().pullable.insert(image.into());
+        self
+    }
+
+    /// Makes the build of `tag` fail with `log`.
+    pub fn fail_build(&self, tag: &str, log: &str) -> &Self {
+        self.lock().failing_builds.insert(tag.into(), log.into());
+        self
+    }
+
+    /// Jobs on `image` answer with `script` (the first matching rule wins, in the order added).
+    pub fn on_image(
+        &self,
+        image: &str,
+        script: impl Fn(&JobSpec) -> Result<JobOutput, EngineError> + Send + Sync + 'static,
+    ) -> &Self {
+        self.lock().rules.push(Rule {
+            image: Some(image.into()),
+            matches: None,
+            script: Arc::new(script),
+        });
+        self
+    }
+
+    /// Jobs for which `matches` holds answer with `script`.
+    pub fn on_job(
+        &self,
+        matches: impl Fn(&JobSpec) -> bool + Send + Sync + 'static,
+        script: impl Fn(&JobSpec) -> Result<JobOutput, EngineError> + Send + Sync + 'static,
+    ) -> &Self {
+        self.lock().rules.push(Rule {
+            image: None,
+            matches: Some(Arc::new(matches)),
+            script: Arc::new(script),
+        });
+        self
+    }
+
+    /// The next `run_job` calls fail with these errors, in order, before any script runs.
+    pub fn inject_job_fault(&self, error: EngineError) -> &Self {
+        self.lock().job_faults.push_back(error);
+        self
+    }
+
+    /// Every job takes this long (on tokio's clock, so paused-time tests stay instant).
+    pub fn set_job_delay(&self, delay: Duration) -> &Self {
+        self.lock().delay = delay;
+        self
+    }
+
+    /// Pretends a container exists (e.g. one left behind by an earlier run) for reap tests.
+    pub fn add_container(&self, resource: Resource) -> &Self {
+        self.lock().containers.push(resource);
+        self
+    }
+
+    pub fn calls(&self) -> Vec<Call> {
+        self.lock().calls.clone()
+    }
+
+    /// The jobs run so far, in call order.
+    pub fn jobs(&self) -> Vec<JobSpec> {
+        self.lock().jobs.clone()
+    }
+
+    /// Images present now.
+    pub fn images(&self) -> Vec<String> {
+        self.lock().images.keys().cloned().collect()
+    }
+
+    fn record(&self, call: Call) {
+        self.lock().calls.push(call);
+    }
+}
+
+fn has_labels(have: &BTreeMap<String, String>, want: &BTreeMap<String, String>) -> bool {
+    want.iter()
+        .all(|(k, v)| have.get(k).is_some_and(|h| v.is_empty() || h == v))
+}
+
+impl Engine for FakeEngine {
+    async fn info(&self) -> Result<EngineInfo, EngineError> {
+        self.record(Call::Info);
+        Ok(EngineInfo {
+            api_version: "1.41".into(),
+            server_version: "fake".into(),
+        })
+    }
+
+    async fn image_exists(&self, image: &str) -> Result<bool, EngineError> {
+        self.record(Call::ImageExists(image.into()));
+        Ok(self.lock().images.contains_key(image))
+    }
+
+    async fn build_image(
+        &self,
+        tag: &str,
+        _context_tar: Vec<u8>,
+        labels: BTreeMap<String, String>,
+    ) -> Result<String, EngineError> {
+        let mut s = self.lock();
+        s.calls.push(Call::BuildImage {
+            tag: tag.into(),
+            labels: labels.clone(),
+        });
+        if let Some(log) = s.failing_builds.get(tag) {
+            return Err(EngineError::Build {
+                tag: tag.into(),
+                message: "scripted failure".into(),
+                log: log.clone(),
+            });
+        }
+        s.images.insert(tag.into(), labels);
+        Ok(format!("built {tag}\n"))
+    }
+
+    async fn import_image(
+        &self,
+        tag: &str,
+        _rootfs_tar: Vec<u8>,
+        labels: BTreeMap<String, String>,
+    ) -> Result<(), EngineError> {
+        let mut s = self.lock();
+        s.calls.push(Call::ImportImage {
+            tag: tag.into(),
+            labels: labels.clone(),
+        });
+        s.images.insert(tag.into(), labels);
+        Ok(())
+    }
+
+    async fn pull_image(&self, image: &str) -> Result<(), EngineError> {
+        let mut s = self.lock();
+        s.calls.push(Call::PullImage(image.into()));
+        if !s.pullable.contains(image) {
+            return Err(EngineError::Pull {
+                image: image.into(),
+                message: "not found in the fake registry".into(),
+            });
+        }
+        s.images.insert(image.into(), BTreeMap::new());
+        Ok(())
+    }
+
+    async fn remove_image(&self, image: &str) -> Result<(), EngineError> {
+        let mut s = self.lock();
+        s.calls.push(Call::RemoveImage(image.into()));
+        s.images.remove(image);
+        Ok(())
+    }
+
+    async fn run_job(&self, job: JobSpec) -> Result<JobOutput, EngineError> {
+        let (script, delay) = {
+            let mut s = self.lock();
+            s.calls.push(Call::RunJob {
+                image: job.image.clone(),
+                name: job.name.clone(),
+                command: job.command.clone(),
+            });
+            s.jobs.push(job.clone());
+            if let Some(e) = s.job_faults.pop_front() {
+                return Err(e);
+            }
+            if !s.images.contains_key(&job.image) {
+                return Err(EngineError::ImageMissing {
+                    image: job.image.clone(),
+                });
+            }
+            let script = s
+                .rules
+                .iter()
+                .find(|r| {
+                    r.image.as_ref().is_none_or(|i| *i == job.image)
+                        && r.matches.as_ref().is_none_or(|m| m(&job))
+                })
+                .map(|r| r.script.clone());
+            (script, s.delay)
+        };
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        let mut out = match script {
+            Some(script) => script(&job)?,
+            None => exited(0, ""),
+        };
+        // The same bound as the real engine, so runner tests see truncation as they would.
+        let mut buf = HeadTail::new(job.max_output_bytes);
+        buf.push(&out.output);
+        let (output, dropped) = buf.finish();
+        out.output = output;
+        out.truncated_bytes += dropped;
+        if out.timed_out {
+            out.exit_code = None;
+        }
+        Ok(out)
+    }
+
+    async fn list_containers(
+        &self,
+        labels: BTreeMap<String, String>,
+    ) -> Result<Vec<Resource>, EngineError> {
+        let mut s = self.lock();
+        s.calls.push(Call::ListContainers(labels.clone()));
+        Ok(s.containers
+            .iter()
+            .filter(|c| has_labels(&c.labels, &labels))
+            .cloned()
+            .collect())
+    }
+
+    async fn remove_container(&self, id: &str) -> Result<(), EngineError> {
+        let mut s = self.lock();
+        s.calls.push(Call::RemoveContainer(id.into()));
+        s.containers.retain(|c| c.id != id && c.name != id);
+        Ok(())
+    }
+
+    async fn list_images(
+        &self,
+        labels: BTreeMap<String, String>,
+    ) -> Result<Vec<Resource>, EngineError> {
+        let mut s = self.lock();
+        s.calls.push(Call::ListImages(labels.clone()));
+        Ok(s.images
+            .iter()
+            .filter(|(_, l)| has_labels(l, &labels))
+            .map(|(name, l)| Resource {
+                id: name.clone(),
+                name: name.clone(),
+                labels: l.clone(),
+            })
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Limits;
+
+    fn job(image: &str, cmd: &str) -> JobSpec {
+        JobSpec {
+            image: image.into(),
+            name: format!("job-{cmd}"),
+            labels: BTreeMap::new(),
+            files: vec![],
+            command: vec![cmd.into()],
+            env: vec![],
+            working_dir: None,
+            limits: Limits::default(),
+            network: false,
+            timeout: Duration::from_secs(1),
+            max_output_bytes: 8,
+        }
+    }
+
+    #[tokio::test]
+    async fn scripts_answer_by_image_and_predicate_and_calls_are_recorded() {
+        let e = FakeEngine::new();
+        e.add_image("a").add_image("b");
+        e.on_job(|j| j.command[0] == "loop", |_| Ok(timed_out("zzz")));
+        e.on_image("a", |_| Ok(exited(3, "0123456789")));
+        let out = e.run_job(job("a", "x")).await.unwrap();
+        assert_eq!(out.exit_code, Some(3));
+        assert_eq!(out.output.len(), 8);
+        assert_eq!(out.truncated_bytes, 2);
+        let out = e.run_job(job("b", "loop")).await.unwrap();
+        assert!(out.timed_out && out.exit_code.is_none());
+        assert_eq!(e.run_job(job("b", "y")).await.unwrap().exit_code, Some(0));
+        assert!(matches!(
+            e.run_job(job("c", "y")).await,
+            Err(EngineError::ImageMissing { .. })
+        ));
+        assert_eq!(e.jobs().len(), 4);
+        assert_eq!(
+            e.calls()[0],
+            Call::RunJob {
+                image: "a".into(),
+                name: "job-x".into(),
+                command: vec!["x".into()]
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn faults_come_first_then_scripts() {
+        let e = FakeEngine::new();
+        e.add_image("a");
+        e.inject_job_fault(EngineError::Start {
+            name: "n".into(),
+            message: "daemon restarting".into(),
+        });
+        let first = e.run_job(job("a", "x")).await.unwrap_err();
+        assert!(first.is_transient());
+        assert!(e.run_job(job("a", "x")).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn images_builds_pulls_and_label_listing() {
+        let e = FakeEngine::new();
+        e.fail_build("bad", "step 3 failed");
+        e.add_pullable("reg/x:latest");
+        let labels = BTreeMap::from([("swe-eval".to_string(), "1".to_string())]);
+        assert!(e.build_image("good", vec![], labels.clone()).await.is_ok());
+        match e.build_image("bad", vec![], labels.clone()).await {
+            Err(EngineError::Build { log, .. }) => assert_eq!(log, "step 3 failed"),
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(e.pull_image("reg/y:latest").await.is_err());
+        e.pull_image("reg/x:latest").await.unwrap();
+        assert!(e.image_exists("reg/x:latest").await.unwrap());
+        let listed = e.list_images(labels).await.unwrap();
+        assert_eq!(
+            listed.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(),
+            vec!["good"]
+        );
+    }
+}
