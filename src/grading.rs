@@ -1,1 +1,589 @@
-//! Grading: test statuses and the FAIL_TO_PASS/PASS_TO_PASS lists in, a verdict out; no I/O. Not written yet.
+//! Grading: test statuses and the FAIL_TO_PASS/PASS_TO_PASS lists in, a verdict out; no I/O.
+//!
+//! The default ([`Mode::Official`]) reproduces the official harness v4.1.0 (`grading.py`)
+//! exactly, bugs included: a test passes when PASSED or XFAIL, fails when FAILED, ERROR or
+//! missing, and a SKIPPED test lands in neither list, so an all-skipped FAIL_TO_PASS list
+//! scores 1.0 and resolves. [`Mode::Strict`] adds the later hardening (SWE-bench 5 and
+//! beyond): SKIPPED fail-to-pass tests fail, the test command's exit code must agree with the
+//! parsed statuses, the log must show the suite ran, and a patch that adds files changing test
+//! collection (`conftest.py`, ...) is not trusted when those files were present during the run.
+//! [`grade`] always computes both, so a run can report how many verdicts strict mode flips.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::logparse::{self, LogReading, StatusMap, TestStatus, UnknownParser};
+
+/// Which grading rules decide the verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Exactly the official harness v4.1.0.
+    #[default]
+    Official,
+    /// Official plus the hardening described in the module docs.
+    Strict,
+}
+
+/// How a test's status counts (official `EvalType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EvalType {
+    /// PASSED/XFAIL succeed, FAILED/ERROR/missing fail, anything else is dropped.
+    PassAndFail,
+    /// Only an explicit FAILED fails (JavaScript repositories whose runners list only failures).
+    FailOnly,
+}
+
+/// Repositories the official harness grades with [`EvalType::FailOnly`].
+pub const FAIL_ONLY_REPOS: [&str; 3] = ["chartjs/Chart.js", "processing/p5.js", "markedjs/marked"];
+
+impl EvalType {
+    pub fn for_repo(repo: &str) -> EvalType {
+        if FAIL_ONLY_REPOS.contains(&repo) {
+            EvalType::FailOnly
+        } else {
+            EvalType::PassAndFail
+        }
+    }
+}
+
+/// One test group's outcome, in the order the dataset lists the tests.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Group {
+    pub success: Vec<String>,
+    pub failure: Vec<String>,
+}
+
+impl Group {
+    /// Share of tests that succeeded; an empty group counts 1.0 as officially.
+    pub fn rate(&self) -> f64 {
+        let total = self.success.len() + self.failure.len();
+        if total == 0 {
+            1.0
+        } else {
+            self.success.len() as f64 / total as f64
+        }
+    }
+}
+
+/// The four official groups. FAIL_TO_FAIL and PASS_TO_FAIL stay empty, as officially (the
+/// harness never passes `calculate_to_fail`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TestGroups {
+    pub fail_to_pass: Group,
+    pub pass_to_pass: Group,
+    pub fail_to_fail: Group,
+    pub pass_to_fail: Group,
+}
+
+/// Official `ResolvedStatus`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Resolution {
+    #[serde(rename = "RESOLVED_FULL")]
+    Full,
+    #[serde(rename = "RESOLVED_PARTIAL")]
+    Partial,
+    #[serde(rename = "RESOLVED_NO")]
+    No,
+}
+
+impl TestGroups {
+    /// FULL when both rates are 1, PARTIAL when 0 < F2P < 1 and P2P = 1, NO otherwise.
+    pub fn resolution(&self) -> Resolution {
+        let (f2p, p2p) = (self.fail_to_pass.rate(), self.pass_to_pass.rate());
+        if f2p == 1.0 && p2p == 1.0 {
+            Resolution::Full
+        } else if f2p > 0.0 && f2p < 1.0 && p2p == 1.0 {
+            Resolution::Partial
+        } else {
+            Resolution::No
+        }
+    }
+}
+
+/// Where one test lands: `Some(true)` success, `Some(false)` failure, `None` in neither list.
+fn classify(
+    status: Option<TestStatus>,
+    eval_type: EvalType,
+    skipped: Option<bool>,
+) -> Option<bool> {
+    match eval_type {
+        EvalType::FailOnly => Some(status != Some(TestStatus::Failed)),
+        EvalType::PassAndFail => match status {
+            Some(TestStatus::Passed | TestStatus::Xfail) => Some(true),
+            None | Some(TestStatus::Failed | TestStatus::Error) => Some(false),
+            Some(TestStatus::Skipped) => skipped,
+        },
+    }
+}
+
+/// Sorts the FAIL_TO_PASS and PASS_TO_PASS tests into success and failure.
+///
+/// Official: SKIPPED lands in neither list. Strict (SWE-bench 5, #598): a SKIPPED
+/// fail-to-pass test fails, a SKIPPED pass-to-pass test passes.
+pub fn group_tests(
+    statuses: &StatusMap,
+    fail_to_pass: &[String],
+    pass_to_pass: &[String],
+    eval_type: EvalType,
+    mode: Mode,
+) -> TestGroups {
+    let sort = |tests: &[String], skipped: Option<bool>| {
+        let mut g = Group::default();
+        for t in tests {
+            match classify(statuses.get(t).copied(), eval_type, skipped) {
+                Some(true) => g.success.push(t.clone()),
+                Some(false) => g.failure.push(t.clone()),
+                None => {}
+            }
+        }
+        g
+    };
+    let (f2p_skipped, p2p_skipped) = match mode {
+        Mode::Official => (None, None),
+        Mode::Strict => (Some(false), Some(true)),
+    };
+    TestGroups {
+        fail_to_pass: sort(fail_to_pass, f2p_skipped),
+        pass_to_pass: sort(pass_to_pass, p2p_skipped),
+        ..TestGroups::default()
+    }
+}
+
+/// Why a prediction has no valid report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorReason {
+    /// None of the apply commands accepted the patch.
+    PatchApplyFailed,
+    /// The eval script ran past the timeout and was killed.
+    Timeout,
+    /// The log lacks the test-output markers or carries a failure marker.
+    NoTestOutput,
+    /// Docker, image or harness failure: nothing about the patch is known.
+    Infra,
+}
+
+impl ErrorReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorReason::PatchApplyFailed => "patch_apply_failed",
+            ErrorReason::Timeout => "timeout",
+            ErrorReason::NoTestOutput => "no_test_output",
+            ErrorReason::Infra => "infra",
+        }
+    }
+}
+
+/// The verdict's kind, as the runner and analyses count it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
+    Resolved,
+    Unresolved,
+    Error(ErrorReason),
+    /// Empty or missing patch: not run, counted apart (official `empty_patch_ids`).
+    EmptyPatch,
+}
+
+impl Category {
+    /// `resolved`, `unresolved`, `error` or `empty_patch`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::Resolved => "resolved",
+            Category::Unresolved => "unresolved",
+            Category::Error(_) => "error",
+            Category::EmptyPatch => "empty_patch",
+        }
+    }
+
+    pub fn error_reason(self) -> Option<ErrorReason> {
+        match self {
+            Category::Error(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    pub fn is_resolved(self) -> bool {
+        self == Category::Resolved
+    }
+}
+
+/// What happened when the prediction was executed (or what a saved log shows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunOutcome<'a> {
+    /// The patch did not apply; no tests ran.
+    PatchApplyFailed,
+    /// The eval script timed out (its partial log is not graded, as officially).
+    TimedOut,
+    /// Docker or the harness failed before a test log was produced.
+    Infra,
+    /// The eval script finished; `log` is its whole output. `exit_code` is the test command's
+    /// exit status when known (from the runner, or a `>>>>> Test Exit Code:` line).
+    Completed {
+        log: &'a str,
+        exit_code: Option<i32>,
+    },
+}
+
+/// Everything [`grade`] needs about one prediction.
+#[derive(Debug, Clone, Copy)]
+pub struct GradeInput<'a> {
+    /// Repository `owner/name` (decides the evaluation type).
+    pub repo: &'a str,
+    /// Log parser name (see [`logparse::PARSER_NAMES`]).
+    pub parser: &'a str,
+    pub fail_to_pass: &'a [String],
+    pub pass_to_pass: &'a [String],
+    /// The model patch; `None` or empty means nothing was run.
+    pub patch: Option<&'a str>,
+    pub outcome: RunOutcome<'a>,
+    /// True when files the patch adds or edits that change test collection (see
+    /// [`collection_files`]) were still in place during the test run; the runner sets it false
+    /// after removing them, grading from saved logs sets it true.
+    pub collection_files_present: bool,
+}
+
+/// A strict-mode objection to the official verdict.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum StrictFinding {
+    /// FAIL_TO_PASS tests reported SKIPPED (the official grader drops them).
+    SkippedFailToPass { tests: Vec<String> },
+    /// The test command exited non-zero although no parsed test failed: the log's PASSED
+    /// lines are not evidence (possibly forged).
+    ExitCodeDisagrees { exit_code: i32 },
+    /// The log shows no sign that the framework's test run started and finished.
+    SuiteDidNotRun,
+    /// The patch added files that change test collection and they were present in the run.
+    CollectionFilesAdded { paths: Vec<String> },
+}
+
+impl StrictFinding {
+    /// A short stable name for reports.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            StrictFinding::SkippedFailToPass { .. } => "skipped_fail_to_pass",
+            StrictFinding::ExitCodeDisagrees { .. } => "exit_code_disagrees",
+            StrictFinding::SuiteDidNotRun => "suite_did_not_run",
+            StrictFinding::CollectionFilesAdded { .. } => "collection_files_added",
+        }
+    }
+}
+
+/// The outcome of grading one prediction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    /// Official category (the default mode's verdict).
+    pub category: Category,
+    /// The official test groups, when the log was graded.
+    pub tests: Option<TestGroups>,
+    /// True when the official harness writes a `report.json` for this prediction: every graded
+    /// log, and also logs it rejects (missing or failure markers), which it writes with
+    /// `patch_successfully_applied: false` and counts as completed and unresolved.
+    pub official_report: bool,
+    /// `patch_successfully_applied` of the official report.
+    pub patch_applied: bool,
+    /// Strict-mode category; equals `category` unless a finding flips it.
+    pub strict_category: Category,
+    /// Strict-mode test groups (SKIPPED fail-to-pass tests fail).
+    pub strict_tests: Option<TestGroups>,
+    /// Why strict mode disagrees, if it does (empty when nothing looked wrong).
+    pub strict_findings: Vec<StrictFinding>,
+    /// The test command's exit status, when known.
+    pub exit_code: Option<i32>,
+}
+
+impl Verdict {
+    /// The category under `mode`.
+    pub fn category(&self, mode: Mode) -> Category {
+        match mode {
+            Mode::Official => self.category,
+            Mode::Strict => self.strict_category,
+        }
+    }
+
+    /// The test groups under `mode`.
+    pub fn tests(&self, mode: Mode) -> Option<&TestGroups> {
+        match mode {
+            Mode::Official => self.tests.as_ref(),
+            Mode::Strict => self.strict_tests.as_ref(),
+        }
+    }
+
+    /// True when strict mode gives another category than official grading.
+    pub fn strict_flips(&self) -> bool {
+        self.category != self.strict_category
+    }
+
+    fn without_tests(category: Category, official_report: bool, exit_code: Option<i32>) -> Verdict {
+        Verdict {
+            category,
+            tests: None,
+            official_report,
+            patch_applied: false,
+            strict_category: category,
+            strict_tests: None,
+            strict_findings: Vec::new(),
+            exit_code,
+        }
+    }
+}
+
+/// Grades one prediction under both modes. Fails only for an unknown parser name.
+pub fn grade(input: &GradeInput<'_>) -> Result<Verdict, UnknownParser> {
+    if logparse::canonical_parser(input.parser).is_none() {
+        return Err(UnknownParser {
+            name: input.parser.to_string(),
+        });
+    }
+    if input.patch.is_none_or(str::is_empty) {
+        return Ok(Verdict::without_tests(Category::EmptyPatch, false, None));
+    }
+    let (log, runner_exit) = match input.outcome {
+        RunOutcome::PatchApplyFailed => {
+            return Ok(Verdict::without_tests(
+                Category::Error(ErrorReason::PatchApplyFailed),
+                false,
+                None,
+            ))
+        }
+        RunOutcome::TimedOut => {
+            return Ok(Verdict::without_tests(
+                Category::Error(ErrorReason::Timeout),
+                false,
+                None,
+            ))
+        }
+        RunOutcome::Infra => {
+            return Ok(Verdict::without_tests(
+                Category::Error(ErrorReason::Infra),
+                false,
+                None,
+            ))
+        }
+        RunOutcome::Completed { log, exit_code } => (log, exit_code),
+    };
+    let exit_code = runner_exit.or_else(|| logparse::test_exit_code(log));
+    let statuses = match logparse::parse_test_log(input.parser, log)? {
+        LogReading::Parsed { statuses, .. } => statuses,
+        LogReading::BadMarker(_) | LogReading::MissingMarkers => {
+            return Ok(Verdict::without_tests(
+                Category::Error(ErrorReason::NoTestOutput),
+                true,
+                exit_code,
+            ))
+        }
+    };
+    let eval_type = EvalType::for_repo(input.repo);
+    let tests = group_tests(
+        &statuses,
+        input.fail_to_pass,
+        input.pass_to_pass,
+        eval_type,
+        Mode::Official,
+    );
+    let strict_tests = group_tests(
+        &statuses,
+        input.fail_to_pass,
+        input.pass_to_pass,
+        eval_type,
+        Mode::Strict,
+    );
+    let category = resolved_category(&tests);
+
+    let mut findings = Vec::new();
+    let skipped: Vec<String> = input
+        .fail_to_pass
+        .iter()
+        .filter(|t| statuses.get(*t) == Some(&TestStatus::Skipped))
+        .cloned()
+        .collect();
+    if !skipped.is_empty() {
+        findings.push(StrictFinding::SkippedFailToPass { tests: skipped });
+    }
+    if let Some(code) = exit_code {
+        let any_failed = statuses
+            .values()
+            .any(|s| matches!(s, TestStatus::Failed | TestStatus::Error));
+        if code != 0 && !any_failed {
+            findings.push(StrictFinding::ExitCodeDisagrees { exit_code: code });
+        }
+    }
+    let section = logparse::test_section(log).unwrap_or(log);
+    if !suite_ran(input.parser, section) {
+        findings.push(StrictFinding::SuiteDidNotRun);
+    }
+    if input.collection_files_present {
+        let paths: Vec<String> = collection_files(input.patch.unwrap_or_default())
+            .into_iter()
+            .map(|f| f.path)
+            .collect();
+        if !paths.is_empty() {
+            findings.push(StrictFinding::CollectionFilesAdded { paths });
+        }
+    }
+    // A skipped F2P test already fails inside `strict_tests`; the other findings void the log.
+    let voiding = findings
+        .iter()
+        .any(|f| !matches!(f, StrictFinding::SkippedFailToPass { .. }));
+    let strict_category = if voiding {
+        Category::Unresolved
+    } else {
+        resolved_category(&strict_tests)
+    };
+    Ok(Verdict {
+        category,
+        tests: Some(tests),
+        official_report: true,
+        patch_applied: true,
+        strict_category,
+        strict_tests: Some(strict_tests),
+        strict_findings: findings,
+        exit_code,
+    })
+}
+
+fn resolved_category(tests: &TestGroups) -> Category {
+    if tests.resolution() == Resolution::Full {
+        Category::Resolved
+    } else {
+        Category::Unresolved
+    }
+}
+
+/// Per-framework evidence that the test run started and reached its summary. Without it, a
+/// run that never collected anything looks like "no failures".
+static PYTEST_RAN: LazyLock<Regex> = LazyLock::new(|| {
+    // pytest's final line: `==== 3 passed, 1 skipped in 0.12s ====` (also `no tests ran`).
+    Regex::new(r"(?m)^=+ .*\b(\d+ (passed|failed|error|errors|skipped|xfailed|xpassed|deselected)\b.* in [\d.]+s|no tests ran in [\d.]+s)")
+        .expect("static regex")
+});
+static UNITTEST_RAN: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?m)^Ran \d+ tests? in [\d.]+s").expect("static regex"));
+static SYMPY_RAN: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?m)tests finished: \d+ passed").expect("static regex"));
+
+/// True when `section` (the test output) shows the framework's run reached its summary line.
+pub fn suite_ran(parser: &str, section: &str) -> bool {
+    match logparse::canonical_parser(parser) {
+        Some("parse_log_django") => UNITTEST_RAN.is_match(section),
+        Some("parse_log_sympy") => SYMPY_RAN.is_match(section),
+        Some(_) => PYTEST_RAN.is_match(section),
+        None => false,
+    }
+}
+
+/// A file a patch creates or edits that changes how tests are collected or configured.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CollectionFile {
+    /// Path relative to the repository root.
+    pub path: String,
+    /// True when the patch creates the file (delete it before the run); false when it edits
+    /// an existing one (restore it from the base commit before the run).
+    pub added: bool,
+}
+
+/// Files a patch creates or edits that change test collection: `conftest.py`,
+/// `sitecustomize.py`, `usercustomize.py`, `pytest.ini`, `.pth` files at any depth, and
+/// `tox.ini`, `setup.cfg` or `pyproject.toml` when created or when the edit touches pytest
+/// configuration. The runner removes (or restores) them before the tests in strict mode.
+pub fn collection_files(patch: &str) -> Vec<CollectionFile> {
+    const PYTEST_KEYS: [&str; 8] = [
+        "pytest",
+        "addopts",
+        "testpaths",
+        "python_files",
+        "python_classes",
+        "python_functions",
+        "norecursedirs",
+        "confcutdir",
+    ];
+    let mut out: Vec<CollectionFile> = Vec::new();
+    for file in patch_files(patch) {
+        let name = file.path.rsplit('/').next().unwrap_or(&file.path);
+        let always = matches!(
+            name,
+            "conftest.py" | "sitecustomize.py" | "usercustomize.py" | "pytest.ini" | ".pytest.ini"
+        ) || name.ends_with(".pth");
+        let config = matches!(name, "tox.ini" | "setup.cfg" | "pyproject.toml");
+        let hit = always
+            || (config
+                && (file.added
+                    || file
+                        .changed
+                        .iter()
+                        .any(|l| PYTEST_KEYS.iter().any(|k| l.contains(k)))));
+        if hit && !out.iter().any(|f| f.path == file.path) {
+            out.push(CollectionFile {
+                path: file.path,
+                added: file.added,
+            });
+        }
+    }
+    out
+}
+
+/// The paths of [`collection_files`] that the patch creates.
+pub fn collection_files_added(patch: &str) -> Vec<String> {
+    collection_files(patch)
+        .into_iter()
+        .filter(|f| f.added)
+        .map(|f| f.path)
+        .collect()
+}
+
+struct PatchFile {
+    path: String,
+    added: bool,
+    /// Added and removed lines of the file's hunks (without the +/- sign).
+    changed: Vec<String>,
+}
+
+static HUNK: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@").expect("static regex"));
+
+/// The files of a unified diff: path, whether it is new, and its changed lines. Hunk line
+/// counts are followed so a removed line that reads `-- x` is not taken for a header.
+fn patch_files(patch: &str) -> Vec<PatchFile> {
+    let mut files: Vec<PatchFile> = Vec::new();
+    let mut old_is_null = false;
+    let (mut old_left, mut new_left) = (0usize, 0usize);
+    for line in patch.lines() {
+        if old_left > 0 || new_left > 0 {
+            match line.as_bytes().first() {
+                Some(b'+') => new_left = new_left.saturating_sub(1),
+                Some(b'-') => old_left = old_left.saturating_sub(1),
+                Some(b'\\') => continue,
+                _ => {
+                    old_left = old_left.saturating_sub(1);
+                    new_left = new_left.saturating_sub(1);
+                }
+            }
+            if let (Some(f), Some(text)) = (files.last_mut(), line.get(1..)) {
+                if line.starts_with(['+', '-']) {
+                    f.changed.push(text.to_string());
+                }
+            }
+            continue;
+        }
+        if let Some(c) = HUNK.captures(line) {
+            let count = |i: usize| c.get(i).map_or(1, |m| m.as_str().parse().unwrap_or(0));
+            (old_left, new_left) = (count(1), count(2));
+        } else if let Some(rest) = line.strip_prefix("--- ") {
+            old_is_null = rest.trim_end() == "/dev/null";
+        } else if let Some(rest) = line.strip_prefix("+++ ") {
+            let path = rest.split('\t').next().unwrap_or(rest).trim_end();
+            if path != "/dev/null" {
+                let path = path.strip_prefix("b/").unwrap_or(path).to_string();
+                files.push(PatchFile {
+                    path,
+                    added: old_is_null,
+                    changed: Vec::new(),
+                });
+            }
+        }
+    }
+    files
+}
