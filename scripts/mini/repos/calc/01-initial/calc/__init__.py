@@ -1,0 +1,5 @@
+"""A tiny arithmetic expression evaluator."""
+
+from .evaluator import evaluate
+
+__all__ = ["evaluate"]

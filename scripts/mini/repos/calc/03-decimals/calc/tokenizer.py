@@ -1,0 +1,32 @@
+"""Split an expression into tokens."""
+
+
+class TokenError(ValueError):
+    pass
+
+
+OPERATORS = "+-*/()"
+
+
+def tokenize(text):
+    """Return a list of tokens: numbers and one-character operator strings."""
+    tokens = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch.isspace():
+            i += 1
+        elif ch.isdigit() or ch == ".":
+            start = i
+            while i < len(text) and (text[i].isdigit() or text[i] == "."):
+                i += 1
+            literal = text[start:i]
+            if literal == "." or literal.count(".") > 1:
+                raise TokenError(f"bad number {literal!r} at {start}")
+            tokens.append(float(literal) if "." in literal else int(literal))
+        elif ch in OPERATORS:
+            tokens.append(ch)
+            i += 1
+        else:
+            raise TokenError(f"unexpected character {ch!r} at {i}")
+    return tokens

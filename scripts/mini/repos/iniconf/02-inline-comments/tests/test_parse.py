@@ -1,0 +1,50 @@
+import pytest
+
+from iniconf import ParseError, parse
+
+SAMPLE = """
+; a comment
+[server]
+host = example.org
+port = 8080
+
+# another comment
+[client]
+retries=3
+"""
+
+
+def test_sections_and_values():
+    cfg = parse(SAMPLE)
+    assert cfg.get("server", "host") == "example.org"
+    assert cfg.get("client", "retries") == "3"
+
+
+def test_getint():
+    assert parse(SAMPLE).getint("server", "port") == 8080
+
+
+def test_missing_key_default():
+    assert parse(SAMPLE).get("server", "user", "nobody") == "nobody"
+
+
+def test_key_outside_section():
+    with pytest.raises(ParseError):
+        parse("a = 1")
+
+
+def test_value_may_contain_equals():
+    assert parse("[x]\nexpr = a=b").get("x", "expr") == "a=b"
+
+
+def test_inline_semicolon_comment():
+    cfg = parse("[server]\nport = 8080 ; the http port")
+    assert cfg.getint("server", "port") == 8080
+
+
+def test_inline_hash_comment():
+    assert parse("[a]\nname = web  # primary").get("a", "name") == "web"
+
+
+def test_hash_inside_value_is_kept():
+    assert parse("[a]\ncolor = #ff0000").get("a", "color") == "#ff0000"
