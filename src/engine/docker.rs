@@ -75,22 +75,6 @@ impl DockerEngine {
         &self.endpoint
     }
 
-    /// Tags an existing image under another name (e.g. a pulled mirror under its official name).
-    pub async fn tag_image(&self, image: &str, new_name: &str) -> Result<(), EngineError> {
-        let (repo, tag) = split_tag(new_name);
-        let opts = bollard::query_parameters::TagImageOptionsBuilder::default()
-            .repo(repo)
-            .tag(tag)
-            .build();
-        self.docker
-            .tag_image(image, Some(opts))
-            .await
-            .map_err(|e| EngineError::Image {
-                image: image.into(),
-                message: e.to_string(),
-            })
-    }
-
     async fn force_remove(&self, id: &str) -> Result<(), EngineError> {
         let opts = RemoveContainerOptionsBuilder::default()
             .force(true)
@@ -443,6 +427,21 @@ impl Engine for DockerEngine {
             }
         }
         Ok(())
+    }
+
+    async fn tag_image(&self, image: &str, new_name: &str) -> Result<(), EngineError> {
+        let (repo, tag) = split_tag(new_name);
+        let opts = bollard::query_parameters::TagImageOptionsBuilder::default()
+            .repo(repo)
+            .tag(tag)
+            .build();
+        self.docker
+            .tag_image(image, Some(opts))
+            .await
+            .map_err(|e| EngineError::Image {
+                image: image.into(),
+                message: e.to_string(),
+            })
     }
 
     async fn pull_image(&self, image: &str) -> Result<(), EngineError> {

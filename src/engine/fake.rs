@@ -22,6 +22,10 @@ pub enum Call {
         tag: String,
         labels: BTreeMap<String, String>,
     },
+    TagImage {
+        image: String,
+        new_name: String,
+    },
     PullImage(String),
     RemoveImage(String),
     RunJob {
@@ -232,6 +236,21 @@ impl Engine for FakeEngine {
             labels: labels.clone(),
         });
         s.images.insert(tag.into(), labels);
+        Ok(())
+    }
+
+    async fn tag_image(&self, image: &str, new_name: &str) -> Result<(), EngineError> {
+        let mut s = self.lock();
+        s.calls.push(Call::TagImage {
+            image: image.into(),
+            new_name: new_name.into(),
+        });
+        let Some(labels) = s.images.get(image).cloned() else {
+            return Err(EngineError::ImageMissing {
+                image: image.into(),
+            });
+        };
+        s.images.insert(new_name.into(), labels);
         Ok(())
     }
 

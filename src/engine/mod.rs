@@ -168,6 +168,12 @@ pub trait Engine: Send + Sync + 'static {
         rootfs_tar: Vec<u8>,
         labels: BTreeMap<String, String>,
     ) -> impl Future<Output = Result<(), EngineError>> + Send;
+    /// Gives an existing image another name (`repo:tag`).
+    fn tag_image(
+        &self,
+        image: &str,
+        new_name: &str,
+    ) -> impl Future<Output = Result<(), EngineError>> + Send;
     fn pull_image(&self, image: &str) -> impl Future<Output = Result<(), EngineError>> + Send;
     fn remove_image(&self, image: &str) -> impl Future<Output = Result<(), EngineError>> + Send;
     /// Runs one job to completion or deadline and removes its container.

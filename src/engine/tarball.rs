@@ -19,7 +19,14 @@ pub struct Entry {
 /// A tar of `entries`, with a directory entry for every parent so extraction never depends
 /// on the target creating missing folders. Paths are taken relative (a leading `/` dropped).
 pub fn archive(entries: &[Entry]) -> io::Result<Vec<u8>> {
+    archive_with_dirs(entries, &[])
+}
+
+/// Like [`archive`], then each `(prefix, folder)` from disk appended under `prefix`, keeping
+/// symlinks as links and file modes as they are (repository snapshots in build contexts).
+pub fn archive_with_dirs(entries: &[Entry], folders: &[(&str, &Path)]) -> io::Result<Vec<u8>> {
     let mut builder = tar::Builder::new(Vec::new());
+    builder.follow_symlinks(false);
     let mut dirs = BTreeSet::new();
     for e in entries {
         let rel = e.path.trim_start_matches('/');
@@ -47,6 +54,9 @@ pub fn archive(entries: &[Entry]) -> io::Result<Vec<u8>> {
         let mut h = header(tar::EntryType::Regular, e.mode, e.contents.len() as u64);
         builder.append_data(&mut h, rel, e.contents.as_slice())?;
     }
+    for (prefix, dir) in folders {
+        builder.append_dir_all(prefix, dir)?;
+    }
     builder.into_inner()
 }
 
@@ -72,13 +82,6 @@ fn header(kind: tar::EntryType, mode: u32, size: u64) -> tar::Header {
     h.set_uid(0);
     h.set_gid(0);
     h
-}
-
-/// Appends a whole folder from disk under `prefix` (used for repository snapshots and root
-/// file systems), keeping symlinks as links and file modes as they are.
-pub fn append_dir(builder: &mut tar::Builder<Vec<u8>>, prefix: &str, dir: &Path) -> io::Result<()> {
-    builder.follow_symlinks(false);
-    builder.append_dir_all(prefix, dir)
 }
 
 #[cfg(test)]
