@@ -4,9 +4,14 @@ These follow the official SWE-bench harness (4.1.0, with v5's reset between appl
 apply the model patch with `git apply -v`, `git apply -v --reject`, then
 `patch --batch --fuzz=5 -p1`; reset the test files the test patch touches to the base commit;
 apply the test patch; run `pytest -rA <those files>`; parse with swebench's pytest parser and
-grade with its grading functions. `--strict` mode, which swe-eval adds, additionally restores
-every test file the model patch touched (conftest.py anywhere, files under a tests/ folder,
-test_*.py, *_test.py) and requires the test command to exit 0.
+grade with its grading functions.
+
+Strict mode (swe-eval's `--strict`, after SWE-bench 5's hardening) differs in three ways:
+files the model patch touched that change pytest's collection (conftest.py, sitecustomize.py,
+usercustomize.py, pytest.ini, *.pth; tox.ini, setup.cfg and pyproject.toml only when they
+touch pytest settings) are restored to the base commit, or deleted, before the tests run;
+a SKIPPED FAIL_TO_PASS test fails; and a non-zero exit code of the test command with no
+failed test in the parsed log (forged PASSED lines) makes the run unresolved.
 """
 
 import os
@@ -80,6 +85,29 @@ def is_test_path(path):
         or (base.startswith("test_") and base.endswith(".py"))
         or base.endswith("_test.py")
     )
+
+
+COLLECTION_NAMES = {"conftest.py", "sitecustomize.py", "usercustomize.py", "pytest.ini", ".pytest.ini"}
+PYTEST_KEYS = ("pytest", "addopts", "testpaths", "python_files", "python_classes",
+               "python_functions", "norecursedirs", "confcutdir")
+
+
+def collection_paths(patch):
+    """Files of the patch that change how pytest collects and reports tests."""
+    out = []
+    for chunk in re.split(r"^(?=diff --git )", patch, flags=re.M):
+        m = re.match(r"diff --git a/.* b/(.*)$", chunk, flags=re.M)
+        if not m:
+            continue
+        path = m.group(1)
+        name = path.rsplit("/", 1)[-1]
+        changed = [l for l in chunk.splitlines() if l[:1] in "+-" and l[:3] not in ("+++", "---")]
+        config_hit = name in ("tox.ini", "setup.cfg", "pyproject.toml") and (
+            "new file mode" in chunk or any(k in l for l in changed for k in PYTEST_KEYS)
+        )
+        if name in COLLECTION_NAMES or name.endswith(".pth") or config_hit:
+            out.append(path)
+    return out
 
 
 def reset_tree(repo_dir):
@@ -160,8 +188,7 @@ def evaluate(instance, patch, timeout=15.0, strict=False, no_network=False):
         if applied_with is None:
             return {"category": "error", "error_kind": "patch_apply_failed", "status": None}
         if strict:
-            touched = [p for p in changed_files(patch) if is_test_path(p)]
-            restore_test_files(repo_dir, base, touched)
+            restore_test_files(repo_dir, base, collection_paths(patch))
         test_files = changed_files(instance["test_patch"])
         restore_test_files(repo_dir, base, test_files)
         run(["git", "apply", "-"], cwd=repo_dir, input=instance["test_patch"])
@@ -172,8 +199,11 @@ def evaluate(instance, patch, timeout=15.0, strict=False, no_network=False):
         status_map = parse_log_pytest(out, None)
         report, status = grade(status_map, instance["FAIL_TO_PASS"], instance["PASS_TO_PASS"])
         resolved = status == ResolvedStatus.FULL.value
-        if strict and code != 0:
-            resolved = False
+        if strict:
+            failed = any(v in ("FAILED", "ERROR") for v in status_map.values())
+            skipped_f2p = any(status_map.get(t) == "SKIPPED" for t in instance["FAIL_TO_PASS"])
+            if (code != 0 and not failed) or skipped_f2p:
+                resolved = False
         return {
             "category": "resolved" if resolved else "unresolved",
             "error_kind": None,
