@@ -418,6 +418,7 @@ pub fn grade(input: &GradeInput<'_>) -> Result<Verdict, UnknownParser> {
     if input.collection_files_present {
         let paths: Vec<String> = collection_files(input.patch.unwrap_or_default())
             .into_iter()
+            .filter(|f| affects_framework(f, input.parser))
             .map(|f| f.path)
             .collect();
         if !paths.is_empty() {
@@ -456,23 +457,45 @@ fn resolved_category(tests: &TestGroups) -> Category {
 /// Per-framework evidence that the test run started and reached its summary. Without it, a
 /// run that never collected anything looks like "no failures".
 static PYTEST_RAN: LazyLock<Regex> = LazyLock::new(|| {
-    // pytest's final line: `==== 3 passed, 1 skipped in 0.12s ====` (also `no tests ran`).
-    Regex::new(r"(?m)^=+ .*\b(\d+ (passed|failed|error|errors|skipped|xfailed|xpassed|deselected)\b.* in [\d.]+s|no tests ran in [\d.]+s)")
-        .expect("static regex")
+    // pytest's final line: `==== 3 passed, 1 skipped in 0.12s ====` (older: `in 0.12 seconds`),
+    // or `no tests ran in 0.01s`.
+    Regex::new(
+        r"(?m)^=+ (.*\b\d+ (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)\b.*|no tests ran) in [\d.]+ ?s(econds)?\b",
+    )
+    .expect("static regex")
 });
 static UNITTEST_RAN: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?m)^Ran \d+ tests? in [\d.]+s").expect("static regex"));
 static SYMPY_RAN: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?m)tests finished: \d+ passed").expect("static regex"));
+static ANSI_ESCAPE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\x1b\[[0-9;]*[A-Za-z]").expect("static regex"));
 
-/// True when `section` (the test output) shows the framework's run reached its summary line.
+/// True when `section` (the test output) shows the framework's run reached its summary line:
+/// pytest's `=== N passed ... in Xs ===`, Django's `Ran N tests in Xs`, sympy's
+/// `tests finished: N passed`.
 pub fn suite_ran(parser: &str, section: &str) -> bool {
+    let plain = ANSI_ESCAPE.replace_all(section, "");
     match logparse::canonical_parser(parser) {
-        Some("parse_log_django") => UNITTEST_RAN.is_match(section),
-        Some("parse_log_sympy") => SYMPY_RAN.is_match(section),
-        Some(_) => PYTEST_RAN.is_match(section),
+        Some("parse_log_django") => UNITTEST_RAN.is_match(&plain),
+        Some("parse_log_sympy") => SYMPY_RAN.is_match(&plain),
+        Some(_) => PYTEST_RAN.is_match(&plain),
         None => false,
     }
+}
+
+/// True when a collection file matters to the framework behind `parser`: Django's and
+/// sympy's own runners ignore pytest configuration, but every Python process loads
+/// `sitecustomize.py`, `usercustomize.py` and `.pth` files.
+fn affects_framework(file: &CollectionFile, parser: &str) -> bool {
+    let name = file.path.rsplit('/').next().unwrap_or(&file.path);
+    let interpreter_wide =
+        matches!(name, "sitecustomize.py" | "usercustomize.py") || name.ends_with(".pth");
+    interpreter_wide
+        || !matches!(
+            logparse::canonical_parser(parser),
+            Some("parse_log_django" | "parse_log_sympy")
+        )
 }
 
 /// A file a patch creates or edits that changes how tests are collected or configured.
@@ -586,4 +609,28 @@ fn patch_files(patch: &str) -> Vec<PatchFile> {
         }
     }
     files
+}
+
+impl<'a> GradeInput<'a> {
+    /// The input for one dataset instance: its parser is the row's `log_parser` (SWE-bench 5
+    /// rows name one) or the official parser for its repository. Collection files count as
+    /// present, as in a saved official log; the runner clears the flag after removing them.
+    pub fn for_instance(
+        instance: &'a crate::dataset::Instance,
+        patch: Option<&'a str>,
+        outcome: RunOutcome<'a>,
+    ) -> GradeInput<'a> {
+        GradeInput {
+            repo: &instance.repo,
+            parser: instance
+                .log_parser
+                .as_deref()
+                .unwrap_or_else(|| logparse::parser_for_repo(&instance.repo)),
+            fail_to_pass: instance.fail_to_pass(),
+            pass_to_pass: instance.pass_to_pass(),
+            patch,
+            outcome,
+            collection_files_present: true,
+        }
+    }
 }

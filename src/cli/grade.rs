@@ -1,10 +1,227 @@
-//! `swe-eval grade`: not written yet.
+//! `swe-eval grade`: grade again from saved test logs, as the official harness grades them.
+//! Writes `OUT/<instance_id>/report.json` for every prediction the official harness would
+//! write one for, the run summary `OUT/<model>.<run_id>.json`, and one row per prediction in
+//! `OUT/results.jsonl` and `OUT/results.csv`.
 
-use super::CliResult;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use super::{BoxError, CliResult, Outcome};
+use crate::dataset::{self, Dataset};
+use crate::grading::{self, GradeInput, Mode, Verdict};
+use crate::predictions::{self, Prediction};
+use crate::report::logs::{SavedLog, SavedLogs};
+use crate::report::{self, InstanceReport, PredictionRow, RunSummary, Submitted, Timings};
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Dataset rows (JSON, JSON Lines or Parquet) with FAIL_TO_PASS and PASS_TO_PASS.
+    #[arg(long, short = 'd')]
+    pub dataset: PathBuf,
+    /// Predictions (JSON Lines, JSON list or object), or `gold`.
+    #[arg(long, short = 'p')]
+    pub predictions: String,
+    /// Saved logs: `DIR/<instance_id>/test_output.txt`, an official `logs/run_evaluation`
+    /// tree (or any folder above one), or a JSON Lines file of `{instance_id, test_output}`.
+    #[arg(long)]
+    pub logs: PathBuf,
+    /// Folder for `<instance_id>/report.json`, the run summary and `results.{jsonl,csv}`.
+    #[arg(long, short = 'o')]
+    pub output: PathBuf,
+    /// Grade with the later hardening (see `swe_eval::grading`); the default reproduces the
+    /// official harness v4.1.0 exactly.
+    #[arg(long)]
+    pub strict: bool,
+    /// Run id for the summary's name, and to choose among several runs in a logs tree
+    /// (default: the tree's only run id, else `regrade`).
+    #[arg(long)]
+    pub run_id: Option<String>,
+}
 
-pub fn run(_args: Args) -> CliResult {
-    Err("`swe-eval grade` is not implemented yet".into())
+/// Everything graded, for the writers and for `bench grade`.
+pub struct Graded {
+    pub predictions: Vec<Prediction>,
+    /// One per prediction, same order; `None` when it could not be graded (a problem).
+    pub verdicts: Vec<Option<Verdict>>,
+    pub problems: Vec<String>,
+}
+
+/// One prediction per instance id, the last in file order, as the official harness keys its
+/// predictions by id.
+pub fn one_per_instance(preds: Vec<Prediction>, problems: &mut Vec<String>) -> Vec<Prediction> {
+    let mut last: HashMap<String, Prediction> = HashMap::new();
+    for p in preds {
+        if let Some(prev) = last.insert(p.instance_id.clone(), p) {
+            problems.push(format!(
+                "{}: several predictions; grading the last (line {:?}), as the official harness",
+                prev.instance_id, prev.line
+            ));
+        }
+    }
+    let mut v: Vec<Prediction> = last.into_values().collect();
+    v.sort_by(|a, b| a.instance_id.cmp(&b.instance_id));
+    v
+}
+
+/// Reads every prediction's saved log (the I/O part), keyed like `preds`.
+pub fn read_logs(
+    preds: &[Prediction],
+    logs: &SavedLogs,
+    run_id: Option<&str>,
+    problems: &mut Vec<String>,
+) -> Vec<SavedLog> {
+    preds
+        .iter()
+        .map(|p| {
+            if p.patch().is_empty() {
+                return SavedLog::Missing;
+            }
+            logs.get(&p.instance_id, &p.model_dir_name(), run_id)
+                .unwrap_or_else(|e| {
+                    problems.push(e.to_string());
+                    SavedLog::Missing
+                })
+        })
+        .collect()
+}
+
+/// Grades every prediction from its saved log (no I/O).
+pub fn grade_all(
+    ds: &Dataset,
+    preds: &[Prediction],
+    saved: &[SavedLog],
+    problems: &mut Vec<String>,
+) -> Vec<Option<Verdict>> {
+    preds
+        .iter()
+        .zip(saved)
+        .map(|(p, log)| {
+            let inst = ds.get(&p.instance_id)?;
+            if matches!(log, SavedLog::Output(_))
+                && (inst.fail_to_pass.is_none() || inst.pass_to_pass.is_none())
+            {
+                problems.push(format!(
+                    "{}: dataset row has no FAIL_TO_PASS/PASS_TO_PASS; not graded",
+                    p.instance_id
+                ));
+                return None;
+            }
+            let input = GradeInput::for_instance(inst, p.model_patch.as_deref(), log.outcome());
+            grading::grade(&input)
+                .map_err(|e| problems.push(format!("{}: {e}", p.instance_id)))
+                .ok()
+        })
+        .collect()
+}
+
+/// Loads the dataset and predictions, reporting row problems.
+pub fn load_inputs(
+    dataset: &Path,
+    predictions: &str,
+    problems: &mut Vec<String>,
+) -> Result<(Dataset, Vec<Prediction>), BoxError> {
+    let (ds, ds_problems) = dataset::load_dataset(dataset)?;
+    problems.extend(
+        ds_problems
+            .iter()
+            .map(|p| format!("skipped dataset row: {p}")),
+    );
+    let loaded = predictions::load(predictions, Some(&ds))?;
+    problems.extend(
+        loaded
+            .problems
+            .iter()
+            .map(|p| format!("skipped prediction: {p}")),
+    );
+    let checked = predictions::check_against(&ds, loaded.items, Path::new(predictions));
+    problems.extend(
+        checked
+            .problems
+            .iter()
+            .map(|p| format!("skipped prediction: {p}")),
+    );
+    Ok((ds, one_per_instance(checked.items, problems)))
+}
+
+pub fn run(args: Args) -> CliResult {
+    let mode = if args.strict {
+        Mode::Strict
+    } else {
+        Mode::Official
+    };
+    let mut problems = Vec::new();
+    let (ds, preds) = load_inputs(&args.dataset, &args.predictions, &mut problems)?;
+    let logs = SavedLogs::open(&args.logs)?;
+    let run_id = args
+        .run_id
+        .clone()
+        .or_else(|| logs.run_id())
+        .unwrap_or_else(|| "regrade".to_string());
+    let saved = read_logs(&preds, &logs, args.run_id.as_deref(), &mut problems);
+    let verdicts = grade_all(&ds, &preds, &saved, &mut problems);
+    let graded = Graded {
+        predictions: preds,
+        verdicts,
+        problems,
+    };
+    let summary = write_outputs(&args.output, &ds, &graded, mode, &run_id)?;
+    for p in &graded.problems {
+        eprintln!("{p}");
+    }
+    eprintln!(
+        "graded {} prediction(s) ({mode:?} mode): {} resolved, {} unresolved, {} error(s), {} empty patch(es); strict grading flips {}; wrote {}",
+        graded.predictions.len(),
+        summary.resolved_instances,
+        summary.unresolved_instances,
+        summary.error_instances,
+        summary.empty_patch_instances,
+        summary.strict_flipped_instances.unwrap_or(0),
+        args.output.display()
+    );
+    Ok(if graded.problems.is_empty() {
+        Outcome::Clean
+    } else {
+        Outcome::WithProblems
+    })
+}
+
+/// Writes the reports, the summary and the rows; returns the summary.
+pub fn write_outputs(
+    out: &Path,
+    ds: &Dataset,
+    g: &Graded,
+    mode: Mode,
+    run_id: &str,
+) -> Result<RunSummary, BoxError> {
+    let mut rows = Vec::new();
+    let mut submitted = Vec::new();
+    for (p, v) in g.predictions.iter().zip(&g.verdicts) {
+        if let Some(v) = v {
+            if let Some(r) = InstanceReport::from_verdict(v, mode) {
+                report::write_instance_report(out, &p.instance_id, &r)?;
+            }
+            rows.push(PredictionRow::new(p, v, mode, Timings::default()));
+        }
+        submitted.push(Submitted {
+            instance_id: &p.instance_id,
+            empty_patch: p.patch().is_empty(),
+            verdict: v.as_ref(),
+        });
+    }
+    let summary = RunSummary::build(
+        ds.instances.iter().map(|i| i.instance_id.as_str()),
+        &submitted,
+        mode,
+    );
+    let model = g
+        .predictions
+        .first()
+        .map_or("none", |p| p.model_name_or_path.as_str());
+    report::write_run_summary(
+        &out.join(report::summary_file_name(model, run_id)),
+        &summary,
+    )?;
+    report::write_rows_jsonl(&out.join("results.jsonl"), &rows)?;
+    report::write_rows_csv(&out.join("results.csv"), &rows)?;
+    Ok(summary)
 }

@@ -1,0 +1,293 @@
+//! Saved test logs for grading again: the official layout
+//! (`DIR/<instance_id>/test_output.txt`, or a whole `logs/run_evaluation/<run_id>/<model>/<id>/`
+//! tree, or any folder above one), or a JSON Lines file of `{instance_id, test_output}` rows.
+//! Turns what is found into the [`RunOutcome`] the official harness saw.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::{ReportError, TEST_OUTPUT_FILE};
+use crate::grading::RunOutcome;
+use crate::logparse::APPLY_PATCH_FAIL;
+
+/// The per-instance harness log of the official layout (holds the apply failure message).
+pub const RUN_INSTANCE_LOG: &str = "run_instance.log";
+
+/// How deep below the given folder instance folders are looked for
+/// (`logs/run_evaluation/<run_id>/<model>/<id>` is five levels).
+const MAX_DEPTH: usize = 6;
+
+/// What was saved for one instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SavedLog {
+    /// The eval script's output (`test_output.txt`).
+    Output(String),
+    /// No test output, and the harness log says the patch did not apply.
+    ApplyFailed,
+    /// Nothing usable was saved (the official harness would count an error).
+    Missing,
+}
+
+static TIMEOUT_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"Timeout error: \d+ seconds exceeded\.\s*\z").expect("static regex")
+});
+
+impl SavedLog {
+    /// The outcome the official harness saw: a test output ending with its timeout line was
+    /// a timeout (it wrote no report for it), any other output is a finished run.
+    pub fn outcome(&self) -> RunOutcome<'_> {
+        match self {
+            SavedLog::Output(log) if TIMEOUT_LINE.is_match(log) => RunOutcome::TimedOut,
+            SavedLog::Output(log) => RunOutcome::Completed {
+                log,
+                exit_code: None,
+            },
+            SavedLog::ApplyFailed => RunOutcome::PatchApplyFailed,
+            SavedLog::Missing => RunOutcome::Infra,
+        }
+    }
+}
+
+/// An index of saved logs.
+#[derive(Debug, Clone)]
+pub enum SavedLogs {
+    /// `{instance_id, test_output}` rows, held in memory.
+    Jsonl(HashMap<String, String>),
+    /// Instance folders found below a root, by folder name (several when runs or models differ).
+    Tree {
+        root: PathBuf,
+        dirs: HashMap<String, Vec<PathBuf>>,
+    },
+}
+
+/// A problem with one instance's saved logs.
+#[derive(Debug, thiserror::Error)]
+pub enum SavedLogError {
+    #[error(transparent)]
+    Report(#[from] ReportError),
+    #[error("{id}: several log folders match ({}); pass --run-id to choose", .dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "))]
+    Ambiguous { id: String, dirs: Vec<PathBuf> },
+}
+
+impl SavedLogs {
+    /// Opens a JSON Lines file or indexes a folder.
+    pub fn open(path: &Path) -> Result<SavedLogs, ReportError> {
+        let read_err = |source| ReportError::Read {
+            path: path.to_path_buf(),
+            source,
+        };
+        let meta = std::fs::metadata(path).map_err(read_err)?;
+        if meta.is_file() {
+            return Self::from_jsonl(path);
+        }
+        let mut dirs: HashMap<String, Vec<PathBuf>> = HashMap::new();
+        let mut stack = vec![(path.to_path_buf(), 0usize)];
+        while let Some((dir, depth)) = stack.pop() {
+            let entries = std::fs::read_dir(&dir).map_err(|source| ReportError::Read {
+                path: dir.clone(),
+                source,
+            })?;
+            let mut is_instance = false;
+            for entry in entries {
+                let entry = entry.map_err(|source| ReportError::Read {
+                    path: dir.clone(),
+                    source,
+                })?;
+                let name = entry.file_name();
+                if name == TEST_OUTPUT_FILE || name == RUN_INSTANCE_LOG {
+                    is_instance = true;
+                } else if depth < MAX_DEPTH && entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    stack.push((entry.path(), depth + 1));
+                }
+            }
+            if is_instance {
+                if let Some(id) = dir.file_name().and_then(|n| n.to_str()) {
+                    dirs.entry(id.to_string()).or_default().push(dir.clone());
+                }
+            }
+        }
+        for v in dirs.values_mut() {
+            v.sort();
+        }
+        Ok(SavedLogs::Tree {
+            root: path.to_path_buf(),
+            dirs,
+        })
+    }
+
+    fn from_jsonl(path: &Path) -> Result<SavedLogs, ReportError> {
+        let text = std::fs::read(path).map_err(|source| ReportError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let text = String::from_utf8_lossy(&text);
+        let mut map = HashMap::new();
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            #[derive(serde::Deserialize)]
+            struct Row {
+                instance_id: String,
+                test_output: String,
+            }
+            let row: Row = serde_json::from_str(line).map_err(|source| ReportError::Parse {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            map.insert(row.instance_id, row.test_output);
+        }
+        Ok(SavedLogs::Jsonl(map))
+    }
+
+    /// Number of instances with something saved.
+    pub fn len(&self) -> usize {
+        match self {
+            SavedLogs::Jsonl(m) => m.len(),
+            SavedLogs::Tree { dirs, .. } => dirs.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The run id when the folder is (or holds) a `run_evaluation/<run_id>/...` tree with
+    /// exactly one run.
+    pub fn run_id(&self) -> Option<String> {
+        let SavedLogs::Tree { root, dirs } = self else {
+            return None;
+        };
+        let mut ids: Vec<String> = dirs
+            .values()
+            .flatten()
+            .filter_map(|d| {
+                let rel = d.strip_prefix(root).ok()?;
+                let parts: Vec<_> = rel
+                    .components()
+                    .filter_map(|c| c.as_os_str().to_str())
+                    .collect();
+                let at = parts.iter().position(|p| *p == "run_evaluation")?;
+                // run_evaluation/<run_id>/<model>/<id>
+                (parts.len() == at + 4).then(|| parts[at + 1].to_string())
+            })
+            .collect();
+        ids.sort();
+        ids.dedup();
+        (ids.len() == 1).then(|| ids.remove(0))
+    }
+
+    /// The saved log of `instance_id`. In a tree with several folders of that name, the one
+    /// whose path has `model_dir` and `run_id` as components is taken.
+    pub fn get(
+        &self,
+        instance_id: &str,
+        model_dir: &str,
+        run_id: Option<&str>,
+    ) -> Result<SavedLog, SavedLogError> {
+        let candidates = match self {
+            SavedLogs::Jsonl(m) => {
+                return Ok(m
+                    .get(instance_id)
+                    .map_or(SavedLog::Missing, |s| SavedLog::Output(s.clone())));
+            }
+            SavedLogs::Tree { dirs, .. } => match dirs.get(instance_id) {
+                Some(c) => c,
+                None => return Ok(SavedLog::Missing),
+            },
+        };
+        let has = |d: &Path, name: &str| d.components().any(|c| c.as_os_str() == name);
+        let mut chosen: Vec<&PathBuf> = candidates.iter().collect();
+        for want in [Some(model_dir), run_id].into_iter().flatten() {
+            let narrowed: Vec<&PathBuf> = chosen.iter().copied().filter(|d| has(d, want)).collect();
+            if !narrowed.is_empty() {
+                chosen = narrowed;
+            }
+        }
+        if chosen.len() > 1 {
+            return Err(SavedLogError::Ambiguous {
+                id: instance_id.to_string(),
+                dirs: chosen.into_iter().cloned().collect(),
+            });
+        }
+        read_instance_dir(chosen[0]).map_err(SavedLogError::from)
+    }
+}
+
+/// Reads one instance folder of the official layout.
+fn read_instance_dir(dir: &Path) -> Result<SavedLog, ReportError> {
+    let read = |name: &str| -> Result<Option<String>, ReportError> {
+        let p = dir.join(name);
+        match std::fs::read(&p) {
+            Ok(b) => Ok(Some(String::from_utf8_lossy(&b).into_owned())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(ReportError::Read { path: p, source }),
+        }
+    };
+    if let Some(out) = read(TEST_OUTPUT_FILE)? {
+        return Ok(SavedLog::Output(out));
+    }
+    match read(RUN_INSTANCE_LOG)? {
+        Some(log) if log.contains(APPLY_PATCH_FAIL) => Ok(SavedLog::ApplyFailed),
+        _ => Ok(SavedLog::Missing),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_official_tree_and_classifies() {
+        let t = tempfile::tempdir().unwrap();
+        let base = t.path().join("logs/run_evaluation/r1/org__m");
+        std::fs::create_dir_all(base.join("a")).unwrap();
+        std::fs::create_dir_all(base.join("b")).unwrap();
+        std::fs::create_dir_all(base.join("c")).unwrap();
+        std::fs::write(base.join("a/test_output.txt"), "x").unwrap();
+        std::fs::write(
+            base.join("b/run_instance.log"),
+            ">>>>> Patch Apply Failed:\nerr",
+        )
+        .unwrap();
+        std::fs::write(
+            base.join("c/test_output.txt"),
+            "...\n\nTimeout error: 1800 seconds exceeded.",
+        )
+        .unwrap();
+        let logs = SavedLogs::open(t.path()).unwrap();
+        assert_eq!(logs.run_id().as_deref(), Some("r1"));
+        assert_eq!(
+            logs.get("a", "org__m", None).unwrap(),
+            SavedLog::Output("x".into())
+        );
+        assert_eq!(
+            logs.get("b", "org__m", None).unwrap(),
+            SavedLog::ApplyFailed
+        );
+        assert_eq!(
+            logs.get("c", "org__m", None).unwrap().outcome(),
+            RunOutcome::TimedOut
+        );
+        assert_eq!(logs.get("zz", "org__m", None).unwrap(), SavedLog::Missing);
+    }
+
+    #[test]
+    fn several_runs_need_a_run_id() {
+        let t = tempfile::tempdir().unwrap();
+        for run in ["r1", "r2"] {
+            let d = t.path().join(run).join("m").join("a");
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("test_output.txt"), run).unwrap();
+        }
+        let logs = SavedLogs::open(t.path()).unwrap();
+        assert!(matches!(
+            logs.get("a", "m", None),
+            Err(SavedLogError::Ambiguous { .. })
+        ));
+        assert_eq!(
+            logs.get("a", "m", Some("r2")).unwrap(),
+            SavedLog::Output("r2".into())
+        );
+    }
+}
