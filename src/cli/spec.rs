@@ -1,10 +1,151 @@
-//! `swe-eval spec`: not written yet.
+//! `swe-eval spec`: write each instance's eval script and Dockerfiles (with their setup
+//! scripts) to `DIR/<instance_id>/`, so they can be read, diffed against the official
+//! harness, or built by hand. Rows that cannot be handled are reported by id and line; the
+//! others are still written.
 
-use super::CliResult;
+use std::path::{Path, PathBuf};
+
+use super::{CliResult, Outcome};
+use crate::dataset;
+use crate::fsutil::write_atomic;
+use crate::spec::{Flavour, SpecOptions, TestSpec};
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Dataset rows (JSON, JSON Lines or Parquet).
+    #[arg(long, short = 'd')]
+    pub dataset: PathBuf,
+    /// Folder to write `<instance_id>/{eval.sh, env.Dockerfile, instance.Dockerfile, ...}` to.
+    #[arg(long, short = 'o')]
+    pub output: PathBuf,
+    /// `official` (conda, as the official images) or `debian` (Debian's Python, offline).
+    #[arg(long, default_value = "official")]
+    pub flavour: Flavour,
+    /// Only these instances (space- or comma-separated, or repeated).
+    #[arg(long, short = 'i', num_args = 1.., value_delimiter = ',')]
+    pub instance_ids: Vec<String>,
+    /// Debian flavour: a PEM bundle pip trusts for HTTPS, copied into each environment
+    /// image's build context as `ca.crt`.
+    #[arg(long)]
+    pub ca_cert: Option<PathBuf>,
+    /// Debian flavour: the base image environment images start from.
+    #[arg(long)]
+    pub base_image: Option<String>,
+}
 
-pub fn run(_args: Args) -> CliResult {
-    Err("`swe-eval spec` is not implemented yet".into())
+impl clap::ValueEnum for Flavour {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Flavour::Official, Flavour::Debian]
+    }
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.as_str()))
+    }
+}
+
+pub fn run(args: Args) -> CliResult {
+    let loaded = dataset::load(&args.dataset)?;
+    let mut problems = 0usize;
+    for p in &loaded.problems {
+        eprintln!("skipped row: {p}");
+        problems += 1;
+    }
+    let ca = match &args.ca_cert {
+        Some(p) => Some(std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?),
+        None => None,
+    };
+    let opts = SpecOptions {
+        flavour: args.flavour,
+        arch: "x86_64",
+        ca_cert: ca.is_some(),
+        base_image: args.base_image.as_deref(),
+        repo_files: None,
+    };
+    let wanted: Vec<&str> = args
+        .instance_ids
+        .iter()
+        .flat_map(|s| s.split_whitespace())
+        .collect();
+    let mut written = 0usize;
+    for (i, inst) in loaded.items.iter().enumerate() {
+        if !wanted.is_empty() && !wanted.contains(&inst.instance_id.as_str()) {
+            continue;
+        }
+        let spec = match TestSpec::with_options(inst, &opts) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("{} (row {}): {e}", inst.instance_id, i + 1);
+                problems += 1;
+                continue;
+            }
+        };
+        for w in &spec.warnings {
+            eprintln!("warning: {w}");
+        }
+        if let Err(e) = write_spec(&args.output, &spec, ca.as_deref()) {
+            eprintln!("{}: {e}", inst.instance_id);
+            problems += 1;
+            continue;
+        }
+        written += 1;
+    }
+    for id in &wanted {
+        if !loaded.items.iter().any(|i| i.instance_id == *id) {
+            eprintln!("{id}: not in {}", args.dataset.display());
+            problems += 1;
+        }
+    }
+    eprintln!(
+        "wrote {written} instance folder(s) to {} ({} flavour); {problems} problem(s)",
+        args.output.display(),
+        args.flavour
+    );
+    Ok(if problems == 0 {
+        Outcome::Clean
+    } else {
+        Outcome::WithProblems
+    })
+}
+
+/// `eval.sh`, the two Dockerfiles and their build-context files, side by side.
+fn write_spec(
+    out: &Path,
+    spec: &TestSpec,
+    ca: Option<&[u8]>,
+) -> Result<(), crate::fsutil::WriteError> {
+    let dir = out.join(&spec.instance_id);
+    write_atomic(&dir.join("eval.sh"), spec.eval_script.as_bytes())?;
+    if spec.env_dockerfile.is_empty() {
+        return Ok(());
+    }
+    write_atomic(&dir.join("env.Dockerfile"), spec.env_dockerfile.as_bytes())?;
+    write_atomic(
+        &dir.join("instance.Dockerfile"),
+        spec.instance_dockerfile.as_bytes(),
+    )?;
+    for f in spec
+        .env_context_files()
+        .into_iter()
+        .chain(spec.instance_context_files())
+    {
+        write_atomic(&dir.join(&f.path), &f.contents)?;
+    }
+    if let (true, Some(ca)) = (spec.ca_cert, ca) {
+        write_atomic(&dir.join("ca.crt"), ca)?;
+    }
+    let meta = serde_json::json!({
+        "instance_id": spec.instance_id,
+        "repo": spec.repo,
+        "version": spec.version,
+        "flavour": spec.flavour.as_str(),
+        "python": spec.python_version,
+        "debian_release": spec.debian_release.map(|r| r.name()),
+        "log_parser": spec.log_parser,
+        "test_directives": spec.test_directives,
+        "base_image": spec.base_image_tag,
+        "env_image": spec.env_image_tag,
+        "instance_image": spec.instance_image_tag,
+        "official_image": spec.official_image_name(None),
+        "warnings": spec.warnings,
+    });
+    crate::fsutil::write_json_atomic(&dir.join("spec.json"), &meta)
 }

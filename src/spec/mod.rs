@@ -1,1 +1,305 @@
-//! Per-repository, per-version specifications as data, test directives, and eval scripts. Not written yet.
+//! Per-repository, per-version specifications as data, test directives, eval scripts and
+//! Dockerfiles: everything the runner and the image builder need to know about one instance.
+//!
+//! Two image flavours:
+//! - [`Flavour::Official`]: conda in `/opt/miniconda3`, environment `testbed`, as the official
+//!   SWE-bench 4.1.0 images are built; its `eval.sh` is byte-identical to the official one.
+//! - [`Flavour::Debian`]: no conda; the Debian release whose `python3` is nearest the spec's
+//!   Python, packages from PyPI with pinned build tools and no build isolation, so the image
+//!   builds and the eval script's re-install runs without network.
+//!
+//! A row that carries its own `eval_script` (SWE-bench 5) is run with it as is.
+
+use std::fmt;
+use std::str::FromStr;
+
+use sha2::{Digest, Sha256};
+
+use crate::dataset::Instance;
+
+pub mod directives;
+pub mod docker;
+mod pyrepr;
+mod scripts;
+pub mod table;
+
+pub use directives::{modified_files, test_directives};
+pub use docker::{debian_base_image, DebianRelease, ReleaseChoice};
+pub use table::{table, RepoSpec};
+
+/// The marker lines the eval script prints around the test command's output.
+pub const START_TEST_OUTPUT: &str = ">>>>> Start Test Output";
+pub const END_TEST_OUTPUT: &str = ">>>>> End Test Output";
+/// The Debian flavour (and SWE-bench 5) prints `>>>>> Test Exit Code: N` after the end marker.
+pub const TEST_EXIT_CODE: &str = ">>>>> Test Exit Code";
+/// The official registry namespace.
+pub const DEFAULT_NAMESPACE: &str = "swebench";
+/// Where the repository lives in every image.
+pub const REPO_DIR: &str = "/testbed";
+/// The conda environment name of the official flavour.
+pub const ENV_NAME: &str = "testbed";
+
+/// How the images are built and the eval script runs in them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Flavour {
+    /// Conda, as the official images (online builds; official eval scripts byte for byte).
+    #[default]
+    Official,
+    /// Debian's own Python, packages from PyPI (offline-friendly).
+    Debian,
+}
+
+impl Flavour {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Flavour::Official => "official",
+            Flavour::Debian => "debian",
+        }
+    }
+}
+
+impl fmt::Display for Flavour {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Flavour {
+    type Err = SpecError;
+    fn from_str(s: &str) -> Result<Self, SpecError> {
+        match s {
+            "official" | "conda" => Ok(Flavour::Official),
+            "debian" => Ok(Flavour::Debian),
+            other => Err(SpecError::UnknownFlavour(other.to_string())),
+        }
+    }
+}
+
+/// Why an instance has no test spec.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpecError {
+    #[error("{instance_id}: no `version` field, so no spec can be chosen")]
+    MissingVersion { instance_id: String },
+    #[error("{instance_id}: no `test_patch` field (and no `eval_script`)")]
+    MissingTestPatch { instance_id: String },
+    #[error("{instance_id}: no `base_commit` field")]
+    MissingBaseCommit { instance_id: String },
+    #[error("{instance_id}: no spec for repo `{repo}` (known repos have specs; see src/spec/specs.json)")]
+    UnknownRepo { instance_id: String, repo: String },
+    #[error("{instance_id}: no spec for `{repo}` version `{version}` (known: {known})")]
+    UnknownVersion {
+        instance_id: String,
+        repo: String,
+        version: String,
+        known: String,
+    },
+    #[error("unknown image flavour `{0}` (expected `official` or `debian`)")]
+    UnknownFlavour(String),
+}
+
+/// Reads a file of the instance's repository at its environment-setup commit (or base
+/// commit), e.g. from a local mirror with `git show <commit>:<path>`.
+pub trait RepoFiles {
+    fn read(&self, path: &str) -> Option<String>;
+}
+
+/// Everything that shapes a [`TestSpec`] besides the row.
+#[derive(Clone, Copy)]
+pub struct SpecOptions<'a> {
+    pub flavour: Flavour,
+    /// `x86_64` or `arm64`.
+    pub arch: &'a str,
+    /// Debian flavour: the build context carries `ca.crt`, a PEM bundle pip trusts for HTTPS.
+    pub ca_cert: bool,
+    /// Debian flavour: the image the environment image starts from (default
+    /// [`debian_base_image`] of the chosen release).
+    pub base_image: Option<&'a str>,
+    /// Source of `requirements.txt`/`environment.yml` for specs that read them. With it the
+    /// conda environment script is the official one (same content-hash tag); without it the
+    /// script fetches them from GitHub while building (conda) or installs them from the
+    /// checkout in the instance image (Debian).
+    pub repo_files: Option<&'a dyn RepoFiles>,
+}
+
+impl fmt::Debug for SpecOptions<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SpecOptions")
+            .field("flavour", &self.flavour)
+            .field("arch", &self.arch)
+            .field("ca_cert", &self.ca_cert)
+            .field("base_image", &self.base_image)
+            .field("repo_files", &self.repo_files.is_some())
+            .finish()
+    }
+}
+
+impl SpecOptions<'_> {
+    pub fn new(flavour: Flavour) -> SpecOptions<'static> {
+        SpecOptions {
+            flavour,
+            arch: "x86_64",
+            ca_cert: false,
+            base_image: None,
+            repo_files: None,
+        }
+    }
+}
+
+/// A file for a Docker build context: its path inside the context and its bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContextFile {
+    pub path: String,
+    pub contents: Vec<u8>,
+    /// Unix mode bits.
+    pub mode: u32,
+}
+
+/// Everything needed to build the images of one instance and run its tests.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TestSpec {
+    pub instance_id: String,
+    pub repo: String,
+    pub version: String,
+    pub base_commit: String,
+    pub flavour: Flavour,
+    /// The spec's Python version (e.g. `3.9`).
+    pub python_version: String,
+    /// Debian flavour: the release chosen for the spec's Python.
+    pub debian_release: Option<DebianRelease>,
+    /// Problems worth telling the user (nearest Debian release, best-effort installs, ...).
+    pub warnings: Vec<String>,
+    /// Appended to the test command, as the official harness derives them.
+    pub test_directives: Vec<String>,
+    /// Files reset to `base_commit` before and after the tests.
+    pub test_files: Vec<String>,
+    /// The full test command (the spec's `test_cmd` and the directives).
+    pub test_cmd: String,
+    /// The eval script (the row's own, or rendered for the flavour).
+    pub eval_script: String,
+    /// True when `eval_script` is the row's own (SWE-bench 5 rows); nothing needs building.
+    pub eval_script_from_row: bool,
+    /// The log parser's official name (`parse_log_pytest`, `parse_log_django`, ...).
+    pub log_parser: String,
+    /// The base image the environment image starts from.
+    pub base_image_tag: String,
+    /// `setup_env.sh` of the environment image.
+    pub setup_env_script: String,
+    /// `setup_repo.sh` of the instance image.
+    pub install_repo_script: String,
+    pub env_dockerfile: String,
+    pub instance_dockerfile: String,
+    /// Content-addressed environment image reference (`name:tag`): official flavour
+    /// `sweb.env.py.x86_64.<22 hex>:latest` (the official name when the env script is),
+    /// Debian `swe-eval.env.py.<release>.x86_64.<22 hex>:latest`.
+    pub env_image_tag: String,
+    /// Instance image reference (`name:tag`): official `sweb.eval.x86_64.<id>:latest`, Debian
+    /// `swe-eval.eval.<release>.x86_64.<id>:<12 hex of everything it is built from>`.
+    pub instance_image_tag: String,
+    /// The row's `docker_image` (or `image`), if any.
+    pub row_image: Option<String>,
+    pub fail_to_pass: Vec<String>,
+    pub pass_to_pass: Vec<String>,
+    /// CPU limit the official harness sets for some specs, in billionths of a CPU.
+    pub nano_cpus: Option<u64>,
+    /// Debian flavour: the build context of the environment image carries `ca.crt`.
+    pub ca_cert: bool,
+}
+
+impl TestSpec {
+    /// The spec of `inst` for `flavour`, with default options.
+    pub fn new(inst: &Instance, flavour: Flavour) -> Result<TestSpec, SpecError> {
+        TestSpec::with_options(inst, &SpecOptions::new(flavour))
+    }
+
+    /// The spec of `inst` with explicit options.
+    pub fn with_options(inst: &Instance, opts: &SpecOptions<'_>) -> Result<TestSpec, SpecError> {
+        scripts::build(inst, opts)
+    }
+
+    /// The official prebuilt image: the row's `docker_image` when no namespace is given,
+    /// otherwise `<namespace>/sweb.eval.<arch>.<id>:latest` with `__` written `_1776_` (Docker
+    /// Hub rejects double underscores). An empty namespace gives the local name.
+    pub fn official_image_name(&self, namespace: Option<&str>) -> String {
+        if namespace.is_none() {
+            if let Some(img) = &self.row_image {
+                return img.clone();
+            }
+        }
+        official_image_name(
+            &self.instance_id,
+            namespace.unwrap_or(DEFAULT_NAMESPACE),
+            "x86_64",
+        )
+    }
+
+    /// The environment image's build context besides the Dockerfile.
+    pub fn env_context_files(&self) -> Vec<ContextFile> {
+        vec![ContextFile {
+            path: "setup_env.sh".to_string(),
+            contents: self.setup_env_script.clone().into_bytes(),
+            mode: 0o755,
+        }]
+    }
+
+    /// The instance image's build context besides the Dockerfile. The Debian flavour also
+    /// needs `repo/`: a self-contained git clone (no alternates) holding `base_commit`.
+    pub fn instance_context_files(&self) -> Vec<ContextFile> {
+        vec![ContextFile {
+            path: "setup_repo.sh".to_string(),
+            contents: self.install_repo_script.clone().into_bytes(),
+            mode: 0o755,
+        }]
+    }
+
+    /// The Debian instance image copies the repository from the build context's `repo/`.
+    pub fn instance_needs_repo_in_context(&self) -> bool {
+        self.flavour == Flavour::Debian
+    }
+}
+
+/// `<namespace>/sweb.eval.<arch>.<id lowercased>:latest` with `__` written `_1776_`; without
+/// the namespace prefix (and without the rewrite) when `namespace` is empty.
+pub fn official_image_name(instance_id: &str, namespace: &str, arch: &str) -> String {
+    let key = format!("sweb.eval.{arch}.{}:latest", instance_id.to_lowercase());
+    if namespace.is_empty() {
+        key
+    } else {
+        format!("{namespace}/{key}").replace("__", "_1776_")
+    }
+}
+
+/// The first `n` hex digits of the SHA-256 of `text`.
+pub(crate) fn sha256_hex(text: &str, n: usize) -> String {
+    let digest = Sha256::digest(text.as_bytes());
+    let mut s = hex::encode(digest);
+    s.truncate(n);
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn official_names_rewrite_double_underscores() {
+        assert_eq!(
+            official_image_name("django__django-11099", "swebench", "x86_64"),
+            "swebench/sweb.eval.x86_64.django_1776_django-11099:latest"
+        );
+        assert_eq!(
+            official_image_name("Foo__Bar-1", "", "x86_64"),
+            "sweb.eval.x86_64.foo__bar-1:latest"
+        );
+        assert_eq!(
+            official_image_name("a__b-1", "localhost:5000/mirror", "x86_64"),
+            "localhost:5000/mirror/sweb.eval.x86_64.a_1776_b-1:latest"
+        );
+    }
+
+    #[test]
+    fn flavour_parses() {
+        assert_eq!("debian".parse::<Flavour>().unwrap(), Flavour::Debian);
+        assert_eq!("official".parse::<Flavour>().unwrap(), Flavour::Official);
+        assert!("alpine".parse::<Flavour>().is_err());
+    }
+}

@@ -1,3 +1,4 @@
 //! All integration tests, in one binary (one link, shared helpers). Each module is one area.
 
 mod common;
+mod spec;

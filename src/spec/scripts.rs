@@ -1,0 +1,875 @@
+//! Renders the three scripts of an instance (environment setup, repository setup, eval) and
+//! assembles its [`TestSpec`].
+//!
+//! The conda flavour follows swebench 4.1.0 line for line (its `eval.sh` is compared byte for
+//! byte in tests). The Debian flavour keeps the same shape and markers but uses Debian's
+//! `python3` in a venv, installs from PyPI, and prints the test command's exit code.
+
+use crate::dataset::Instance;
+
+use super::docker::{self, debian_release_for};
+use super::pyrepr::list_repr;
+use super::table::{table, RepoSpec};
+use super::{
+    directives, sha256_hex, Flavour, RepoFiles, SpecError, SpecOptions, TestSpec, END_TEST_OUTPUT,
+    ENV_NAME, REPO_DIR, START_TEST_OUTPUT, TEST_EXIT_CODE,
+};
+
+/// Heredoc delimiters of the official scripts.
+const EVAL_HEREDOC: &str = "EOF_114329324912";
+const ENV_HEREDOC: &str = "EOF_59812759871";
+const CONDA_ACTIVATE: &str = "source /opt/miniconda3/bin/activate";
+/// The Debian flavour's virtual environment (on `PATH` through the env Dockerfile).
+const VENV_DIR: &str = "/opt/testbed";
+/// pip for every Debian image: recent enough for Python 3.13, still accepts
+/// `--no-use-pep517` and the legacy version strings old specs pin.
+const PIP_PIN: &str = "pip==24.0";
+const WHEEL_PIN: &str = "wheel==0.40.0";
+
+pub(super) fn build(inst: &Instance, opts: &SpecOptions<'_>) -> Result<TestSpec, SpecError> {
+    let id = &inst.instance_id;
+    let version = inst.version.clone();
+    let spec = version.as_deref().and_then(|v| table().get(&inst.repo, v));
+    let row_image = inst.docker_image.clone().or_else(|| inst.image.clone());
+    let mut warnings = Vec::new();
+
+    // A SWE-bench 5 row brings its own script: use it as is, whatever the table says.
+    if let Some(script) = &inst.eval_script {
+        if spec.is_none() {
+            return Ok(row_only_spec(inst, script, row_image));
+        }
+    }
+    let version = version.ok_or_else(|| SpecError::MissingVersion {
+        instance_id: id.clone(),
+    })?;
+    let spec = match spec {
+        Some(s) => s,
+        None if table().versions(&inst.repo).is_empty() => {
+            return Err(SpecError::UnknownRepo {
+                instance_id: id.clone(),
+                repo: inst.repo.clone(),
+            })
+        }
+        None => {
+            return Err(SpecError::UnknownVersion {
+                instance_id: id.clone(),
+                repo: inst.repo.clone(),
+                version,
+                known: table().versions(&inst.repo).join(", "),
+            })
+        }
+    };
+    if inst.base_commit.is_empty() {
+        return Err(SpecError::MissingBaseCommit {
+            instance_id: id.clone(),
+        });
+    }
+    let test_patch = match (&inst.test_patch, &inst.eval_script) {
+        (Some(p), _) => p.as_str(),
+        (None, Some(_)) => "",
+        (None, None) => {
+            return Err(SpecError::MissingTestPatch {
+                instance_id: id.clone(),
+            })
+        }
+    };
+
+    let mut flavour = opts.flavour;
+    if spec.flavour.as_deref() == Some("debian") && flavour != Flavour::Debian {
+        warnings.push(format!(
+            "{}: the spec is for the debian flavour only; using it",
+            inst.repo
+        ));
+        flavour = Flavour::Debian;
+    }
+
+    let test_directives = directives::test_directives(&inst.repo, test_patch);
+    let test_files = directives::modified_files(test_patch);
+    let test_cmd = std::iter::once(spec.test_cmd.as_str())
+        .chain(test_directives.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let ctx = Ctx {
+        inst,
+        spec,
+        test_patch,
+        test_files: &test_files,
+        test_cmd: &test_cmd,
+    };
+
+    let log_parser = inst
+        .log_parser
+        .clone()
+        .or_else(|| table().log_parser(&inst.repo).map(str::to_string))
+        .unwrap_or_else(|| "parse_log_pytest".to_string());
+
+    let mut out = skeleton(inst, test_patch, row_image);
+    out.version = version;
+    out.flavour = flavour;
+    out.python_version = spec.python.clone();
+    out.test_cmd = test_cmd.clone();
+    out.log_parser = log_parser;
+    out.nano_cpus = spec.nano_cpus;
+
+    match flavour {
+        Flavour::Official => {
+            let env_list = official_env_list(&ctx, opts.repo_files, &mut warnings);
+            out.setup_env_script = script_text("set -euxo pipefail", &env_list);
+            out.install_repo_script = script_text("set -euxo pipefail", &official_repo_list(&ctx));
+            out.eval_script = script_text("set -uxo pipefail", &official_eval_list(&ctx));
+            // The official tag hashes Python's `str(env_script_list)` (no spec sets
+            // `docker_specs`, which would be appended).
+            let hash = sha256_hex(&list_repr(&env_list), 22);
+            out.base_image_tag = opts
+                .base_image
+                .map(str::to_string)
+                .unwrap_or_else(|| docker::official_base_image(opts.arch));
+            out.env_image_tag = format!("sweb.env.py.{}.{hash}:latest", opts.arch);
+            out.instance_image_tag =
+                format!("sweb.eval.{}.{}:latest", opts.arch, id.to_lowercase());
+            out.env_dockerfile = docker::official_env_dockerfile(opts.arch, &out.base_image_tag);
+            out.instance_dockerfile =
+                docker::official_instance_dockerfile(opts.arch, &out.env_image_tag);
+        }
+        Flavour::Debian => {
+            let choice = debian_release_for(&spec.python);
+            let release = choice.release;
+            warnings.extend(choice.warning);
+            out.debian_release = Some(release);
+            out.ca_cert = opts.ca_cert;
+            let deb = Debian::new(&ctx, release, opts.repo_files, &mut warnings);
+            out.setup_env_script = deb.env_script();
+            out.install_repo_script = deb.repo_script(&ctx);
+            out.eval_script = deb.eval_script(&ctx);
+            out.base_image_tag = opts
+                .base_image
+                .map(str::to_string)
+                .unwrap_or_else(|| docker::debian_base_image(release));
+            let label = format!(
+                "{} {} (spec python {})",
+                inst.repo,
+                ctx.spec_version(),
+                spec.python
+            );
+            out.env_dockerfile =
+                docker::debian_env_dockerfile(&out.base_image_tag, release, &label, opts.ca_cert);
+            let env_hash = sha256_hex(
+                &format!("{}\n{}", out.env_dockerfile, out.setup_env_script),
+                22,
+            );
+            out.env_image_tag = format!(
+                "swe-eval.env.py.{}.{}.{env_hash}:latest",
+                release.name(),
+                opts.arch
+            );
+            out.instance_dockerfile = docker::debian_instance_dockerfile(&out.env_image_tag);
+            let inst_hash = sha256_hex(
+                &format!(
+                    "{}\n{}\n{}",
+                    out.env_image_tag, out.instance_dockerfile, out.install_repo_script
+                ),
+                12,
+            );
+            out.instance_image_tag = format!(
+                "swe-eval.eval.{}.{}.{}:{inst_hash}",
+                release.name(),
+                opts.arch,
+                id.to_lowercase()
+            );
+        }
+    }
+
+    if let Some(script) = &inst.eval_script {
+        out.eval_script = script.clone();
+        out.eval_script_from_row = true;
+    }
+    out.warnings = warnings;
+    Ok(out)
+}
+
+/// A row with its own eval script and no spec in the table: nothing can be built for it, but
+/// it can run in its own image.
+fn row_only_spec(inst: &Instance, script: &str, row_image: Option<String>) -> TestSpec {
+    let mut out = skeleton(inst, inst.test_patch.as_deref().unwrap_or(""), row_image);
+    out.warnings.push(format!(
+        "{}: no spec for this repo/version; the row's eval script and image are used as is",
+        inst.instance_id
+    ));
+    out.eval_script = script.to_string();
+    out.eval_script_from_row = true;
+    out
+}
+
+/// The row's own facts; everything rendered is left empty for the caller to fill.
+fn skeleton(inst: &Instance, test_patch: &str, row_image: Option<String>) -> TestSpec {
+    TestSpec {
+        instance_id: inst.instance_id.clone(),
+        repo: inst.repo.clone(),
+        version: inst.version.clone().unwrap_or_default(),
+        base_commit: inst.base_commit.clone(),
+        flavour: Flavour::Official,
+        python_version: String::new(),
+        debian_release: None,
+        warnings: Vec::new(),
+        test_directives: directives::test_directives(&inst.repo, test_patch),
+        test_files: directives::modified_files(test_patch),
+        test_cmd: String::new(),
+        eval_script: String::new(),
+        eval_script_from_row: false,
+        log_parser: inst
+            .log_parser
+            .clone()
+            .unwrap_or_else(|| "parse_log_pytest".to_string()),
+        base_image_tag: String::new(),
+        setup_env_script: String::new(),
+        install_repo_script: String::new(),
+        env_dockerfile: String::new(),
+        instance_dockerfile: String::new(),
+        env_image_tag: String::new(),
+        instance_image_tag: String::new(),
+        row_image,
+        fail_to_pass: inst.fail_to_pass().to_vec(),
+        pass_to_pass: inst.pass_to_pass().to_vec(),
+        nano_cpus: None,
+        ca_cert: false,
+    }
+}
+
+/// What every renderer reads.
+struct Ctx<'a> {
+    inst: &'a Instance,
+    spec: &'a RepoSpec,
+    test_patch: &'a str,
+    test_files: &'a [String],
+    test_cmd: &'a str,
+}
+
+impl Ctx<'_> {
+    fn base(&self) -> &str {
+        &self.inst.base_commit
+    }
+
+    fn spec_version(&self) -> &str {
+        self.inst.version.as_deref().unwrap_or("")
+    }
+
+    /// The commit requirements files are read at: the environment-setup commit, else the base.
+    fn env_commit(&self) -> &str {
+        self.inst
+            .environment_setup_commit
+            .as_deref()
+            .filter(|c| !c.is_empty())
+            .unwrap_or(&self.inst.base_commit)
+    }
+
+    fn reset_tests(&self) -> String {
+        format!("git checkout {} {}", self.base(), self.test_files.join(" "))
+    }
+
+    fn apply_test_patch(&self) -> String {
+        format!(
+            "git apply -v - <<'{EVAL_HEREDOC}'\n{}\n{EVAL_HEREDOC}",
+            self.test_patch
+        )
+    }
+
+    /// The repository's requirements as the official harness assembles them, when a source of
+    /// repository files is at hand.
+    fn requirements(&self, files: Option<&dyn RepoFiles>) -> Option<String> {
+        let files = files?;
+        let repo = &self.inst.repo;
+        table().requirements_paths(repo).iter().find_map(|path| {
+            let text = files.read(path)?;
+            Some(assemble_requirements(&text, path, files))
+        })
+    }
+
+    /// The repository's `environment.yml`, renamed to the `testbed` environment.
+    fn environment_yml(&self, files: Option<&dyn RepoFiles>) -> Option<String> {
+        let files = files?;
+        table()
+            .environment_yml_paths(&self.inst.repo)
+            .iter()
+            .find_map(|path| {
+                let text = files.read(path)?;
+                let renamed: Vec<String> = text
+                    .split('\n')
+                    .map(|l| {
+                        if l.starts_with("name:") {
+                            format!("name: {ENV_NAME}")
+                        } else {
+                            replace_yanked_yml_line(l)
+                        }
+                    })
+                    .collect();
+                Some(renamed.join("\n"))
+            })
+    }
+
+    /// The install command as the spec gives it (`None` when the spec has none).
+    fn install(&self) -> Option<&str> {
+        self.spec.install.as_deref()
+    }
+}
+
+/// `#!/bin/bash`, the `set` line, then one command per line.
+fn script_text(set_line: &str, commands: &[String]) -> String {
+    let mut s = format!("#!/bin/bash\n{set_line}\n");
+    for c in commands {
+        s.push_str(c);
+        s.push('\n');
+    }
+    s
+}
+
+/// A `requirements.txt` with its `-r` includes inlined first, editable/comment/`.[test` lines
+/// dropped and yanked packages replaced, as `get_requirements` does.
+fn assemble_requirements(text: &str, path: &str, files: &dyn RepoFiles) -> String {
+    let excluded = |l: &str| {
+        let t = l.trim();
+        ["-e .", "#", ".[test"].iter().any(|p| t.starts_with(p))
+    };
+    let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
+    let mut additional: Vec<String> = Vec::new();
+    let mut original: Vec<&str> = Vec::new();
+    for line in text.split('\n') {
+        if line.trim().starts_with("-r") {
+            // The official harness slices the raw line after two characters.
+            let name = line.get(2..).unwrap_or("").trim();
+            let sub = if dir.is_empty() {
+                name.to_string()
+            } else {
+                format!("{dir}/{name}")
+            };
+            if let Some(t) = files.read(&sub) {
+                additional.extend(t.split('\n').filter(|l| !excluded(l)).map(str::to_string));
+            }
+        } else if !excluded(line) {
+            original.push(line);
+        }
+    }
+    additional.push(original.join("\n"));
+    additional
+        .join("\n")
+        .split('\n')
+        .map(replace_yanked_requirement)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `types-pkg_resources` was yanked from PyPI; the official harness installs
+/// `types-setuptools` instead (dropping the version).
+const YANKED: &str = "types-pkg_resources";
+const YANKED_REPLACEMENT: &str = "types-setuptools";
+
+fn is_yanked_spec(rest: &str) -> bool {
+    rest.is_empty() || rest.starts_with(['<', '>', '=', '!', '~'])
+}
+
+fn replace_yanked_requirement(line: &str) -> String {
+    match line.strip_prefix(YANKED) {
+        Some(rest) if is_yanked_spec(rest) => YANKED_REPLACEMENT.to_string(),
+        _ => line.to_string(),
+    }
+}
+
+/// In an `environment.yml` pip list, `- types-pkg_resources...` keeps its indentation.
+fn replace_yanked_yml_line(line: &str) -> String {
+    let trimmed = line.trim_start();
+    if let Some(after_dash) = trimmed.strip_prefix('-') {
+        let item = after_dash.trim_start();
+        if let Some(rest) = item.strip_prefix(YANKED) {
+            if is_yanked_spec(rest) {
+                let prefix_len = line.len() - item.len();
+                return format!("{}{YANKED_REPLACEMENT}", &line[..prefix_len]);
+            }
+        }
+    }
+    line.to_string()
+}
+
+/// Bash that assembles the requirements file at build time, as `get_requirements` does, for
+/// when no repository files were given: `get` prints a repository file (from GitHub, or from
+/// the checkout).
+fn requirements_fetch_script(paths: &[String], get: &str, dest: &str) -> String {
+    let paths = paths
+        .iter()
+        .map(|p| shell_quote(p))
+        .collect::<Vec<_>>()
+        .join(" ");
+    format!(
+        r#"swe_get() {{ {get}; }}
+swe_keep() {{ grep -v -E '^[[:space:]]*(-e \.|#|\.\[test)' || true; }}
+SWE_REQ=""; for p in {paths}; do if swe_get "$p" > /tmp/swe_req_top.txt 2>/dev/null; then SWE_REQ="$p"; break; fi; done
+test -n "$SWE_REQ"
+SWE_REQ_DIR=$(dirname "$SWE_REQ"); : > /tmp/swe_req_extra.txt; : > /tmp/swe_req_main.txt
+while IFS= read -r line || [ -n "$line" ]; do t="${{line#"${{line%%[![:space:]]*}}"}}"; case "$t" in -r*) f="${{line:2}}"; f="${{f#"${{f%%[![:space:]]*}}"}}"; f="${{f%"${{f##*[![:space:]]}}"}}"; swe_get "$SWE_REQ_DIR/$f" 2>/dev/null | swe_keep >> /tmp/swe_req_extra.txt;; *) printf '%s\n' "$line" | swe_keep >> /tmp/swe_req_main.txt;; esac; done < /tmp/swe_req_top.txt
+cat /tmp/swe_req_extra.txt /tmp/swe_req_main.txt | sed -E 's/^types-pkg_resources([<>=!~]=?.*)?$/types-setuptools/' > {dest}"#
+    )
+}
+
+/// Bash that writes the repository's `environment.yml` (renamed to `testbed`) to `dest`.
+fn environment_yml_fetch_script(paths: &[String], get: &str, dest: &str) -> String {
+    let paths = paths
+        .iter()
+        .map(|p| shell_quote(p))
+        .collect::<Vec<_>>()
+        .join(" ");
+    format!(
+        r#"swe_get() {{ {get}; }}
+SWE_YML=""; for p in {paths}; do if swe_get "$p" > {dest} 2>/dev/null; then SWE_YML="$p"; break; fi; done
+test -n "$SWE_YML"
+sed -i -E 's/^name:.*/name: {ENV_NAME}/' {dest}"#
+    )
+}
+
+fn github_get(ctx: &Ctx<'_>) -> String {
+    format!(
+        "curl -fsSL \"https://raw.githubusercontent.com/{}/{}/$1\"",
+        ctx.inst.repo,
+        ctx.env_commit()
+    )
+}
+
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+=:,".contains(&b))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// The official `make_env_script_list_py` (no cached environment.yml ships with 4.1.0).
+fn official_env_list(
+    ctx: &Ctx<'_>,
+    files: Option<&dyn RepoFiles>,
+    warnings: &mut Vec<String>,
+) -> Vec<String> {
+    let spec = ctx.spec;
+    let py = &spec.python;
+    let mut l = vec![CONDA_ACTIVATE.to_string()];
+    match spec.packages.as_deref().unwrap_or("") {
+        "requirements.txt" => {
+            l.push(format!("conda create -n {ENV_NAME} python={py} -y"));
+            let dest = "$HOME/requirements.txt";
+            match ctx.requirements(files) {
+                Some(reqs) => l.push(format!(
+                    "cat <<'{ENV_HEREDOC}' > {dest}\n{reqs}\n{ENV_HEREDOC}"
+                )),
+                None => {
+                    warnings.push(format!(
+                        "{}: requirements are fetched from GitHub at build time; the env image tag differs from the official one",
+                        ctx.inst.instance_id
+                    ));
+                    l.push(requirements_fetch_script(
+                        table().requirements_paths(&ctx.inst.repo),
+                        &github_get(ctx),
+                        dest,
+                    ));
+                }
+            }
+            l.push(format!(
+                "conda activate {ENV_NAME} && python -m pip install -r {dest}"
+            ));
+            l.push(format!("rm {dest}"));
+        }
+        "environment.yml" => {
+            let dest = "environment.yml";
+            match ctx.environment_yml(files) {
+                Some(yml) => l.push(format!(
+                    "cat <<'{ENV_HEREDOC}' > {dest}\n{yml}\n{ENV_HEREDOC}"
+                )),
+                None => {
+                    warnings.push(format!(
+                        "{}: environment.yml is fetched from GitHub at build time; the env image tag differs from the official one",
+                        ctx.inst.instance_id
+                    ));
+                    l.push(environment_yml_fetch_script(
+                        table().environment_yml_paths(&ctx.inst.repo),
+                        &github_get(ctx),
+                        dest,
+                    ));
+                }
+            }
+            if spec.no_use_env {
+                l.push(format!(
+                    "conda create -c conda-forge -n {ENV_NAME} python={py} -y"
+                ));
+                l.push(format!("conda env update -f {dest}"));
+            } else {
+                l.push(format!("conda env create --file {dest}"));
+                l.push(format!(
+                    "conda activate {ENV_NAME} && conda install python={py} -y"
+                ));
+            }
+            l.push(format!("rm {dest}"));
+        }
+        pkgs => l.push(format!("conda create -n {ENV_NAME} python={py} {pkgs} -y")),
+    }
+    l.push(format!("conda activate {ENV_NAME}"));
+    if let Some(pp) = &spec.pip_packages {
+        l.push(format!("python -m pip install {}", pp.join(" ")));
+    }
+    l
+}
+
+/// The commands that check out the base commit and remove all later history, shared by both
+/// flavours (after the clone or copy).
+fn prune_history(base: &str) -> Vec<String> {
+    vec![
+        format!("TARGET_TIMESTAMP=$(git show -s --format=%ci {base})"),
+        r#"git tag -l | while read tag; do TAG_COMMIT=$(git rev-list -n 1 "$tag"); TAG_TIME=$(git show -s --format=%ci "$TAG_COMMIT"); if [[ "$TAG_TIME" > "$TARGET_TIMESTAMP" ]]; then git tag -d "$tag"; fi; done"#.to_string(),
+        "git reflog expire --expire=now --all".to_string(),
+        "git gc --prune=now --aggressive".to_string(),
+        r#"AFTER_TIMESTAMP=$(date -d "$TARGET_TIMESTAMP + 1 second" '+%Y-%m-%d %H:%M:%S')"#.to_string(),
+        r#"COMMIT_COUNT=$(git log --oneline --all --since="$AFTER_TIMESTAMP" | wc -l)"#.to_string(),
+        r#"[ "$COMMIT_COUNT" -eq 0 ] || exit 1"#.to_string(),
+    ]
+}
+
+/// The commit that makes `git diff` show only what the patch changes afterwards.
+fn commit_setup() -> Vec<String> {
+    vec![
+        "git config --global user.email setup@swebench.config".to_string(),
+        "git config --global user.name SWE-bench".to_string(),
+        "git commit --allow-empty -am SWE-bench".to_string(),
+    ]
+}
+
+/// The official `make_repo_script_list_py`.
+fn official_repo_list(ctx: &Ctx<'_>) -> Vec<String> {
+    let repo = &ctx.inst.repo;
+    let base = ctx.base();
+    let branch = table()
+        .base_commit_branch(repo, base)
+        .map(|b| format!("--branch {b}"))
+        .unwrap_or_default();
+    let mut l = vec![
+        format!(
+            "git clone -o origin {branch} --single-branch https://github.com/{repo} {REPO_DIR}"
+        ),
+        format!("chmod -R 777 {REPO_DIR}"),
+        format!("cd {REPO_DIR}"),
+        format!("git reset --hard {base}"),
+        "git remote remove origin".to_string(),
+    ];
+    l.extend(prune_history(base));
+    l.push(CONDA_ACTIVATE.to_string());
+    l.push(format!("conda activate {ENV_NAME}"));
+    l.push(r#"echo "Current environment: $CONDA_DEFAULT_ENV""#.to_string());
+    l.extend(ctx.spec.pre_install.iter().cloned());
+    l.extend(ctx.install().map(str::to_string));
+    l.extend(commit_setup());
+    l
+}
+
+/// The official `make_eval_script_list_py`.
+fn official_eval_list(ctx: &Ctx<'_>) -> Vec<String> {
+    let mut l = vec![
+        CONDA_ACTIVATE.to_string(),
+        format!("conda activate {ENV_NAME}"),
+        format!("cd {REPO_DIR}"),
+    ];
+    l.extend(ctx.spec.eval_commands.iter().cloned());
+    l.extend([
+        format!("git config --global --add safe.directory {REPO_DIR}"),
+        format!("cd {REPO_DIR}"),
+        "git status".to_string(),
+        "git show".to_string(),
+        format!("git -c core.fileMode=false diff {}", ctx.base()),
+        CONDA_ACTIVATE.to_string(),
+        format!("conda activate {ENV_NAME}"),
+    ]);
+    l.extend(ctx.install().map(str::to_string));
+    l.extend([
+        ctx.reset_tests(),
+        ctx.apply_test_patch(),
+        format!(": '{START_TEST_OUTPUT}'"),
+        ctx.test_cmd.to_string(),
+        format!(": '{END_TEST_OUTPUT}'"),
+        ctx.reset_tests(),
+    ]);
+    l
+}
+
+/// The Debian flavour's renderer: what the environment image installs, and what is left to
+/// the instance image for want of repository files.
+struct Debian {
+    /// Python packages are installed at all (otherwise the image's `python3` is used as is).
+    venv: bool,
+    env_commands: Vec<String>,
+    /// Commands for `setup_repo.sh` before `pre_install` (requirements from the checkout).
+    deferred: Vec<String>,
+}
+
+impl Debian {
+    fn new(
+        ctx: &Ctx<'_>,
+        release: docker::DebianRelease,
+        files: Option<&dyn RepoFiles>,
+        warnings: &mut Vec<String>,
+    ) -> Debian {
+        let spec = ctx.spec;
+        let pip_packages = spec.pip_packages.as_deref().unwrap_or(&[]);
+        let venv = spec.packages.is_some() || !pip_packages.is_empty() || spec.install.is_some();
+        let mut env_commands = Vec::new();
+        let mut deferred = Vec::new();
+        if venv {
+            env_commands.push(format!("python3 -m venv --system-site-packages {VENV_DIR}"));
+            env_commands.push(format!(
+                "python -m pip install {PIP_PIN} {} {WHEEL_PIN}",
+                setuptools_pin(&spec.python, release)
+            ));
+        }
+        let checkout_get = format!("cat \"{REPO_DIR}/$1\"");
+        match spec.packages.as_deref() {
+            None | Some("") => {}
+            Some("requirements.txt") => {
+                let dest = "$HOME/requirements.txt";
+                let target = match ctx.requirements(files) {
+                    Some(reqs) => {
+                        env_commands.push(format!(
+                            "cat <<'{ENV_HEREDOC}' > {dest}\n{reqs}\n{ENV_HEREDOC}"
+                        ));
+                        &mut env_commands
+                    }
+                    None => {
+                        deferred.push(requirements_fetch_script(
+                            table().requirements_paths(&ctx.inst.repo),
+                            &checkout_get,
+                            dest,
+                        ));
+                        &mut deferred
+                    }
+                };
+                target.push(format!("python -m pip install -r {dest}"));
+                target.push(format!("rm {dest}"));
+            }
+            Some("environment.yml") => {
+                warnings.push(format!(
+                    "{}: conda environment.yml dependencies are installed from PyPI by name, best effort",
+                    ctx.inst.instance_id
+                ));
+                let dest = "/tmp/environment.yml";
+                let target = match ctx.environment_yml(files) {
+                    Some(yml) => {
+                        env_commands.push(format!(
+                            "cat <<'{ENV_HEREDOC}' > {dest}\n{yml}\n{ENV_HEREDOC}"
+                        ));
+                        &mut env_commands
+                    }
+                    None => {
+                        deferred.push(environment_yml_fetch_script(
+                            table().environment_yml_paths(&ctx.inst.repo),
+                            &checkout_get,
+                            dest,
+                        ));
+                        &mut deferred
+                    }
+                };
+                target.push(yml_pip_install(dest));
+                target.push(format!("rm {dest}"));
+            }
+            Some(pkgs) => {
+                env_commands.push(format!("python -m pip install {}", conda_to_pip(pkgs)))
+            }
+        }
+        if !pip_packages.is_empty() {
+            env_commands.push(format!("python -m pip install {}", pip_packages.join(" ")));
+        }
+        Debian {
+            venv,
+            env_commands,
+            deferred,
+        }
+    }
+
+    fn env_script(&self) -> String {
+        script_text("set -euxo pipefail", &self.env_commands)
+    }
+
+    fn repo_script(&self, ctx: &Ctx<'_>) -> String {
+        let base = ctx.base();
+        let mut l = vec![
+            format!("cd {REPO_DIR}"),
+            format!("git config --global --add safe.directory {REPO_DIR}"),
+            format!("git checkout -q -f {base}"),
+            // The context's clone may carry every branch of a mirror: keep only the base
+            // commit's history, as the official single-branch clone does.
+            "git remote remove origin 2>/dev/null || true".to_string(),
+            r#"git for-each-ref --format='%(refname)' | grep -v '^refs/tags/' | while read -r ref; do git update-ref --no-deref -d "$ref"; done"#.to_string(),
+            "git checkout -q -b main".to_string(),
+            format!("git reset --hard {base}"),
+            "git clean -fdxq".to_string(),
+            format!("chmod -R 777 {REPO_DIR}"),
+        ];
+        l.extend(prune_history(base));
+        if self.venv {
+            l.push(r#"echo "Current environment: $VIRTUAL_ENV ($(python --version))""#.to_string());
+        }
+        l.extend(self.deferred.iter().cloned());
+        l.extend(ctx.spec.pre_install.iter().map(|c| offline_tolerant(c)));
+        l.extend(ctx.install().map(no_build_isolation));
+        l.extend(commit_setup());
+        script_text("set -euxo pipefail", &l)
+    }
+
+    fn eval_script(&self, ctx: &Ctx<'_>) -> String {
+        let mut l = vec![format!("cd {REPO_DIR}")];
+        l.extend(
+            ctx.spec
+                .env
+                .iter()
+                .map(|(k, v)| format!("export {k}={}", shell_quote(v))),
+        );
+        l.extend(ctx.spec.eval_commands.iter().cloned());
+        l.extend([
+            format!("git config --global --add safe.directory {REPO_DIR}"),
+            format!("cd {REPO_DIR}"),
+            "git status".to_string(),
+            "git show".to_string(),
+            format!("git -c core.fileMode=false diff {}", ctx.base()),
+        ]);
+        l.extend(ctx.install().map(no_build_isolation));
+        l.extend([
+            ctx.reset_tests(),
+            ctx.apply_test_patch(),
+            format!(": '{START_TEST_OUTPUT}'"),
+            ctx.test_cmd.to_string(),
+            "SWEBENCH_TEST_EXIT_CODE=$?".to_string(),
+            format!(": '{END_TEST_OUTPUT}'"),
+            format!("echo \"{TEST_EXIT_CODE}: $SWEBENCH_TEST_EXIT_CODE\""),
+            ctx.reset_tests(),
+        ]);
+        script_text("set -uxo pipefail", &l)
+    }
+}
+
+/// setuptools for the spec's era, within what the image's interpreter can run: old specs
+/// need `setup.py` features later releases removed (`use_2to3` went in 58); Python 3.12+
+/// has no `distutils`, which setuptools before 60 needs.
+fn setuptools_pin(spec_python: &str, release: docker::DebianRelease) -> &'static str {
+    let minor = spec_python
+        .split('.')
+        .nth(1)
+        .and_then(|m| m.parse::<u32>().ok())
+        .unwrap_or(9);
+    let (_, image_minor) = release.python();
+    if image_minor >= 12 {
+        return "setuptools==70.0.0";
+    }
+    match minor {
+        0..=6 => "setuptools==57.5.0",
+        7..=9 => "setuptools==68.0.0",
+        _ => "setuptools==70.0.0",
+    }
+}
+
+/// pip takes `name==1.2` where conda takes `name=1.2`.
+fn conda_to_pip(pkgs: &str) -> String {
+    let chars: Vec<char> = pkgs.chars().collect();
+    let mut out = String::with_capacity(pkgs.len() + 8);
+    for (i, &c) in chars.iter().enumerate() {
+        let prev = i.checked_sub(1).map(|j| chars[j]);
+        let next = chars.get(i + 1).copied();
+        if c == '=' && !matches!(prev, Some('=' | '<' | '>' | '!' | '~')) && next != Some('=') {
+            out.push_str("==");
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Installs the plain dependencies of an `environment.yml` from PyPI one by one (conda-only
+/// names fail and are skipped).
+fn yml_pip_install(path: &str) -> String {
+    format!(
+        r#"sed -n -E 's/^[[:space:]]*-[[:space:]]+([A-Za-z0-9_.-]+)[[:space:]]*(([<>=!~]=?)[[:space:]]*([^[:space:]#]+))?.*$/\1\3\4/p' {path} | grep -v -E '^(python|pip)([<>=!~]|$)' | sed -E 's/^([A-Za-z0-9_.-]+)=([^=])/\1==\2/' | while read -r pkg; do python -m pip install "$pkg" || echo "swe-eval: skipped $pkg"; done"#
+    )
+}
+
+/// `apt-get`/`wget` steps need the network; offline they are reported and skipped rather
+/// than failing the whole image.
+fn offline_tolerant(cmd: &str) -> String {
+    let t = cmd.trim_start();
+    if t.starts_with("apt-get") || t.starts_with("apt ") || t.starts_with("wget ") {
+        format!("{{ {cmd} ; }} || echo 'swe-eval: step failed (offline?), continuing'")
+    } else {
+        cmd.to_string()
+    }
+}
+
+/// The repository's own install must not fetch build tools (the tests run offline).
+fn no_build_isolation(cmd: &str) -> String {
+    if cmd.contains("--no-build-isolation") || !cmd.contains("pip install") {
+        return cmd.to_string();
+    }
+    cmd.replace("pip install", "pip install --no-build-isolation")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conda_pins_become_pip_pins() {
+        assert_eq!(
+            conda_to_pip("numpy=1.19 scipy>=1.2 'a==1' b"),
+            "numpy==1.19 scipy>=1.2 'a==1' b"
+        );
+    }
+
+    #[test]
+    fn install_gets_no_build_isolation_once() {
+        assert_eq!(
+            no_build_isolation("python -m pip install -e ."),
+            "python -m pip install --no-build-isolation -e ."
+        );
+        let m = r#"python -m pip install --no-build-isolation -e ".[dev]""#;
+        assert_eq!(no_build_isolation(m), m);
+        assert_eq!(
+            no_build_isolation("python setup.py install"),
+            "python setup.py install"
+        );
+    }
+
+    #[test]
+    fn yanked_requirement_is_replaced() {
+        assert_eq!(
+            replace_yanked_requirement("types-pkg_resources==0.1"),
+            "types-setuptools"
+        );
+        assert_eq!(
+            replace_yanked_requirement("types-pkg_resources_x"),
+            "types-pkg_resources_x"
+        );
+        assert_eq!(
+            replace_yanked_yml_line("    - types-pkg_resources"),
+            "    - types-setuptools"
+        );
+    }
+
+    struct Files(Vec<(&'static str, &'static str)>);
+    impl RepoFiles for Files {
+        fn read(&self, path: &str) -> Option<String> {
+            self.0
+                .iter()
+                .find(|(p, _)| *p == path)
+                .map(|(_, t)| t.to_string())
+        }
+    }
+
+    #[test]
+    fn requirements_inline_includes_first() {
+        let files = Files(vec![("reqs/base.txt", "six\n# c\n-e .\n")]);
+        let text = "-r base.txt\npytest\n.[test]\nmock";
+        assert_eq!(
+            assemble_requirements(text, "reqs/dev.txt", &files),
+            "six\n\npytest\nmock"
+        );
+    }
+}

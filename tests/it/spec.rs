@@ -1,0 +1,460 @@
+//! Specs, test directives, eval scripts and Dockerfiles against the official harness:
+//! - the 399 official `eval.sh` of the partial-Verified run, byte for byte;
+//! - swebench 4.1.0's own rendering of every Verified repo/version (`tests/fixtures/spec/
+//!   oracle.json`, written once by `scripts/spec_oracle.py`);
+//! - `swe-eval spec` end to end.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::Value;
+use swe_eval::dataset::{self, Instance};
+use swe_eval::spec::{self, table, DebianRelease, Flavour, TestSpec};
+
+use crate::common;
+
+const ORACLE: &str = include_str!("../fixtures/spec/oracle.json");
+
+fn oracle() -> Value {
+    serde_json::from_str(ORACLE).expect("oracle fixture parses")
+}
+
+fn partial_verified(ds: &Path) -> Vec<Instance> {
+    let loaded = dataset::load(&ds.join("partial-verified/swebench_verified_partial.jsonl"))
+        .expect("partial verified loads");
+    assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+    loaded.items
+}
+
+fn official_scripts(ds: &Path) -> BTreeMap<String, String> {
+    let path = ds.join("predictions/pydantic-deep_minimax-m2.5/instance_eval_scripts.jsonl");
+    let text = std::fs::read_to_string(&path).expect("eval scripts read");
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).expect("eval script row parses");
+            (
+                v["instance_id"].as_str().unwrap().to_string(),
+                v["eval_sh"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The first line where two texts differ, for a readable failure.
+fn first_difference(ours: &str, theirs: &str) -> String {
+    let (a, b): (Vec<&str>, Vec<&str>) = (ours.split('\n').collect(), theirs.split('\n').collect());
+    for i in 0..a.len().max(b.len()) {
+        let (x, y) = (a.get(i), b.get(i));
+        if x != y {
+            return format!("line {}:\n  ours:     {:?}\n  official: {:?}", i + 1, x, y);
+        }
+    }
+    "identical".to_string()
+}
+
+#[test]
+fn all_399_official_eval_scripts_are_byte_identical() {
+    let ds = crate::require_shared!();
+    let rows = partial_verified(&ds);
+    let official = official_scripts(&ds);
+    assert_eq!(official.len(), 399);
+    let by_id: BTreeMap<&str, &Instance> =
+        rows.iter().map(|r| (r.instance_id.as_str(), r)).collect();
+    let mut matched = 0;
+    let mut failures = Vec::new();
+    for (id, expected) in &official {
+        let inst = by_id
+            .get(id.as_str())
+            .unwrap_or_else(|| panic!("{id} not in the dataset"));
+        let ts = TestSpec::new(inst, Flavour::Official).unwrap_or_else(|e| panic!("{e}"));
+        if &ts.eval_script == expected {
+            matched += 1;
+        } else {
+            failures.push(format!(
+                "{id}: {}",
+                first_difference(&ts.eval_script, expected)
+            ));
+        }
+    }
+    eprintln!("eval.sh byte-identical: {matched}/{}", official.len());
+    assert!(
+        failures.is_empty(),
+        "{} differ; first: {}",
+        failures.len(),
+        failures[0]
+    );
+}
+
+#[test]
+fn test_directives_and_reset_files_match_the_oracle_on_399_patches() {
+    let ds = crate::require_shared!();
+    let rows = partial_verified(&ds);
+    let oracle = oracle();
+    let expected = oracle["rows"].as_object().unwrap();
+    assert_eq!(expected.len(), 399);
+    let mut checked = 0;
+    for inst in &rows {
+        let Some(want) = expected.get(&inst.instance_id) else {
+            continue;
+        };
+        let patch = inst.test_patch.as_deref().unwrap();
+        let strings = |v: &Value| -> Vec<String> {
+            v.as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s.as_str().unwrap().to_string())
+                .collect()
+        };
+        assert_eq!(
+            spec::test_directives(&inst.repo, patch),
+            strings(&want["directives"]),
+            "{} directives",
+            inst.instance_id
+        );
+        assert_eq!(
+            spec::modified_files(patch),
+            strings(&want["modified_files"]),
+            "{} modified files",
+            inst.instance_id
+        );
+        if let Some(key) = want.get("env_image_key") {
+            let ts = TestSpec::new(inst, Flavour::Official).unwrap();
+            assert_eq!(
+                ts.env_image_tag,
+                key.as_str().unwrap(),
+                "{} env image",
+                inst.instance_id
+            );
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 399);
+}
+
+/// A synthetic row as the oracle script rendered it.
+fn synthetic(repo: &str, version: &str) -> Instance {
+    serde_json::from_value(serde_json::json!({
+        "instance_id": format!("{}-1", repo.replace('/', "__")),
+        "repo": repo,
+        "version": version,
+        "base_commit": "0123456789abcdef0123456789abcdef01234567",
+        "environment_setup_commit": "0123456789abcdef0123456789abcdef01234567",
+        "test_patch": "diff --git a/tests/test_x.py b/tests/test_x.py\n--- a/tests/test_x.py\n+++ b/tests/test_x.py\n@@ -1 +1,2 @@\n x\n+y\n",
+    }))
+    .unwrap()
+}
+
+/// One check per Verified repository over all its versions: the spec exists with the
+/// oracle's facts, renders in both flavours, and where the oracle could render without the
+/// network, our scripts, Dockerfiles and image names are its own.
+fn check_repo(repo: &str) {
+    let oracle = oracle();
+    let versions = oracle["specs"][repo]
+        .as_object()
+        .unwrap_or_else(|| panic!("{repo} in oracle"));
+    assert_eq!(
+        table().versions(repo).len(),
+        versions.len(),
+        "{repo}: version count"
+    );
+    let mut compared = 0;
+    for (version, entry) in versions {
+        let ours = table()
+            .get(repo, version)
+            .unwrap_or_else(|| panic!("{repo} {version}: no spec"));
+        let theirs = &entry["spec"];
+        assert_eq!(
+            ours.test_cmd,
+            theirs["test_cmd"].as_str().unwrap(),
+            "{repo} {version} test_cmd"
+        );
+        assert_eq!(
+            ours.python,
+            theirs["python"].as_str().unwrap(),
+            "{repo} {version} python"
+        );
+        assert_eq!(
+            ours.install.as_deref(),
+            theirs["install"].as_str(),
+            "{repo} {version} install"
+        );
+        assert_eq!(
+            ours.packages.as_deref(),
+            theirs["packages"].as_str(),
+            "{repo} {version} packages"
+        );
+        let inst = synthetic(repo, version);
+        let official = TestSpec::new(&inst, Flavour::Official).unwrap();
+        let debian = TestSpec::new(&inst, Flavour::Debian).unwrap();
+        assert!(debian
+            .eval_script
+            .contains(">>>>> Test Exit Code: $SWEBENCH_TEST_EXIT_CODE"));
+        assert!(debian.eval_script.contains(": '>>>>> Start Test Output'"));
+        assert!(
+            !debian.eval_script.contains("conda"),
+            "{repo} {version}: conda in debian eval.sh"
+        );
+        assert!(debian.debian_release.is_some());
+        let Some(r) = entry.get("rendered") else {
+            continue;
+        };
+        let s = |k: &str| r[k].as_str().unwrap();
+        assert_eq!(
+            official.eval_script,
+            s("eval_script"),
+            "{repo} {version}: eval.sh"
+        );
+        assert_eq!(
+            official.setup_env_script,
+            s("env_script"),
+            "{repo} {version}: setup_env.sh"
+        );
+        assert_eq!(
+            official.install_repo_script,
+            s("install_repo_script"),
+            "{repo} {version}: setup_repo.sh"
+        );
+        assert_eq!(
+            official.env_image_tag,
+            s("env_image_key"),
+            "{repo} {version}: env image"
+        );
+        assert_eq!(
+            official.instance_image_tag,
+            s("instance_image_key"),
+            "{repo} {version}: instance image"
+        );
+        assert_eq!(
+            official.env_dockerfile,
+            s("env_dockerfile"),
+            "{repo} {version}: env Dockerfile"
+        );
+        assert_eq!(
+            official.instance_dockerfile,
+            s("instance_dockerfile"),
+            "{repo} {version}: instance Dockerfile"
+        );
+        let mut no_row_image = official.clone();
+        no_row_image.row_image = None;
+        assert_eq!(
+            no_row_image.official_image_name(None),
+            s("remote_instance_image_key"),
+            "{repo} {version}: registry name"
+        );
+        compared += 1;
+    }
+    eprintln!(
+        "{repo}: {} versions, {compared} rendered and compared with swebench 4.1.0",
+        versions.len()
+    );
+}
+
+#[test]
+fn spec_astropy() {
+    check_repo("astropy/astropy");
+}
+#[test]
+fn spec_django() {
+    check_repo("django/django");
+}
+#[test]
+fn spec_flask() {
+    check_repo("pallets/flask");
+}
+#[test]
+fn spec_matplotlib() {
+    check_repo("matplotlib/matplotlib");
+}
+#[test]
+fn spec_pylint() {
+    check_repo("pylint-dev/pylint");
+}
+#[test]
+fn spec_pytest() {
+    check_repo("pytest-dev/pytest");
+}
+#[test]
+fn spec_requests() {
+    check_repo("psf/requests");
+}
+#[test]
+fn spec_scikit_learn() {
+    check_repo("scikit-learn/scikit-learn");
+}
+#[test]
+fn spec_seaborn() {
+    check_repo("mwaskom/seaborn");
+}
+#[test]
+fn spec_sphinx() {
+    check_repo("sphinx-doc/sphinx");
+}
+#[test]
+fn spec_sympy() {
+    check_repo("sympy/sympy");
+}
+#[test]
+fn spec_xarray() {
+    check_repo("pydata/xarray");
+}
+
+#[test]
+fn official_base_dockerfile_matches_the_oracle() {
+    assert_eq!(
+        spec::docker::official_base_dockerfile("x86_64"),
+        oracle()["base_dockerfile"].as_str().unwrap()
+    );
+}
+
+#[test]
+fn mini_benchmark_spec_is_debian_pytest_without_install() {
+    let inst: Instance = serde_json::from_value(serde_json::json!({
+        "instance_id": "swe-eval-mini__calc-1",
+        "repo": "swe-eval-mini/calc",
+        "version": "0.1",
+        "base_commit": "abc",
+        "test_patch": "diff --git a/tests/test_calc.py b/tests/test_calc.py\n--- a/tests/test_calc.py\n+++ b/tests/test_calc.py\n@@ -1 +1,2 @@\n x\n+y\n",
+    }))
+    .unwrap();
+    // Asked for the official flavour, the mini spec still renders for Debian (it has no conda).
+    let ts = TestSpec::new(&inst, Flavour::Official).unwrap();
+    assert_eq!(ts.flavour, Flavour::Debian);
+    assert_eq!(ts.debian_release, Some(DebianRelease::Bookworm));
+    assert_eq!(ts.log_parser, "parse_log_pytest");
+    assert_eq!(ts.test_cmd, "pytest -rA tests/test_calc.py");
+    assert!(!ts.eval_script.contains("pip install"));
+    assert!(
+        !ts.setup_env_script.contains("venv"),
+        "no install step, no venv"
+    );
+    assert!(ts
+        .env_dockerfile
+        .starts_with("# swe-eval environment image"));
+    assert!(ts.env_dockerfile.contains("FROM swe-eval/base:bookworm"));
+    let lines: Vec<&str> = ts.eval_script.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| *l == ": '>>>>> Start Test Output'")
+        .unwrap();
+    assert_eq!(lines[start + 1], "pytest -rA tests/test_calc.py");
+    assert_eq!(lines[start + 2], "SWEBENCH_TEST_EXIT_CODE=$?");
+    assert_eq!(lines[start + 3], ": '>>>>> End Test Output'");
+    assert_eq!(
+        lines[start + 4],
+        "echo \">>>>> Test Exit Code: $SWEBENCH_TEST_EXIT_CODE\""
+    );
+}
+
+#[test]
+fn row_with_its_own_eval_script_uses_it_as_is() {
+    let inst: Instance = serde_json::from_value(serde_json::json!({
+        "instance_id": "org__proj-7",
+        "repo": "org/proj",
+        "version": "1.0",
+        "base_commit": "abc",
+        "image": "registry.example/proj:7",
+        "eval_script": "#!/bin/bash\necho hi\n",
+        "log_parser": "parse_log_go_test",
+    }))
+    .unwrap();
+    let ts = TestSpec::new(&inst, Flavour::Debian).unwrap();
+    assert!(ts.eval_script_from_row);
+    assert_eq!(ts.eval_script, "#!/bin/bash\necho hi\n");
+    assert_eq!(ts.log_parser, "parse_log_go_test");
+    assert_eq!(ts.official_image_name(None), "registry.example/proj:7");
+    assert_eq!(
+        ts.official_image_name(Some("mirror")),
+        "mirror/sweb.eval.x86_64.org_1776_proj-7:latest"
+    );
+}
+
+#[test]
+fn debian_flavour_pins_build_tools_and_skips_build_isolation() {
+    let inst = synthetic("pytest-dev/pytest", "5.4");
+    let ts = TestSpec::new(&inst, Flavour::Debian).unwrap();
+    assert_eq!(ts.debian_release, Some(DebianRelease::Bullseye));
+    assert!(ts.warnings.is_empty(), "{:?}", ts.warnings);
+    assert!(ts
+        .setup_env_script
+        .contains("python3 -m venv --system-site-packages /opt/testbed"));
+    assert!(ts.setup_env_script.contains("setuptools==68.0.0"));
+    assert!(ts
+        .eval_script
+        .contains("python -m pip install --no-build-isolation -e ."));
+    assert!(ts
+        .install_repo_script
+        .contains("python -m pip install --no-build-isolation -e ."));
+    assert!(ts
+        .env_image_tag
+        .starts_with("swe-eval.env.py.bullseye.x86_64."));
+    // 3.10 has no Debian release: the nearest, with a warning.
+    let x = TestSpec::new(&synthetic("pydata/xarray", "2022.06"), Flavour::Debian).unwrap();
+    assert_eq!(x.debian_release, Some(DebianRelease::Bullseye));
+    assert!(x.warnings.iter().any(|w| w.contains("nearest")));
+}
+
+#[test]
+fn unknown_versions_and_repos_are_errors_that_name_the_row() {
+    let mut inst = synthetic("django/django", "9.9");
+    let e = TestSpec::new(&inst, Flavour::Official)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("django__django-1") && e.contains("9.9"), "{e}");
+    inst.repo = "nobody/nothing".into();
+    let e = TestSpec::new(&inst, Flavour::Official)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("nobody/nothing"), "{e}");
+}
+
+#[test]
+fn cli_writes_every_instance_and_reports_bad_rows() {
+    let ds = crate::require_shared!();
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("rows.jsonl");
+    let rows = partial_verified(&ds);
+    let pick: Vec<&Instance> = rows
+        .iter()
+        .filter(|r| r.test_patch.is_some())
+        .take(3)
+        .collect();
+    let mut text: String = pick
+        .iter()
+        .map(|r| serde_json::to_string(r).unwrap() + "\n")
+        .collect();
+    let mut bad = pick[0].clone();
+    bad.instance_id = "bad__row-1".into();
+    bad.version = Some("0.0.0".into());
+    text.push_str(&(serde_json::to_string(&bad).unwrap() + "\n"));
+    std::fs::write(&data, text).unwrap();
+    let out = tmp.path().join("out");
+    let run = std::process::Command::new(common::bin())
+        .args(["spec", "--dataset"])
+        .arg(&data)
+        .arg("--output")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("bad__row-1") && stderr.contains("row 4"),
+        "{stderr}"
+    );
+    for inst in &pick {
+        let dir = out.join(&inst.instance_id);
+        for f in [
+            "eval.sh",
+            "env.Dockerfile",
+            "instance.Dockerfile",
+            "setup_env.sh",
+            "setup_repo.sh",
+        ] {
+            assert!(dir.join(f).is_file(), "{} missing {f}", inst.instance_id);
+        }
+        let want = TestSpec::new(inst, Flavour::Official).unwrap().eval_script;
+        assert_eq!(std::fs::read_to_string(dir.join("eval.sh")).unwrap(), want);
+    }
+    assert!(!out.join("bad__row-1").exists());
+}
