@@ -1,10 +1,161 @@
-//! `swe-eval correlate`: not written yet.
+//! `swe-eval correlate`: how well does the similarity reward track executed correctness?
+//! Joins rewards with outcomes, computes the study, writes summary.json, per_prediction.csv,
+//! plots and reports.
 
-use super::CliResult;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use super::{CliResult, Outcome};
+use crate::dataset::{self, InputProblem};
+use crate::study::{self, inputs, report::Patches, Options};
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Rewards from `swe-eval reward` (JSON Lines or CSV). Repeat for several runs: the k-th
+    /// file is then sample k.
+    #[arg(long, required = true, value_name = "FILE")]
+    pub rewards: Vec<PathBuf>,
+    /// Outcomes: a `swe-eval run` output folder, an official run summary JSON, a JSON Lines of
+    /// {instance_id, sample, resolved}, or mini-swe-agent's per_run_results.json (runs are
+    /// samples 0, 1, ... in file order). Repeat for several runs: the k-th is then sample k.
+    #[arg(long, required = true, value_name = "PATH")]
+    pub results: Vec<PathBuf>,
+    /// Output folder.
+    #[arg(long, default_value = "results/correlate", value_name = "DIR")]
+    pub output: PathBuf,
+    /// The dataset: repository and difficulty per instance, and gold patches for blind spots.
+    #[arg(long, value_name = "FILE")]
+    pub dataset: Option<PathBuf>,
+    /// The predictions the rewards were computed on (for the blind spots' patches); repeat as
+    /// --rewards.
+    #[arg(long, value_name = "FILE")]
+    pub predictions: Vec<PathBuf>,
+    /// Bootstrap resamples for the AUROC intervals (0: none).
+    #[arg(long, default_value_t = 1000, value_name = "N")]
+    pub bootstrap: usize,
+    /// Seed of the bootstrap.
+    #[arg(long, default_value_t = 0, value_name = "S")]
+    pub seed: u64,
+    /// Score thresholds for precision and recall.
+    #[arg(long, value_delimiter = ',', default_values_t = [0.5, 0.8], value_name = "T,...")]
+    pub thresholds: Vec<f64>,
+    /// Blind spots to show of each kind.
+    #[arg(long, default_value_t = 10, value_name = "K")]
+    pub blind_spots: usize,
+}
 
-pub fn run(_args: Args) -> CliResult {
-    Err("`swe-eval correlate` is not implemented yet".into())
+fn report_problems(problems: &[InputProblem]) {
+    const SHOWN: usize = 20;
+    for p in problems.iter().take(SHOWN) {
+        eprintln!("warning: {p}");
+    }
+    if problems.len() > SHOWN {
+        eprintln!(
+            "warning: ... and {} more input problems",
+            problems.len() - SHOWN
+        );
+    }
+}
+
+pub fn run(args: Args) -> CliResult {
+    let started = Instant::now();
+    let mut problems = Vec::new();
+    let ds = match &args.dataset {
+        Some(p) => {
+            let (d, probs) = dataset::load_dataset(p)?;
+            problems.extend(probs);
+            Some(d)
+        }
+        None => None,
+    };
+    let rewards = inputs::load_rewards_files(&args.rewards, &mut problems)?;
+    let outcomes = inputs::load_outcome_files(&args.results, &mut problems)?;
+    let (n_rewards, n_outcomes) = (rewards.len(), outcomes.len());
+    let joined = inputs::join(rewards, outcomes, ds.as_ref());
+    let opts = Options {
+        bootstrap: args.bootstrap,
+        seed: args.seed,
+        thresholds: args.thresholds.clone(),
+        blind_spots: args.blind_spots,
+    };
+    let summary = study::analyze(&joined, &opts);
+
+    let mut patches = Patches::default();
+    let wanted: Vec<(String, u32)> = summary
+        .blind_spots
+        .resolved_least_similar
+        .iter()
+        .chain(&summary.blind_spots.unresolved_most_similar)
+        .map(|b| (b.instance_id.clone(), b.sample))
+        .collect();
+    if let Some(d) = &ds {
+        for (id, _) in &wanted {
+            if let Some(inst) = d.get(id) {
+                patches.gold.insert(id.clone(), inst.patch.clone());
+            }
+        }
+    }
+    let several = args.predictions.len() > 1;
+    for (k, path) in args.predictions.iter().enumerate() {
+        let loaded = crate::predictions::load_path(path)?;
+        problems.extend(loaded.problems);
+        for p in loaded.items {
+            let key = (
+                p.instance_id.clone(),
+                if several { k as u32 } else { p.sample },
+            );
+            if wanted.contains(&key) {
+                patches.predicted.insert(key, p.patch().to_string());
+            }
+        }
+    }
+
+    let written = study::write_study(&args.output, &summary, &joined.observations, &patches)?;
+    report_problems(&problems);
+    eprintln!(
+        "joined {} predictions ({} reward rows, {} outcome rows); {} resolved, {} without verdict",
+        summary.n, n_rewards, n_outcomes, summary.n_resolved, summary.n_no_verdict
+    );
+    if summary.n_unmatched > 0 {
+        let show = |v: &[(String, u32)]| -> String {
+            let mut s: Vec<String> = v
+                .iter()
+                .take(5)
+                .map(|(id, k)| format!("{id}#{k}"))
+                .collect();
+            if v.len() > 5 {
+                s.push(format!("... {} more", v.len() - 5));
+            }
+            s.join(", ")
+        };
+        if !joined.unmatched_rewards.is_empty() {
+            eprintln!(
+                "unmatched: {} rewards without an outcome: {}",
+                joined.unmatched_rewards.len(),
+                show(&joined.unmatched_rewards)
+            );
+        }
+        if !joined.unmatched_outcomes.is_empty() {
+            eprintln!(
+                "unmatched: {} outcomes without a reward: {}",
+                joined.unmatched_outcomes.len(),
+                show(&joined.unmatched_outcomes)
+            );
+        }
+    }
+    for p in &written.png_problems {
+        eprintln!("warning: {p}");
+    }
+    println!("{}", summary.headline);
+    println!(
+        "wrote {} files to {} in {:.2} s (open report.html)",
+        written.files.len(),
+        args.output.display(),
+        started.elapsed().as_secs_f64()
+    );
+    if problems.is_empty() && written.png_problems.is_empty() {
+        Ok(Outcome::Clean)
+    } else {
+        Ok(Outcome::WithProblems)
+    }
 }

@@ -1,1 +1,504 @@
-//! Statistics of the reward against executed outcomes, plots, and reports. Not written yet.
+//! The reward-versus-execution study behind `swe-eval correlate`: how well does resemblance to
+//! the human patch (the SWE-RL similarity and reward) track executed correctness, where does it
+//! fail, and is it good enough to choose among samples?
+//!
+//! Flow: `inputs` reads rewards and outcomes and joins them on (instance, sample) into
+//! [`Observation`]s; [`analyze`] computes every statistic (pure, `stats` and `bestofn`);
+//! `plots` draws SVG (and rasterizes it to PNG); `report` writes summary.json,
+//! per_prediction.csv, report.md and report.html.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+pub mod bestofn;
+pub mod inputs;
+pub mod plots;
+pub mod report;
+pub mod stats;
+
+pub use bestofn::BestOfN;
+pub use inputs::{join, load_outcomes, load_rewards, Joined, OutcomeRow, RewardRow};
+pub use report::{write_study, WriteStudyError};
+
+/// What the execution said about one prediction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Resolved,
+    Unresolved,
+    /// No test verdict (harness error, empty patch, not run): counted as unresolved, as the
+    /// official resolve rate counts it. The string says why (`error`, `empty_patch`, ...).
+    NoVerdict(String),
+}
+
+impl Verdict {
+    pub fn resolved(&self) -> bool {
+        matches!(self, Verdict::Resolved)
+    }
+
+    pub fn label(&self) -> &str {
+        match self {
+            Verdict::Resolved => "resolved",
+            Verdict::Unresolved => "unresolved",
+            Verdict::NoVerdict(why) => why,
+        }
+    }
+}
+
+/// One prediction with its scores and its executed outcome.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observation {
+    pub instance_id: String,
+    pub sample: u32,
+    /// `owner/name`, from the dataset or else from the instance id.
+    pub repo: String,
+    /// The dataset's `difficulty`, when known.
+    pub difficulty: Option<String>,
+    pub similarity: f64,
+    pub reward: f64,
+    /// The reward's format verdict (`ok`, `empty`, `unparsable`, ...), when the input had one.
+    pub format: Option<String>,
+    pub verdict: Verdict,
+}
+
+/// The repository of an instance id such as `astropy__astropy-12907` (`astropy/astropy`), for
+/// when no dataset is given.
+pub fn repo_from_instance_id(id: &str) -> String {
+    let base = match id.rsplit_once('-') {
+        Some((head, tail)) if !tail.is_empty() && tail.bytes().all(|b| b.is_ascii_digit()) => head,
+        _ => id,
+    };
+    base.replacen("__", "/", 1)
+}
+
+/// Settings of the study.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Options {
+    /// Bootstrap resamples for the AUROC interval (0: no interval).
+    pub bootstrap: usize,
+    pub seed: u64,
+    /// Score thresholds for precision and recall.
+    pub thresholds: Vec<f64>,
+    /// How many blind spots of each kind to show.
+    pub blind_spots: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            bootstrap: 1000,
+            seed: 0,
+            thresholds: vec![0.5, 0.8],
+            blind_spots: 10,
+        }
+    }
+}
+
+/// Every statistic of one score over one set of predictions.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stats {
+    pub n: usize,
+    pub n_resolved: usize,
+    pub resolve_rate: Option<f64>,
+    pub auroc: Option<f64>,
+    pub auroc_ci95: Option<[f64; 2]>,
+    pub point_biserial: Option<f64>,
+    pub spearman: Option<f64>,
+    pub kendall_tau_b: Option<f64>,
+    pub mean_resolved: Option<f64>,
+    pub mean_unresolved: Option<f64>,
+    pub median_resolved: Option<f64>,
+    pub median_unresolved: Option<f64>,
+    pub precision_recall: Vec<stats::PrecisionRecall>,
+    pub calibration: Vec<stats::CalibrationBin>,
+}
+
+/// The study of one score: overall, per repository, per difficulty, ROC curve, best of n.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScoreStudy {
+    #[serde(flatten)]
+    pub overall: Stats,
+    pub per_repo: BTreeMap<String, Stats>,
+    pub per_difficulty: BTreeMap<String, Stats>,
+    pub best_of_n: Vec<BestOfN>,
+    /// The ROC curve, thinned to at most [`ROC_POINTS`] points for plotting.
+    pub roc: Vec<stats::RocPoint>,
+}
+
+/// At most this many ROC points are kept (100,000 predictions would give 100,000).
+pub const ROC_POINTS: usize = 400;
+
+/// Which score a statistic is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Score {
+    Similarity,
+    Reward,
+}
+
+impl Score {
+    pub const BOTH: [Score; 2] = [Score::Similarity, Score::Reward];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Score::Similarity => "similarity",
+            Score::Reward => "reward",
+        }
+    }
+
+    pub fn of(self, o: &Observation) -> f64 {
+        match self {
+            Score::Similarity => o.similarity,
+            Score::Reward => o.reward,
+        }
+    }
+}
+
+/// A prediction where resemblance and correctness disagree most.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BlindSpot {
+    pub instance_id: String,
+    pub sample: u32,
+    pub repo: String,
+    pub similarity: f64,
+    pub reward: f64,
+    pub verdict: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BlindSpots {
+    /// Resolved, yet least similar to the human patch (correct but different).
+    pub resolved_least_similar: Vec<BlindSpot>,
+    /// Unresolved, yet most similar to the human patch (close but wrong).
+    pub unresolved_most_similar: Vec<BlindSpot>,
+}
+
+/// What `correlate` found; written as summary.json.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    /// The answer in one sentence.
+    pub headline: String,
+    /// Joined predictions (with a reward and an outcome).
+    pub n: usize,
+    pub n_resolved: usize,
+    /// Unresolved with a test verdict.
+    pub n_unresolved: usize,
+    /// Without a verdict (counted as unresolved), by reason.
+    pub n_no_verdict: usize,
+    pub no_verdict_by_reason: BTreeMap<String, usize>,
+    pub resolve_rate: Option<f64>,
+    /// Rows on either side that found no partner (left out of every statistic).
+    pub n_unmatched: usize,
+    pub n_unmatched_rewards: usize,
+    pub n_unmatched_outcomes: usize,
+    pub n_instances: usize,
+    pub max_samples: usize,
+    pub similarity: ScoreStudy,
+    pub reward: ScoreStudy,
+    pub blind_spots: BlindSpots,
+    pub settings: Settings,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Settings {
+    pub bootstrap: usize,
+    pub seed: u64,
+    pub thresholds: Vec<f64>,
+    pub auroc: &'static str,
+    pub bootstrap_method: &'static str,
+    pub calibration_bins: &'static str,
+    pub best_of_n_rule: &'static str,
+    pub no_verdict_rule: &'static str,
+}
+
+/// Computes the statistics of `scores` against `resolved`; `ci` is the bootstrap interval,
+/// computed by the caller for both scores from the same resamples.
+fn stats_of(scores: &[f64], resolved: &[bool], ci: Option<[f64; 2]>, opts: &Options) -> Stats {
+    let split = |want: bool| -> Vec<f64> {
+        scores
+            .iter()
+            .zip(resolved)
+            .filter(|(_, &r)| r == want)
+            .map(|(&s, _)| s)
+            .collect()
+    };
+    let (pos, neg) = (split(true), split(false));
+    let y: Vec<f64> = resolved.iter().map(|&r| r as u8 as f64).collect();
+    Stats {
+        n: scores.len(),
+        n_resolved: pos.len(),
+        resolve_rate: (!scores.is_empty()).then(|| pos.len() as f64 / scores.len() as f64),
+        auroc: stats::auroc(scores, resolved),
+        auroc_ci95: ci,
+        point_biserial: stats::point_biserial(scores, resolved),
+        spearman: stats::spearman(scores, resolved),
+        kendall_tau_b: stats::kendall_tau_b(scores, &y),
+        mean_resolved: stats::mean(&pos),
+        mean_unresolved: stats::mean(&neg),
+        median_resolved: stats::median(&pos),
+        median_unresolved: stats::median(&neg),
+        precision_recall: opts
+            .thresholds
+            .iter()
+            .map(|&t| stats::precision_recall(scores, resolved, t))
+            .collect(),
+        calibration: stats::calibration(scores, resolved),
+    }
+}
+
+/// Both scores' statistics over the observations picked by `idx`; the bootstrap stream is
+/// keyed by `key` so that each group's interval is reproducible on its own.
+fn group_stats(obs: &[Observation], idx: &[usize], key: &str, opts: &Options) -> [Stats; 2] {
+    let resolved: Vec<bool> = idx.iter().map(|&i| obs[i].verdict.resolved()).collect();
+    let cols: Vec<Vec<f64>> = Score::BOTH
+        .iter()
+        .map(|s| idx.iter().map(|&i| s.of(&obs[i])).collect())
+        .collect();
+    let seed = stats::stream_seed(opts.seed, fnv1a(key));
+    let cis = stats::bootstrap_auroc_ci(
+        &[cols[0].as_slice(), cols[1].as_slice()],
+        &resolved,
+        opts.bootstrap,
+        seed,
+    );
+    [
+        stats_of(&cols[0], &resolved, cis[0], opts),
+        stats_of(&cols[1], &resolved, cis[1], opts),
+    ]
+}
+
+/// A stable string hash (FNV-1a): group names key bootstrap streams across runs and builds.
+fn fnv1a(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+fn thin(roc: Vec<stats::RocPoint>) -> Vec<stats::RocPoint> {
+    if roc.len() <= ROC_POINTS {
+        return roc;
+    }
+    let step = roc.len() as f64 / (ROC_POINTS - 1) as f64;
+    let mut out: Vec<_> = (0..ROC_POINTS - 1)
+        .map(|k| roc[(k as f64 * step) as usize])
+        .collect();
+    out.push(roc[roc.len() - 1]);
+    out
+}
+
+/// Groups observation indices by a key (BTreeMap: reports list groups in name order).
+fn groups_by(
+    obs: &[Observation],
+    key: impl Fn(&Observation) -> String,
+) -> BTreeMap<String, Vec<usize>> {
+    let mut m: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, o) in obs.iter().enumerate() {
+        m.entry(key(o)).or_default().push(i);
+    }
+    m
+}
+
+/// Runs the whole study on joined observations.
+pub fn analyze(joined: &Joined, opts: &Options) -> Summary {
+    let obs = &joined.observations;
+    let all: Vec<usize> = (0..obs.len()).collect();
+    let [sim_all, rew_all] = group_stats(obs, &all, "", opts);
+    let mut per = [
+        BTreeMap::new(),
+        BTreeMap::new(),
+        BTreeMap::new(),
+        BTreeMap::new(),
+    ];
+    let by_repo = groups_by(obs, |o| o.repo.clone());
+    let by_diff = groups_by(obs, |o| {
+        o.difficulty
+            .clone()
+            .unwrap_or_else(|| "unknown".to_string())
+    });
+    for (name, idx) in &by_repo {
+        let [s, r] = group_stats(obs, idx, &format!("repo:{name}"), opts);
+        per[0].insert(name.clone(), s);
+        per[1].insert(name.clone(), r);
+    }
+    for (name, idx) in &by_diff {
+        let [s, r] = group_stats(obs, idx, &format!("difficulty:{name}"), opts);
+        per[2].insert(name.clone(), s);
+        per[3].insert(name.clone(), r);
+    }
+    let [repo_s, repo_r, diff_s, diff_r] = per;
+    let resolved: Vec<bool> = obs.iter().map(|o| o.verdict.resolved()).collect();
+    let study = |score: Score, overall: Stats, per_repo, per_difficulty| {
+        let col: Vec<f64> = obs.iter().map(|o| score.of(o)).collect();
+        let samples: Vec<bestofn::Sample<'_>> = obs
+            .iter()
+            .map(|o| bestofn::Sample {
+                instance_id: &o.instance_id,
+                sample: o.sample,
+                score: score.of(o),
+                resolved: o.verdict.resolved(),
+            })
+            .collect();
+        ScoreStudy {
+            overall,
+            per_repo,
+            per_difficulty,
+            best_of_n: bestofn::best_of_n(&samples),
+            roc: thin(stats::roc_curve(&col, &resolved)),
+        }
+    };
+    let similarity = study(Score::Similarity, sim_all, repo_s, diff_s);
+    let reward = study(Score::Reward, rew_all, repo_r, diff_r);
+
+    let mut no_verdict_by_reason = BTreeMap::new();
+    for o in obs {
+        if let Verdict::NoVerdict(why) = &o.verdict {
+            *no_verdict_by_reason.entry(why.clone()).or_insert(0) += 1;
+        }
+    }
+    let n_resolved = resolved.iter().filter(|&&r| r).count();
+    let n_no_verdict = no_verdict_by_reason.values().sum();
+    let instances = groups_by(obs, |o| o.instance_id.clone());
+    let mut summary = Summary {
+        headline: String::new(),
+        n: obs.len(),
+        n_resolved,
+        n_unresolved: obs.len() - n_resolved - n_no_verdict,
+        n_no_verdict,
+        no_verdict_by_reason,
+        resolve_rate: (!obs.is_empty()).then(|| n_resolved as f64 / obs.len() as f64),
+        n_unmatched: joined.unmatched_rewards.len() + joined.unmatched_outcomes.len(),
+        n_unmatched_rewards: joined.unmatched_rewards.len(),
+        n_unmatched_outcomes: joined.unmatched_outcomes.len(),
+        n_instances: instances.len(),
+        max_samples: instances.values().map(Vec::len).max().unwrap_or(0),
+        similarity,
+        reward,
+        blind_spots: blind_spots(obs, opts.blind_spots),
+        settings: Settings {
+            bootstrap: opts.bootstrap,
+            seed: opts.seed,
+            thresholds: opts.thresholds.clone(),
+            auroc: "Mann-Whitney U / (n_resolved * n_unresolved); ties count one half",
+            bootstrap_method: "percentile interval over resamples of all predictions with \
+                               replacement; resamples with one class only are dropped; each group \
+                               has its own seeded streams",
+            calibration_bins: "ten equal-width bins over [0, 1] as scikit-learn's \
+                               calibration_curve(strategy=\"uniform\"): [0, 0.1], (0.1, 0.2], ...; \
+                               scores below 0 (malformed patch, reward -1) in a bin of their own",
+            best_of_n_rule: "instances with at least n samples, first n by sample number; \
+                             max_score breaks ties by the lowest sample number, \
+                             max_score_ties_random by a uniform pick among the tied",
+            no_verdict_rule: "predictions without a test verdict (error, empty patch) count as \
+                              unresolved",
+        },
+    };
+    summary.headline = headline(&summary);
+    summary
+}
+
+/// The resolved predictions least similar to gold and the unresolved most similar.
+fn blind_spots(obs: &[Observation], k: usize) -> BlindSpots {
+    let spot = |o: &Observation| BlindSpot {
+        instance_id: o.instance_id.clone(),
+        sample: o.sample,
+        repo: o.repo.clone(),
+        similarity: o.similarity,
+        reward: o.reward,
+        verdict: o.verdict.label().to_string(),
+    };
+    let mut pos: Vec<&Observation> = obs.iter().filter(|o| o.verdict.resolved()).collect();
+    // Unresolved with a test verdict: an error or an empty patch says nothing about resemblance.
+    let mut neg: Vec<&Observation> = obs
+        .iter()
+        .filter(|o| o.verdict == Verdict::Unresolved)
+        .collect();
+    let key = |o: &&Observation| (o.instance_id.clone(), o.sample);
+    pos.sort_by(|a, b| {
+        a.similarity
+            .total_cmp(&b.similarity)
+            .then_with(|| key(a).cmp(&key(b)))
+    });
+    neg.sort_by(|a, b| {
+        b.similarity
+            .total_cmp(&a.similarity)
+            .then_with(|| key(a).cmp(&key(b)))
+    });
+    BlindSpots {
+        resolved_least_similar: pos.into_iter().take(k).map(spot).collect(),
+        unresolved_most_similar: neg.into_iter().take(k).map(spot).collect(),
+    }
+}
+
+/// How an AUROC reads, in words (the usual rough bands).
+pub fn auroc_words(a: f64) -> &'static str {
+    match a {
+        a if a >= 0.9 => "strong",
+        a if a >= 0.8 => "good",
+        a if a >= 0.7 => "fair",
+        a if a >= 0.6 => "weak",
+        a if a > 0.5 => "barely better than chance",
+        _ => "no better than chance",
+    }
+}
+
+fn headline(s: &Summary) -> String {
+    let o = &s.similarity.overall;
+    let mut h = match o.auroc {
+        Some(a) => {
+            let ci = o
+                .auroc_ci95
+                .map(|[lo, hi]| format!(" (95% CI {lo:.3}-{hi:.3})"))
+                .unwrap_or_default();
+            format!(
+                "Resemblance tracks correctness {}: similarity AUROC {a:.3}{ci} over {} \
+                 predictions, i.e. a resolved prediction is more similar to the human patch \
+                 than an unresolved one {:.0}% of the time.",
+                auroc_words(a),
+                s.n,
+                a * 100.0
+            )
+        }
+        None => format!(
+            "No AUROC: the {} joined predictions do not include both resolved and unresolved ones.",
+            s.n
+        ),
+    };
+    if let Some(b) = s.reward.best_of_n.last().filter(|b| b.n > 1) {
+        h.push_str(&format!(
+            " Picking the highest-reward of {} samples resolves {:.1}% of {} instances, against \
+             {:.1}% for a random sample and {:.1}% for an oracle (pass@{}).",
+            b.n,
+            b.max_score * 100.0,
+            b.instances,
+            b.random * 100.0,
+            b.oracle * 100.0,
+            b.n
+        ));
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repo_from_ids() {
+        let cases = [
+            (
+                "astropy__astropy-12907",
+                "astropy/astropy",
+                "the usual shape",
+            ),
+            (
+                "scikit-learn__scikit-learn-10297",
+                "scikit-learn/scikit-learn",
+                "dash in name",
+            ),
+            ("psf__requests-1142", "psf/requests", "owner differs"),
+            ("weird", "weird", "no number"),
+        ];
+        for (id, want, why) in cases {
+            assert_eq!(repo_from_instance_id(id), want, "{why}");
+        }
+    }
+}

@@ -1,0 +1,547 @@
+//! The statistics of a score (similarity or reward) against a binary outcome (resolved or not):
+//! AUROC with a bootstrap interval, correlations, precision and recall, calibration, the ROC
+//! curve. Pure functions over slices; each one is checked against SciPy or scikit-learn on the
+//! fixtures in `tests/fixtures/correlate/` (made by `scripts/stats_fixtures.py`).
+//!
+//! Scores must be finite (the input loaders reject the rest). A statistic that is undefined on
+//! its input (one class only, zero variance) is `None`, never NaN.
+
+use std::cmp::Ordering;
+
+use rayon::prelude::*;
+
+/// Sorts `0..n` by `x` (ties keep index order, so results are deterministic).
+fn order_by(x: &[f64]) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..x.len()).collect();
+    idx.sort_by(|&a, &b| x[a].total_cmp(&x[b]));
+    idx
+}
+
+/// Ranks 1..=n, ties sharing their average rank (SciPy's `rankdata(method="average")`).
+pub fn average_ranks(x: &[f64]) -> Vec<f64> {
+    let idx = order_by(x);
+    let mut ranks = vec![0.0; x.len()];
+    let mut i = 0;
+    while i < idx.len() {
+        let mut j = i + 1;
+        while j < idx.len() && x[idx[j]] == x[idx[i]] {
+            j += 1;
+        }
+        // Positions i..j (0-based) hold ranks i+1..=j; their mean is (i + 1 + j) / 2.
+        let r = (i + 1 + j) as f64 / 2.0;
+        for &k in &idx[i..j] {
+            ranks[k] = r;
+        }
+        i = j;
+    }
+    ranks
+}
+
+/// Tie-group id of each value: 0 for the smallest distinct value, 1 for the next, ...
+/// Returns the ids and the number of groups.
+fn tie_groups(x: &[f64]) -> (Vec<u32>, usize) {
+    let idx = order_by(x);
+    let mut gid = vec![0u32; x.len()];
+    let mut g = 0u32;
+    for w in 0..idx.len() {
+        if w > 0 && x[idx[w]] != x[idx[w - 1]] {
+            g += 1;
+        }
+        gid[idx[w]] = g;
+    }
+    let groups = if x.is_empty() { 0 } else { g as usize + 1 };
+    (gid, groups)
+}
+
+/// Area under the ROC curve: the probability that a resolved prediction scores above an
+/// unresolved one, ties counting one half (the Mann-Whitney U statistic over n_pos * n_neg).
+pub fn auroc(scores: &[f64], resolved: &[bool]) -> Option<f64> {
+    let (gid, groups) = tie_groups(scores);
+    let mut counts = vec![0u64; 2 * groups];
+    for (g, &r) in gid.iter().zip(resolved) {
+        counts[2 * *g as usize + r as usize] += 1;
+    }
+    auc_from_group_counts(&counts)
+}
+
+/// AUROC from per-tie-group counts laid out as `[neg_0, pos_0, neg_1, pos_1, ...]`, groups in
+/// ascending score order. O(groups).
+fn auc_from_group_counts<T: Copy + Into<u64>>(counts: &[T]) -> Option<f64> {
+    let mut neg_below = 0u64;
+    // Twice the U statistic, kept integral to avoid rounding until the end.
+    let mut twice_u = 0u128;
+    let mut pos_total = 0u64;
+    for pair in counts.chunks_exact(2) {
+        let (neg, pos) = (pair[0].into(), pair[1].into());
+        twice_u += pos as u128 * (2 * neg_below + neg) as u128;
+        neg_below += neg;
+        pos_total += pos;
+    }
+    if pos_total == 0 || neg_below == 0 {
+        return None;
+    }
+    Some(twice_u as f64 / 2.0 / (pos_total as f64 * neg_below as f64))
+}
+
+/// Pearson's r; `None` when either side has no variance.
+pub fn pearson(a: &[f64], b: &[f64]) -> Option<f64> {
+    let n = a.len();
+    if n < 2 || b.len() != n {
+        return None;
+    }
+    let ma = a.iter().sum::<f64>() / n as f64;
+    let mb = b.iter().sum::<f64>() / n as f64;
+    let (mut sab, mut saa, mut sbb) = (0.0, 0.0, 0.0);
+    for (x, y) in a.iter().zip(b) {
+        let (dx, dy) = (x - ma, y - mb);
+        sab += dx * dy;
+        saa += dx * dx;
+        sbb += dy * dy;
+    }
+    if saa == 0.0 || sbb == 0.0 {
+        return None;
+    }
+    Some((sab / (saa.sqrt() * sbb.sqrt())).clamp(-1.0, 1.0))
+}
+
+fn as_f64(resolved: &[bool]) -> Vec<f64> {
+    resolved
+        .iter()
+        .map(|&r| if r { 1.0 } else { 0.0 })
+        .collect()
+}
+
+/// Point-biserial correlation: Pearson's r between the score and the 0/1 outcome.
+pub fn point_biserial(scores: &[f64], resolved: &[bool]) -> Option<f64> {
+    pearson(scores, &as_f64(resolved))
+}
+
+/// Spearman's rho: Pearson's r between average ranks.
+pub fn spearman(scores: &[f64], resolved: &[bool]) -> Option<f64> {
+    pearson(&average_ranks(scores), &average_ranks(&as_f64(resolved)))
+}
+
+/// Kendall's tau-b in O(n log n) (Knight's algorithm: sort by x then y, count the swaps a
+/// merge sort by y needs, correct for ties in x, in y and in both).
+pub fn kendall_tau_b(x: &[f64], y: &[f64]) -> Option<f64> {
+    let n = x.len();
+    if n < 2 || y.len() != n {
+        return None;
+    }
+    let mut idx: Vec<usize> = (0..n).collect();
+    idx.sort_by(|&a, &b| x[a].total_cmp(&x[b]).then(y[a].total_cmp(&y[b])));
+    let pairs = |t: u64| t * t.saturating_sub(1) / 2;
+    let n0 = pairs(n as u64);
+    let (mut n1, mut n3) = (0u64, 0u64);
+    let (mut tx, mut txy) = (1u64, 1u64);
+    for w in 1..=n {
+        let same_x = w < n && x[idx[w]] == x[idx[w - 1]];
+        let same_xy = same_x && y[idx[w]] == y[idx[w - 1]];
+        if same_x {
+            tx += 1;
+        } else {
+            n1 += pairs(tx);
+            tx = 1;
+        }
+        if same_xy {
+            txy += 1;
+        } else {
+            n3 += pairs(txy);
+            txy = 1;
+        }
+    }
+    let mut ys: Vec<f64> = idx.iter().map(|&i| y[i]).collect();
+    let swaps = merge_sort_count(&mut ys);
+    let mut n2 = 0u64;
+    let mut ty = 1u64;
+    for w in 1..=n {
+        if w < n && ys[w] == ys[w - 1] {
+            ty += 1;
+        } else {
+            n2 += pairs(ty);
+            ty = 1;
+        }
+    }
+    let denom = ((n0 - n1) as f64) * ((n0 - n2) as f64);
+    if denom <= 0.0 {
+        return None;
+    }
+    let num = n0 as i128 - n1 as i128 - n2 as i128 + n3 as i128 - 2 * swaps as i128;
+    Some((num as f64 / denom.sqrt()).clamp(-1.0, 1.0))
+}
+
+/// Sorts `v` ascending (stable) and returns the number of pairs i < j with v[i] > v[j].
+fn merge_sort_count(v: &mut [f64]) -> u64 {
+    let n = v.len();
+    let mut buf = v.to_vec();
+    let mut swaps = 0u64;
+    let mut width = 1;
+    // Bottom-up, alternating between `v` and `buf` would save copies; n log n copies is cheap.
+    while width < n {
+        let mut lo = 0;
+        while lo < n {
+            let mid = (lo + width).min(n);
+            let hi = (lo + 2 * width).min(n);
+            let (mut i, mut j, mut k) = (lo, mid, lo);
+            while i < mid && j < hi {
+                if v[j] < v[i] {
+                    buf[k] = v[j];
+                    swaps += (mid - i) as u64;
+                    j += 1;
+                } else {
+                    buf[k] = v[i];
+                    i += 1;
+                }
+                k += 1;
+            }
+            buf[k..k + (mid - i)].copy_from_slice(&v[i..mid]);
+            k += mid - i;
+            buf[k..k + (hi - j)].copy_from_slice(&v[j..hi]);
+            lo = hi;
+        }
+        v.copy_from_slice(&buf);
+        width *= 2;
+    }
+    swaps
+}
+
+pub fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// Median (mean of the two middle values for an even count, as NumPy).
+pub fn median(v: &[f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let m = s.len() / 2;
+    Some(if s.len() % 2 == 1 {
+        s[m]
+    } else {
+        (s[m - 1] + s[m]) / 2.0
+    })
+}
+
+/// Linear-interpolated percentile of sorted values (NumPy's default method), `q` in [0, 1].
+pub fn percentile_sorted(sorted: &[f64], q: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let pos = q * (sorted.len() - 1) as f64;
+    let lo = pos.floor() as usize;
+    let hi = (lo + 1).min(sorted.len() - 1);
+    Some(sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64))
+}
+
+/// Precision and recall when "score >= threshold" is read as "predicted resolved".
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PrecisionRecall {
+    pub threshold: f64,
+    /// How many predictions reach the threshold.
+    pub n_selected: usize,
+    /// Of those, the share resolved; `None` when none reach it.
+    pub precision: Option<f64>,
+    /// Of the resolved ones, the share reaching the threshold; `None` when none are resolved.
+    pub recall: Option<f64>,
+}
+
+pub fn precision_recall(scores: &[f64], resolved: &[bool], threshold: f64) -> PrecisionRecall {
+    let (mut tp, mut sel, mut pos) = (0usize, 0usize, 0usize);
+    for (&s, &r) in scores.iter().zip(resolved) {
+        let hit = s >= threshold;
+        sel += hit as usize;
+        pos += r as usize;
+        tp += (hit && r) as usize;
+    }
+    PrecisionRecall {
+        threshold,
+        n_selected: sel,
+        precision: (sel > 0).then(|| tp as f64 / sel as f64),
+        recall: (pos > 0).then(|| tp as f64 / pos as f64),
+    }
+}
+
+/// One bin of the calibration table.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CalibrationBin {
+    /// Human label, e.g. `(0.1, 0.2]`, or `< 0` for scores below the range (format errors).
+    pub label: String,
+    pub lo: f64,
+    pub hi: f64,
+    pub n: usize,
+    pub n_resolved: usize,
+    pub resolve_rate: f64,
+    pub mean_score: f64,
+}
+
+/// Resolve rate per score decile: ten equal-width bins over [0, 1] placed as scikit-learn's
+/// `calibration_curve(strategy="uniform")` places them (edges `i * 0.1`; a value on an inner
+/// edge belongs to the bin below, so the first bin is `[0, 0.1]` and the others `(lo, hi]`).
+/// Scores below 0 (the reward of a malformed patch, -1) get a bin of their own in front, and
+/// scores above 1 one at the end; empty bins are left out.
+pub fn calibration(scores: &[f64], resolved: &[bool]) -> Vec<CalibrationBin> {
+    const BINS: usize = 10;
+    let step = 1.0 / BINS as f64;
+    // [below, 0..10, above]
+    let mut n = [0usize; BINS + 2];
+    let mut hits = [0usize; BINS + 2];
+    let mut sum = [0.0f64; BINS + 2];
+    for (&s, &r) in scores.iter().zip(resolved) {
+        let slot = if s < 0.0 {
+            0
+        } else if s > 1.0 {
+            BINS + 1
+        } else {
+            // Number of inner edges strictly below s (NumPy's searchsorted, side="left").
+            1 + (1..BINS).filter(|&i| (i as f64 * step) < s).count()
+        };
+        n[slot] += 1;
+        hits[slot] += r as usize;
+        sum[slot] += s;
+    }
+    let mut out = Vec::new();
+    for slot in 0..BINS + 2 {
+        if n[slot] == 0 {
+            continue;
+        }
+        let (lo, hi, label) = match slot {
+            0 => (f64::NEG_INFINITY, 0.0, "< 0".to_string()),
+            s if s == BINS + 1 => (1.0, f64::INFINITY, "> 1".to_string()),
+            s => {
+                let (lo, hi) = ((s - 1) as f64 * step, s as f64 * step);
+                let open = if s == 1 { '[' } else { '(' };
+                (lo, hi, format!("{open}{lo:.1}, {hi:.1}]"))
+            }
+        };
+        out.push(CalibrationBin {
+            label,
+            lo,
+            hi,
+            n: n[slot],
+            n_resolved: hits[slot],
+            resolve_rate: hits[slot] as f64 / n[slot] as f64,
+            mean_score: sum[slot] / n[slot] as f64,
+        });
+    }
+    out
+}
+
+/// A point of the ROC curve: predicting "resolved" for scores >= `threshold`.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct RocPoint {
+    pub threshold: f64,
+    pub fpr: f64,
+    pub tpr: f64,
+}
+
+/// The ROC curve at every distinct score, highest first (scikit-learn's `roc_curve` with
+/// `drop_intermediate=False`, without its leading point at an infinite threshold).
+pub fn roc_curve(scores: &[f64], resolved: &[bool]) -> Vec<RocPoint> {
+    let pos = resolved.iter().filter(|&&r| r).count() as f64;
+    let neg = resolved.len() as f64 - pos;
+    if pos == 0.0 || neg == 0.0 {
+        return Vec::new();
+    }
+    let mut idx = order_by(scores);
+    idx.reverse();
+    let (mut tp, mut fp) = (0.0, 0.0);
+    let mut out = Vec::new();
+    for w in 0..idx.len() {
+        if resolved[idx[w]] {
+            tp += 1.0;
+        } else {
+            fp += 1.0;
+        }
+        if w + 1 == idx.len() || scores[idx[w + 1]] != scores[idx[w]] {
+            out.push(RocPoint {
+                threshold: scores[idx[w]],
+                fpr: fp / neg,
+                tpr: tp / pos,
+            });
+        }
+    }
+    out
+}
+
+/// A small, fast, seedable generator (SplitMix64): each bootstrap resample gets its own stream,
+/// so the interval does not depend on the number of threads.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in 0..n (Lemire's multiply-shift; the bias is below 2^-32 for any n here).
+    fn below(&mut self, n: usize) -> usize {
+        ((self.next() as u128 * n as u128) >> 64) as usize
+    }
+}
+
+/// Mixes a seed and a stream number into a stream seed.
+pub fn stream_seed(seed: u64, stream: u64) -> u64 {
+    let mut s = SplitMix(seed ^ stream.wrapping_mul(0xD1B5_4A32_D192_ED03));
+    s.next()
+}
+
+/// Percentile bootstrap 95% intervals of the AUROC of several scores over the same outcomes,
+/// all from the same resamples (so the intervals of similarity and reward are comparable).
+///
+/// Each resample draws n indices with replacement; a resample with one class only is dropped
+/// (as one does with scikit-learn). The AUROC of a resample needs no sort: the tie groups of
+/// each score are fixed beforehand, so it is O(n + groups) by counting per group. Resamples
+/// run in parallel; resample b uses the stream `stream_seed(seed, b)`.
+pub fn bootstrap_auroc_ci(
+    scores: &[&[f64]],
+    resolved: &[bool],
+    resamples: usize,
+    seed: u64,
+) -> Vec<Option<[f64; 2]>> {
+    let n = resolved.len();
+    let none = vec![None; scores.len()];
+    if n < 2 || resamples == 0 {
+        return none;
+    }
+    // Per score: code[i] = 2 * group + resolved, the slot that point i counts into.
+    let plans: Vec<(Vec<u32>, usize)> = scores
+        .iter()
+        .map(|s| {
+            let (gid, groups) = tie_groups(s);
+            let code = gid
+                .iter()
+                .zip(resolved)
+                .map(|(g, &r)| 2 * g + r as u32)
+                .collect();
+            (code, 2 * groups)
+        })
+        .collect();
+    let per_resample: Vec<Vec<f64>> = (0..resamples)
+        .into_par_iter()
+        .map_init(
+            || {
+                plans
+                    .iter()
+                    .map(|(_, len)| vec![0u32; *len])
+                    .collect::<Vec<_>>()
+            },
+            |bufs, b| {
+                for buf in bufs.iter_mut() {
+                    buf.fill(0);
+                }
+                let mut rng = SplitMix(stream_seed(seed, b as u64));
+                for _ in 0..n {
+                    let i = rng.below(n);
+                    for (buf, (code, _)) in bufs.iter_mut().zip(&plans) {
+                        buf[code[i] as usize] += 1;
+                    }
+                }
+                bufs.iter()
+                    .map(|buf| auc_from_group_counts(buf).unwrap_or(f64::NAN))
+                    .collect()
+            },
+        )
+        .collect();
+    (0..scores.len())
+        .map(|k| {
+            let mut v: Vec<f64> = per_resample
+                .iter()
+                .map(|r| r[k])
+                .filter(|x| !x.is_nan())
+                .collect();
+            v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(Ordering::Equal));
+            Some([percentile_sorted(&v, 0.025)?, percentile_sorted(&v, 0.975)?])
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auroc_table() {
+        // (scores, resolved, expected, why)
+        let cases: &[(&[f64], &[bool], Option<f64>, &str)] = &[
+            (&[0.1, 0.9], &[false, true], Some(1.0), "perfect separation"),
+            (&[0.9, 0.1], &[false, true], Some(0.0), "perfectly wrong"),
+            (
+                &[0.5, 0.5],
+                &[false, true],
+                Some(0.5),
+                "a tie counts one half",
+            ),
+            (
+                &[0.2, 0.5, 0.5, 0.7],
+                &[false, false, true, true],
+                Some(0.875),
+                "tie across classes",
+            ),
+            (&[0.2, 0.3], &[true, true], None, "one class only"),
+            (&[], &[], None, "empty"),
+        ];
+        for (s, r, want, why) in cases {
+            assert_eq!(auroc(s, r), *want, "{why}");
+        }
+    }
+
+    #[test]
+    fn kendall_matches_brute_force() {
+        let x = [0.1, 0.4, 0.4, 0.0, 0.9, 0.4, 0.2, 0.9];
+        let y = [0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0];
+        let (mut c, mut d, mut tx, mut ty) = (0.0, 0.0, 0.0, 0.0);
+        for i in 0..x.len() {
+            for j in i + 1..x.len() {
+                let s = (x[i] - x[j]) * (y[i] - y[j]);
+                if s > 0.0 {
+                    c += 1.0;
+                } else if s < 0.0 {
+                    d += 1.0;
+                } else if x[i] == x[j] && y[i] != y[j] {
+                    tx += 1.0;
+                } else if y[i] == y[j] && x[i] != x[j] {
+                    ty += 1.0;
+                }
+            }
+        }
+        let want = (c - d) / (((c + d + tx) * (c + d + ty)) as f64).sqrt();
+        let got = kendall_tau_b(&x, &y).unwrap();
+        assert!((got - want).abs() < 1e-12, "{got} vs {want}");
+    }
+
+    #[test]
+    fn calibration_edges_follow_scikit_learn() {
+        // 0.1 sits on an inner edge: it belongs to the first bin; 0.30000000000000004 (3 * 0.1)
+        // is the edge, so 0.3 is below it and also lands in (0.2, 0.3].
+        let bins = calibration(
+            &[0.0, 0.1, 0.3, -1.0, 1.0],
+            &[false, true, true, false, true],
+        );
+        let labels: Vec<&str> = bins.iter().map(|b| b.label.as_str()).collect();
+        assert_eq!(labels, ["< 0", "[0.0, 0.1]", "(0.2, 0.3]", "(0.9, 1.0]"]);
+        assert_eq!(bins[1].n, 2);
+    }
+
+    #[test]
+    fn bootstrap_is_seeded_and_brackets_the_estimate() {
+        let s: Vec<f64> = (0..200).map(|i| ((i * 37) % 101) as f64 / 100.0).collect();
+        let r: Vec<bool> = s
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| v + (i % 7) as f64 * 0.1 > 0.6)
+            .collect();
+        let a = bootstrap_auroc_ci(&[&s], &r, 300, 9);
+        let b = bootstrap_auroc_ci(&[&s], &r, 300, 9);
+        let c = bootstrap_auroc_ci(&[&s], &r, 300, 10);
+        assert_eq!(a, b, "same seed, same interval");
+        assert_ne!(a, c, "another seed, another interval");
+        let [lo, hi] = a[0].unwrap();
+        let point = auroc(&s, &r).unwrap();
+        assert!(lo < point && point < hi, "{lo} < {point} < {hi}");
+    }
+}

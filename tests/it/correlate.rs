@@ -1,0 +1,593 @@
+//! `swe-eval correlate`: every statistic against SciPy / scikit-learn values kept in
+//! tests/fixtures/correlate (made by scripts/stats_fixtures.py), the input formats, the real
+//! data the issue names, and the HTML report in a real headless browser.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+use swe_eval::study::{self, bestofn, inputs, stats, Observation, Options, Verdict};
+
+fn fixture(name: &str) -> Value {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/correlate")
+        .join(name);
+    serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap()
+}
+
+fn f64s(v: &Value) -> Vec<f64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect()
+}
+
+fn close(got: Option<f64>, want: &Value, tol: f64, what: &str) {
+    match (got, want.as_f64()) {
+        (Some(g), Some(w)) => assert!((g - w).abs() <= tol, "{what}: got {g}, SciPy/sklearn {w}"),
+        (None, None) => {}
+        (g, _) => panic!("{what}: got {g:?}, SciPy/sklearn {want}"),
+    }
+}
+
+const CASES: [&str; 3] = [
+    "small_ties.json",
+    "continuous.json",
+    "heavy_ties_format_errors.json",
+];
+
+#[test]
+fn every_statistic_matches_scipy_and_scikit_learn() {
+    for name in CASES {
+        let fx = fixture(name);
+        let x = f64s(&fx["scores"]);
+        let y: Vec<bool> = fx["resolved"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_bool().unwrap())
+            .collect();
+        let yf: Vec<f64> = y.iter().map(|&r| r as u8 as f64).collect();
+        let e = &fx["expected"];
+        let t = 1e-12;
+        close(
+            stats::auroc(&x, &y),
+            &e["auroc"],
+            t,
+            &format!("{name} auroc (roc_auc_score)"),
+        );
+        close(
+            stats::point_biserial(&x, &y),
+            &e["point_biserial"],
+            t,
+            &format!("{name} pointbiserialr"),
+        );
+        close(
+            stats::spearman(&x, &y),
+            &e["spearman"],
+            t,
+            &format!("{name} spearmanr"),
+        );
+        close(
+            stats::kendall_tau_b(&x, &yf),
+            &e["kendall_tau_b"],
+            t,
+            &format!("{name} kendalltau"),
+        );
+        let split = |want: bool| -> Vec<f64> {
+            x.iter()
+                .zip(&y)
+                .filter(|(_, &r)| r == want)
+                .map(|(&s, _)| s)
+                .collect()
+        };
+        close(
+            stats::mean(&split(true)),
+            &e["mean_resolved"],
+            t,
+            "mean resolved",
+        );
+        close(
+            stats::mean(&split(false)),
+            &e["mean_unresolved"],
+            t,
+            "mean unresolved",
+        );
+        close(
+            stats::median(&split(true)),
+            &e["median_resolved"],
+            t,
+            "median resolved",
+        );
+        close(
+            stats::median(&split(false)),
+            &e["median_unresolved"],
+            t,
+            "median unresolved",
+        );
+        for pr in e["precision_recall"].as_array().unwrap() {
+            let th = pr["threshold"].as_f64().unwrap();
+            let got = stats::precision_recall(&x, &y, th);
+            close(
+                got.precision,
+                &pr["precision"],
+                t,
+                &format!("{name} precision_score @ {th}"),
+            );
+            close(
+                got.recall,
+                &pr["recall"],
+                t,
+                &format!("{name} recall_score @ {th}"),
+            );
+        }
+        // calibration_curve(strategy="uniform") sees only the in-range scores; our extra bin
+        // for scores below 0 is checked apart.
+        let cal = stats::calibration(&x, &y);
+        let inr: Vec<_> = cal.iter().filter(|b| b.lo >= 0.0).collect();
+        let c = &e["calibration"];
+        assert_eq!(
+            inr.len(),
+            c["n"].as_array().unwrap().len(),
+            "{name}: non-empty bins"
+        );
+        for (i, b) in inr.iter().enumerate() {
+            let bin = c["bins_nonempty"][i].as_u64().unwrap() as f64;
+            assert!(
+                (b.lo - bin * 0.1).abs() < 1e-9,
+                "{name}: bin {i} starts at {}",
+                b.lo
+            );
+            assert_eq!(
+                b.n as u64,
+                c["n"][i].as_u64().unwrap(),
+                "{name}: bin {i} count"
+            );
+            close(
+                Some(b.resolve_rate),
+                &c["resolve_rate"][i],
+                t,
+                "calibration prob_true",
+            );
+            close(
+                Some(b.mean_score),
+                &c["mean_score"][i],
+                1e-9,
+                "calibration prob_pred",
+            );
+        }
+        let below: Vec<_> = cal.iter().filter(|b| b.hi <= 0.0).collect();
+        let n_neg = x.iter().filter(|&&s| s < 0.0).count();
+        assert_eq!(
+            below.iter().map(|b| b.n).sum::<usize>(),
+            n_neg,
+            "{name}: the < 0 bin"
+        );
+        let roc = stats::roc_curve(&x, &y);
+        let (fpr, tpr, thr) = (
+            f64s(&e["roc"]["fpr"]),
+            f64s(&e["roc"]["tpr"]),
+            f64s(&e["roc"]["thresholds"]),
+        );
+        assert_eq!(roc.len(), fpr.len(), "{name}: roc_curve points");
+        for (i, p) in roc.iter().enumerate() {
+            assert!(
+                (p.fpr - fpr[i]).abs() < t && (p.tpr - tpr[i]).abs() < t && p.threshold == thr[i],
+                "{name}: roc point {i}"
+            );
+        }
+        // The bootstrap uses its own generator, so it is compared with NumPy's percentile
+        // bootstrap (4,000 resamples) within sampling error, not exactly.
+        let ci = stats::bootstrap_auroc_ci(&[&x], &y, 4000, 11)[0].unwrap();
+        let want = f64s(&e["auroc_ci95_numpy_bootstrap"]);
+        let tol = if x.len() < 50 { 0.06 } else { 0.02 };
+        for k in 0..2 {
+            assert!(
+                (ci[k] - want[k]).abs() < tol,
+                "{name}: CI bound {k}: {} vs NumPy {}",
+                ci[k],
+                want[k]
+            );
+        }
+    }
+}
+
+#[test]
+fn best_of_n_matches_the_python_reference() {
+    let fx = fixture("best_of_n.json");
+    let rows = fx["rows"].as_array().unwrap();
+    let samples: Vec<bestofn::Sample<'_>> = rows
+        .iter()
+        .map(|r| bestofn::Sample {
+            instance_id: r["instance_id"].as_str().unwrap(),
+            sample: r["sample"].as_u64().unwrap() as u32,
+            score: r["score"].as_f64().unwrap(),
+            resolved: r["resolved"].as_bool().unwrap(),
+        })
+        .collect();
+    let got = bestofn::best_of_n(&samples);
+    let want = fx["expected"].as_array().unwrap();
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(want) {
+        assert_eq!(
+            g.instances as u64,
+            w["instances"].as_u64().unwrap(),
+            "n={}",
+            g.n
+        );
+        for (name, v) in [
+            ("max_score", g.max_score),
+            ("max_score_ties_random", g.max_score_ties_random),
+            ("random", g.random),
+            ("first", g.first),
+            ("oracle", g.oracle),
+        ] {
+            close(Some(v), &w[name], 1e-12, &format!("n={} {name}", g.n));
+        }
+    }
+}
+
+fn run_bin(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(crate::common::bin())
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn summary_of(dir: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap()
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn input_formats_and_the_join() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let rewards_csv = write(
+        d,
+        "r.csv",
+        "instance_id,model_name_or_path,sample,similarity,reward,format\n\
+         a__a-1,m,0,0.9,0.9,ok\na__a-2,m,0,0.1,0.1,ok\nb__b-3,m,0,0.0,-1,empty\nz__z-9,m,0,0.5,0.5,ok\n",
+    );
+    // An official summary: 1 resolved, 2 completed unresolved, 3 an empty patch, y absent.
+    let summary = write(
+        d,
+        "s.json",
+        r#"{"resolved_ids":["a__a-1"],"completed_ids":["a__a-1","a__a-2"],"empty_patch_ids":["b__b-3"],
+           "error_ids":[],"submitted_ids":["a__a-1","a__a-2","b__b-3","y__y-4"]}"#,
+    );
+    let mut problems = Vec::new();
+    let r = inputs::load_rewards_files(&[rewards_csv.clone()], &mut problems).unwrap();
+    let o = inputs::load_outcome_files(&[summary.clone()], &mut problems).unwrap();
+    assert!(problems.is_empty(), "{problems:?}");
+    let j = inputs::join(r, o, None);
+    assert_eq!(j.observations.len(), 3);
+    assert_eq!(j.unmatched_rewards, vec![("z__z-9".to_string(), 0)]);
+    assert_eq!(
+        j.unmatched_outcomes,
+        vec![("y__y-4".to_string(), 0)],
+        "submitted, never completed"
+    );
+    assert_eq!(
+        j.observations[2].verdict,
+        Verdict::NoVerdict("empty_patch".into())
+    );
+    assert_eq!(j.observations[2].reward, -1.0);
+    assert_eq!(
+        j.observations[0].repo, "a/a",
+        "repo from the id without a dataset"
+    );
+
+    // The same outcomes as JSON Lines (with a bad line), as a run folder, and as report.json files.
+    let jsonl = write(
+        d,
+        "o.jsonl",
+        "{\"instance_id\":\"a__a-1\",\"sample\":0,\"resolved\":true,\"category\":\"resolved\"}\n\
+         {\"instance_id\":\"a__a-2\",\"resolved\":false,\"category\":\"unresolved\"}\n\
+         {\"instance_id\":\"b__b-3\",\"resolved\":null,\"category\":\"empty_patch\"}\n\
+         {\"instance_id\":\"c__c-5\",\"resolved\":\"maybe\"}\n",
+    );
+    let l = inputs::load_outcomes(&jsonl).unwrap();
+    assert_eq!(l.items.len(), 3);
+    assert_eq!(l.problems.len(), 1);
+    assert_eq!(l.problems[0].location.line, Some(4), "{}", l.problems[0]);
+    let run_dir = d.join("run");
+    std::fs::create_dir_all(&run_dir).unwrap();
+    std::fs::copy(&jsonl, run_dir.join("predictions.jsonl")).unwrap();
+    assert_eq!(
+        inputs::load_outcomes(&run_dir).unwrap().items,
+        l.items,
+        "a run folder's JSONL"
+    );
+    let rep_dir = d.join("official");
+    for (id, res) in [("a__a-1", true), ("a__a-2", false)] {
+        let p = rep_dir.join("logs/run_evaluation/run1/model").join(id);
+        std::fs::create_dir_all(&p).unwrap();
+        write(
+            &p,
+            "report.json",
+            &format!(r#"{{"{id}": {{"resolved": {res}, "patch_exists": true}}}}"#),
+        );
+    }
+    let reps = inputs::load_outcomes(&rep_dir).unwrap();
+    assert_eq!(reps.items.len(), 2);
+    assert!(reps
+        .items
+        .iter()
+        .any(|o| o.instance_id == "a__a-1" && o.verdict == Verdict::Resolved));
+
+    // per_run_results.json: runs are samples in file order; several rewards files likewise.
+    let per_run = write(
+        d,
+        "per_run.json",
+        r#"{"r1": {"a__a-1": 1, "a__a-2": 0}, "r2": {"a__a-1": 0, "a__a-2": 1}}"#,
+    );
+    let o = inputs::load_outcome_files(&[per_run], &mut problems).unwrap();
+    let r0 = write(d, "r0.jsonl", "{\"instance_id\":\"a__a-1\",\"sample\":0,\"similarity\":0.2,\"reward\":0.2}\n{\"instance_id\":\"a__a-2\",\"sample\":0,\"similarity\":0.3,\"reward\":0.3}\n");
+    let r1 = write(d, "r1.jsonl", "{\"instance_id\":\"a__a-1\",\"sample\":0,\"similarity\":0.8,\"reward\":0.8}\n{\"instance_id\":\"a__a-2\",\"sample\":0,\"similarity\":0.1,\"reward\":0.1}\n");
+    let r = inputs::load_rewards_files(&[r0, r1], &mut problems).unwrap();
+    let j = inputs::join(r, o, None);
+    assert!(j.unmatched_rewards.is_empty() && j.unmatched_outcomes.is_empty());
+    let s = study::analyze(
+        &j,
+        &Options {
+            bootstrap: 50,
+            ..Options::default()
+        },
+    );
+    assert_eq!(s.max_samples, 2);
+    let b2 = &s.reward.best_of_n[1];
+    // a-1: samples (0.2, resolved) (0.8, not): the max picks the unresolved one; a-2: (0.3, not), (0.1, resolved).
+    assert_eq!(
+        (b2.max_score, b2.random, b2.first, b2.oracle),
+        (0.0, 0.5, 0.5, 1.0)
+    );
+
+    // The binary end to end on the CSV + summary, reporting the unmatched rows.
+    let out = d.join("out");
+    let (ok, stdout, stderr) = run_bin(&[
+        "correlate",
+        "--rewards",
+        rewards_csv.to_str().unwrap(),
+        "--results",
+        summary.to_str().unwrap(),
+        "--output",
+        out.to_str().unwrap(),
+        "--bootstrap",
+        "100",
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(
+        stderr.contains("1 rewards without an outcome: z__z-9#0"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("AUROC"), "{stdout}");
+    let sj = summary_of(&out);
+    assert_eq!(
+        (
+            sj["n"].as_u64(),
+            sj["n_resolved"].as_u64(),
+            sj["n_unmatched"].as_u64()
+        ),
+        (Some(3), Some(1), Some(2))
+    );
+    assert_eq!(sj["n_no_verdict"].as_u64(), Some(1));
+    assert_eq!(sj["similarity"]["auroc"].as_f64(), Some(1.0));
+    for key in [
+        "auroc",
+        "auroc_ci95",
+        "point_biserial",
+        "spearman",
+        "kendall_tau_b",
+        "per_repo",
+        "per_difficulty",
+        "calibration",
+        "best_of_n",
+    ] {
+        assert!(
+            sj["reward"].get(key).is_some(),
+            "reward.{key} in summary.json"
+        );
+    }
+    let csv = std::fs::read_to_string(out.join("per_prediction.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 4);
+    assert!(
+        csv.lines().nth(3).unwrap().ends_with("false,empty_patch"),
+        "{csv}"
+    );
+}
+
+/// Observations made up from a fixture, with repos, difficulties and 3 samples per instance.
+fn synthetic() -> Vec<Observation> {
+    let fx = fixture("heavy_ties_format_errors.json");
+    let x = f64s(&fx["scores"]);
+    let y = fx["resolved"].as_array().unwrap();
+    let diffs = ["<15 min fix", "15 min - 1 hour", "1-4 hours"];
+    x.iter()
+        .zip(y)
+        .enumerate()
+        .map(|(i, (&s, r))| Observation {
+            instance_id: format!("org{}__repo{}-{}", (i / 3) % 5, (i / 3) % 5, i / 3),
+            sample: (i % 3) as u32,
+            repo: format!("org{}/repo{}", (i / 3) % 5, (i / 3) % 5),
+            difficulty: Some(diffs[i % 3].to_string()),
+            similarity: s.max(0.0),
+            reward: s,
+            format: Some(if s < 0.0 { "unparsable" } else { "ok" }.into()),
+            verdict: if r.as_bool().unwrap() {
+                Verdict::Resolved
+            } else {
+                Verdict::Unresolved
+            },
+        })
+        .collect()
+}
+
+/// The study of [`synthetic`], written to a temporary folder.
+fn synthetic_study(
+    bootstrap: usize,
+) -> (tempfile::TempDir, study::Summary, study::report::Written) {
+    let obs = synthetic();
+    let joined = inputs::Joined {
+        observations: obs.clone(),
+        ..Default::default()
+    };
+    let s = study::analyze(
+        &joined,
+        &Options {
+            bootstrap,
+            ..Options::default()
+        },
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let w = study::write_study(tmp.path(), &s, &obs, &Default::default()).unwrap();
+    (tmp, s, w)
+}
+
+fn png_colours(path: &Path) -> usize {
+    let pm = resvg::tiny_skia::Pixmap::load_png(path).unwrap();
+    let mut seen = std::collections::HashSet::new();
+    for px in pm.pixels().iter().step_by(7) {
+        seen.insert((px.red(), px.green(), px.blue()));
+        if seen.len() > 50 {
+            break;
+        }
+    }
+    seen.len()
+}
+
+#[test]
+fn plots_rasterize_with_every_label_and_the_report_embeds_them() {
+    let (tmp, s, w) = synthetic_study(200);
+    assert_eq!(s.max_samples, 3);
+    assert!(
+        w.png_problems.is_empty(),
+        "missing text or failed PNG: {:?}",
+        w.png_problems
+    );
+    for stem in [
+        "roc",
+        "distribution_similarity",
+        "distribution_reward",
+        "calibration",
+        "best_of_n",
+    ] {
+        let png = tmp.path().join(format!("{stem}.png"));
+        assert!(png_colours(&png) > 5, "{stem}.png is drawn");
+        let svg = std::fs::read_to_string(tmp.path().join(format!("{stem}.svg"))).unwrap();
+        assert!(
+            svg.matches("<text").count() >= 8,
+            "{stem}.svg has its labels"
+        );
+    }
+    let html = std::fs::read_to_string(tmp.path().join("report.html")).unwrap();
+    assert_eq!(html.matches("<svg").count(), 5, "all plots inline");
+    assert!(html.contains(&s.headline.replace('&', "&amp;")));
+    let md = std::fs::read_to_string(tmp.path().join("report.md")).unwrap();
+    assert!(md.contains("![ROC curve](roc.png)") && md.contains("## Per repository"));
+}
+
+/// The HTML report as a person sees it: Debian's chromium takes a screenshot, which must be
+/// a real picture (not empty, not one colour).
+#[test]
+fn html_report_renders_in_headless_chromium() {
+    let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists());
+    let Some(chromium) = chromium else {
+        eprintln!("skipped: chromium not installed (apt-get install chromium)");
+        return;
+    };
+    let (tmp, _, _) = synthetic_study(100);
+    let shot = tmp.path().join("shot.png");
+    let profile = tmp.path().join("profile");
+    let status = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg("--window-size=1280,2000")
+        .arg(format!(
+            "file://{}",
+            tmp.path().join("report.html").display()
+        ))
+        .output()
+        .unwrap();
+    assert!(
+        shot.is_file(),
+        "no screenshot: {}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    assert!(
+        std::fs::metadata(&shot).unwrap().len() > 10_000,
+        "screenshot is not empty"
+    );
+    assert!(png_colours(&shot) > 20, "screenshot is not a single colour");
+    if let Some(keep) = std::env::var_os("SWE_EVAL_KEEP_SCREENSHOT") {
+        std::fs::copy(&shot, keep).unwrap();
+    }
+}
+
+#[test]
+fn pydantic_deep_similarity_auroc_is_0_7704() {
+    let shared = crate::require_shared!();
+    let preds = shared.join("predictions/pydantic-deep_minimax-m2.5");
+    let rewards = shared.join("reward-fixtures/swerl_unidiff_rewards.jsonl");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let (ok, _, stderr) = run_bin(&[
+        "correlate",
+        "--rewards",
+        rewards.to_str().unwrap(),
+        "--results",
+        preds.join("harness_summary_report.json").to_str().unwrap(),
+        "--dataset",
+        shared
+            .join("partial-verified/swebench_verified_partial.jsonl")
+            .to_str()
+            .unwrap(),
+        "--predictions",
+        preds.join("all_preds.jsonl").to_str().unwrap(),
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    let s = summary_of(&out);
+    assert_eq!(s["n"].as_u64(), Some(486), "all submitted predictions");
+    assert_eq!(s["n_resolved"].as_u64(), Some(229));
+    assert_eq!(
+        s["n_no_verdict"].as_u64(),
+        Some(33 + 54),
+        "errors and empty patches"
+    );
+    assert_eq!(s["n_unmatched"].as_u64(), Some(0));
+    let auroc = s["similarity"]["auroc"].as_f64().unwrap();
+    assert!((auroc - 0.7704).abs() < 5e-5, "similarity AUROC {auroc}");
+    assert_eq!(
+        s["similarity"]["per_difficulty"].as_object().unwrap().len(),
+        4,
+        "Verified's difficulty buckets"
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("diff --git"), "blind spots show patches");
+}
