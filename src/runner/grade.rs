@@ -1,0 +1,143 @@
+//! From a job's raw output to its verdict: the driver's reading of the output is handed to
+//! the grading module (official and strict verdicts at once), and the official `report.json`
+//! is shaped from the result.
+
+use std::time::Duration;
+
+use crate::engine::JobOutput;
+use crate::grading::{self, ErrorReason, GradeInput, Mode, RunOutcome};
+use crate::report::{self, InstanceReport};
+
+use super::driver::{Apply, Parsed, PatchMode};
+use super::job::Job;
+use super::store::Category;
+
+/// A graded job.
+#[derive(Debug, Clone)]
+pub struct Graded {
+    pub category: Category,
+    pub strict_category: Category,
+    /// FAIL_TO_PASS success/failure, PASS_TO_PASS success/failure (official grading).
+    pub counts: [usize; 4],
+    pub test_exit_code: Option<i32>,
+    pub error_reason: Option<ErrorReason>,
+    pub reason: Option<String>,
+    /// The official `report.json` text, when the official harness would write one.
+    pub report_json: Option<String>,
+}
+
+impl Graded {
+    /// An infrastructure failure: nothing ran, or the engine gave up.
+    pub fn infra(reason: String) -> Graded {
+        Graded {
+            category: Category::InfraError,
+            strict_category: Category::InfraError,
+            counts: [0; 4],
+            test_exit_code: None,
+            error_reason: Some(ErrorReason::Infra),
+            reason: Some(reason),
+            report_json: None,
+        }
+    }
+}
+
+fn category(c: grading::Category) -> Category {
+    match c {
+        grading::Category::Resolved => Category::Resolved,
+        grading::Category::Unresolved => Category::Unresolved,
+        grading::Category::EmptyPatch => Category::EmptyPatch,
+        grading::Category::Error(ErrorReason::Infra) => Category::InfraError,
+        grading::Category::Error(_) => Category::Error,
+    }
+}
+
+/// Grades one job's output.
+pub fn grade(
+    job: &Job,
+    out: &JobOutput,
+    parsed: &Parsed<'_>,
+    timeout: Duration,
+    strict: bool,
+) -> Graded {
+    let setup = &job.setup;
+    let inst = &setup.instance;
+    let outcome = if out.timed_out {
+        RunOutcome::TimedOut
+    } else {
+        match (&parsed.apply, parsed.eval_output) {
+            (Apply::Failed, _) => RunOutcome::PatchApplyFailed,
+            (Apply::Applied(_) | Apply::NoPatch, Some(log)) => RunOutcome::Completed {
+                log,
+                exit_code: parsed.test_exit_code,
+            },
+            // The driver never reached the eval script: the log has no test output.
+            _ => RunOutcome::Completed {
+                log: "",
+                exit_code: None,
+            },
+        }
+    };
+    let patch = match job.mode {
+        PatchMode::Apply => Some(job.patch.as_str()),
+        // Grading treats an empty patch as "not run"; a validate run without a patch did run.
+        PatchMode::None => Some(" "),
+    };
+    let input = GradeInput {
+        repo: &inst.repo,
+        parser: &setup.log_parser,
+        fail_to_pass: inst.fail_to_pass(),
+        pass_to_pass: inst.pass_to_pass(),
+        patch,
+        outcome,
+        // Strict runs remove or restore those files before the tests.
+        collection_files_present: !strict,
+    };
+    let v = match grading::grade(&input) {
+        Ok(v) => v,
+        Err(e) => {
+            return Graded {
+                category: Category::Error,
+                strict_category: Category::Error,
+                error_reason: Some(ErrorReason::NoTestOutput),
+                ..Graded::infra(e.to_string())
+            }
+        }
+    };
+    let counts = v.tests.as_ref().map_or([0; 4], |t| {
+        [
+            t.fail_to_pass.success.len(),
+            t.fail_to_pass.failure.len(),
+            t.pass_to_pass.success.len(),
+            t.pass_to_pass.failure.len(),
+        ]
+    });
+    let reason = match v.category {
+        grading::Category::Error(r) => Some(match r {
+            ErrorReason::Timeout => format!("timeout after {} s", timeout.as_secs()),
+            ErrorReason::NoTestOutput if matches!(parsed.apply, Apply::Unknown) => {
+                "the job ended before the patch step finished".to_string()
+            }
+            other => other.as_str().to_string(),
+        }),
+        _ if !v.strict_findings.is_empty() => Some(
+            v.strict_findings
+                .iter()
+                .map(|f| f.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+        _ => None,
+    };
+    let mode = if strict { Mode::Strict } else { Mode::Official };
+    let report_json = InstanceReport::from_verdict(&v, mode)
+        .map(|r| report::instance_report_json(&inst.instance_id, &r));
+    Graded {
+        category: category(v.category),
+        strict_category: category(v.strict_category),
+        counts,
+        test_exit_code: v.exit_code,
+        error_reason: v.category.error_reason(),
+        reason,
+        report_json,
+    }
+}

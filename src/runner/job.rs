@@ -1,0 +1,312 @@
+//! One job: a prediction's patch applied and its tests run in a fresh container, with engine
+//! failures retried, then graded, and its log files written. Runs on a worker task; it never
+//! prints and touches no run state: it returns a [`JobDone`] to the dispatcher.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::engine::{Engine, EngineError, FileIn, JobOutput, JobSpec, Limits};
+
+use super::driver::{self, Apply, PatchMode};
+use super::grade::{self, Graded};
+use super::store::{Category, Verdict};
+use super::Setup;
+
+/// Settings every job of a run shares.
+#[derive(Debug, Clone)]
+pub struct JobConfig {
+    pub run_id: String,
+    pub labels: BTreeMap<String, String>,
+    pub timeout: Duration,
+    pub limits: Limits,
+    pub network: bool,
+    pub max_output_bytes: usize,
+    pub strict: bool,
+    /// Attempts per job when the engine fails transiently (>= 1).
+    pub attempts: u32,
+    /// Wait before the first retry; doubles each time.
+    pub backoff: Duration,
+}
+
+/// A prediction that takes its verdict from this job.
+#[derive(Debug, Clone)]
+pub struct Member {
+    pub model: String,
+    pub sample: u32,
+    pub dir: PathBuf,
+}
+
+/// One execution: an instance and a patch, for one or more predictions with that patch.
+#[derive(Debug)]
+pub struct Job {
+    /// Index in the run's job list; unique, used in the container name.
+    pub seq: usize,
+    pub setup: Arc<Setup>,
+    pub patch: String,
+    pub patch_hash: String,
+    pub mode: PatchMode,
+    pub members: Vec<Member>,
+}
+
+/// What a job hands back to the dispatcher.
+#[derive(Debug)]
+pub struct JobDone {
+    /// One verdict per member with its log folder, in member order (not yet written: the
+    /// dispatcher writes them).
+    pub verdicts: Vec<(PathBuf, Verdict)>,
+    /// A log file that could not be written (the verdicts must then not be written either).
+    pub write_error: Option<String>,
+}
+
+/// Runs `job` to a verdict. Never fails: every failure is a verdict (error or infra error).
+pub async fn execute<E: Engine>(engine: Arc<E>, job: Arc<Job>, cfg: Arc<JobConfig>) -> JobDone {
+    let started = Instant::now();
+    let mut log = String::new();
+    let setup = &job.setup;
+    let _ = writeln!(
+        log,
+        "instance {} run {}",
+        setup.instance.instance_id, cfg.run_id
+    );
+    let (output, retries, nonce, failure) = match &setup.image {
+        Err(why) => {
+            let _ = writeln!(log, "not run: {why}");
+            (None, 0, String::new(), Some(why.clone()))
+        }
+        Ok(image) => {
+            let _ = writeln!(log, "image {image}");
+            let (res, retries, nonce) =
+                run_with_retries(&*engine, &job, &cfg, image, &mut log).await;
+            match res {
+                Ok(out) => (Some(out), retries, nonce, None),
+                Err(e) => (None, retries, nonce, Some(format!("engine: {e}"))),
+            }
+        }
+    };
+    let text = output
+        .as_ref()
+        .map(|o| String::from_utf8_lossy(&o.output).into_owned());
+    let graded = match (&output, &text) {
+        (Some(out), Some(text)) => {
+            let parsed = driver::parse(text, &nonce);
+            if out.truncated_bytes > 0 {
+                let _ = writeln!(
+                    log,
+                    "output cut: {} bytes dropped from the middle",
+                    out.truncated_bytes
+                );
+            }
+            let _ = writeln!(log, "--- apply\n{}---", parsed.setup_log);
+            let g = grade::grade(&job, out, &parsed, cfg.timeout, cfg.strict);
+            let mut test_output = parsed.eval_output.unwrap_or("").to_string();
+            if out.timed_out {
+                let _ = writeln!(
+                    test_output,
+                    "Timeout error: {} seconds exceeded.",
+                    cfg.timeout.as_secs()
+                );
+            }
+            Some((g, test_output, parsed.apply.clone()))
+        }
+        _ => None,
+    };
+    let (g, test_output, apply) = match graded {
+        Some(x) => x,
+        None => (
+            Graded::infra(failure.clone().unwrap_or_else(|| "no output".into())),
+            String::new(),
+            Apply::Unknown,
+        ),
+    };
+    let _ = writeln!(
+        log,
+        "verdict: {} (strict: {}){}",
+        g.category.as_str(),
+        g.strict_category.as_str(),
+        g.reason
+            .as_deref()
+            .map(|r| format!(": {r}"))
+            .unwrap_or_default()
+    );
+    let total = started.elapsed();
+    let timing = output.as_ref().map_or((0.0, 0.0, 0.0), |o| {
+        (
+            o.setup.as_secs_f64(),
+            o.run.as_secs_f64(),
+            o.teardown.as_secs_f64(),
+        )
+    });
+    let _ = writeln!(
+        log,
+        "timings: setup {:.3}s run {:.3}s teardown {:.3}s total {:.3}s; engine retries {retries}",
+        timing.0,
+        timing.1,
+        timing.2,
+        total.as_secs_f64()
+    );
+
+    let first = &job.members[0];
+    let mut verdicts = Vec::with_capacity(job.members.len());
+    let mut write_error = None;
+    for (i, m) in job.members.iter().enumerate() {
+        let v = Verdict {
+            instance_id: setup.instance.instance_id.clone(),
+            model: m.model.clone(),
+            sample: m.sample,
+            patch_hash: job.patch_hash.clone(),
+            run_id: cfg.run_id.clone(),
+            category: g.category,
+            resolved: g.category == Category::Resolved,
+            strict_category: g.strict_category,
+            strict_resolved: g.strict_category == Category::Resolved,
+            official_report: g.report_json.is_some(),
+            applied_with: match &apply {
+                Apply::Applied(how) => Some(how.clone()),
+                _ => None,
+            },
+            fail_to_pass_success: g.counts[0],
+            fail_to_pass_failure: g.counts[1],
+            pass_to_pass_success: g.counts[2],
+            pass_to_pass_failure: g.counts[3],
+            test_exit_code: g.test_exit_code,
+            timed_out: output.as_ref().is_some_and(|o| o.timed_out),
+            error_reason: g.error_reason,
+            reason: g.reason.clone(),
+            infra_retries: retries,
+            setup_secs: timing.0,
+            run_secs: timing.1,
+            teardown_secs: timing.2,
+            total_secs: total.as_secs_f64(),
+            shared_from: (i > 0).then(|| format!("{}/{}", first.model, first.sample)),
+        };
+        if write_error.is_none() {
+            if let Err(e) = write_logs(m, &job, &log, &test_output, &g) {
+                write_error = Some(e);
+            }
+        }
+        verdicts.push((m.dir.clone(), v));
+    }
+    JobDone {
+        verdicts,
+        write_error,
+    }
+}
+
+/// Runs the container, retrying transient engine failures with exponential backoff. Each
+/// attempt gets its own container name, so a container a dead daemon left behind cannot
+/// collide with the retry (the reap at the end removes it).
+async fn run_with_retries<E: Engine>(
+    engine: &E,
+    job: &Job,
+    cfg: &JobConfig,
+    image: &str,
+    log: &mut String,
+) -> (Result<JobOutput, EngineError>, u32, String) {
+    let mut retries = 0;
+    let mut wait = cfg.backoff;
+    loop {
+        let nonce = driver::nonce();
+        let spec = job_spec(job, cfg, image, &nonce, retries);
+        let _ = writeln!(log, "container {} (attempt {})", spec.name, retries + 1);
+        match engine.run_job(spec).await {
+            Ok(out) => return (Ok(out), retries, nonce),
+            Err(e) if e.is_transient() && retries + 1 < cfg.attempts.max(1) => {
+                let _ = writeln!(
+                    log,
+                    "engine failure, retrying in {:.1}s: {e}",
+                    wait.as_secs_f64()
+                );
+                retries += 1;
+                tokio::time::sleep(wait).await;
+                wait = wait.saturating_mul(2);
+            }
+            Err(e) => return (Err(e), retries, nonce),
+        }
+    }
+}
+
+fn job_spec(job: &Job, cfg: &JobConfig, image: &str, nonce: &str, attempt: u32) -> JobSpec {
+    let mut files = vec![
+        FileIn {
+            path: driver::DRIVER_PATH.into(),
+            contents: driver::render(nonce, job.mode, cfg.strict).into_bytes(),
+            mode: 0o755,
+        },
+        FileIn {
+            path: driver::EVAL_PATH.into(),
+            contents: job.setup.eval_script.clone().into_bytes(),
+            mode: 0o755,
+        },
+    ];
+    if job.mode == PatchMode::Apply {
+        files.push(FileIn {
+            path: driver::PATCH_PATH.into(),
+            contents: job.patch.clone().into_bytes(),
+            mode: 0o644,
+        });
+    }
+    if cfg.strict {
+        let remove: String = crate::grading::collection_files(&job.patch)
+            .into_iter()
+            .map(|f| format!("{}\t{}\n", if f.added { 'A' } else { 'M' }, f.path))
+            .collect();
+        files.push(FileIn {
+            path: driver::STRICT_REMOVE_PATH.into(),
+            contents: remove.into_bytes(),
+            mode: 0o644,
+        });
+    }
+    JobSpec {
+        image: image.to_string(),
+        name: format!("swe-eval.{}.{}.{}", sanitize(&cfg.run_id), job.seq, attempt),
+        labels: cfg.labels.clone(),
+        files,
+        command: vec!["/bin/bash".into(), driver::DRIVER_PATH.into()],
+        env: Vec::new(),
+        working_dir: Some("/testbed".into()),
+        limits: cfg.limits.clone(),
+        network: cfg.network,
+        timeout: cfg.timeout,
+        max_output_bytes: cfg.max_output_bytes,
+    }
+}
+
+/// A container-name-safe form of a run id (`[a-zA-Z0-9_.-]`).
+fn sanitize(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "_.-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// The official per-instance files. `report.json` only when the tests were graded, as the
+/// official harness does; `verdict.json` comes later, from the dispatcher.
+fn write_logs(
+    m: &Member,
+    job: &Job,
+    log: &str,
+    test_output: &str,
+    g: &Graded,
+) -> Result<(), String> {
+    let w = |name: &str, bytes: &[u8]| {
+        crate::fsutil::write_atomic(&m.dir.join(name), bytes).map_err(|e| e.to_string())
+    };
+    if job.mode == PatchMode::Apply {
+        w("patch.diff", job.patch.as_bytes())?;
+    }
+    w("eval.sh", job.setup.eval_script.as_bytes())?;
+    w("test_output.txt", test_output.as_bytes())?;
+    w("run_instance.log", log.as_bytes())?;
+    if let Some(report) = &g.report_json {
+        w(crate::report::REPORT_FILE, report.as_bytes())?;
+    }
+    Ok(())
+}

@@ -1,0 +1,296 @@
+//! Where a run's files go, and the verdict store that makes resume exact.
+//!
+//! Layout under the output folder (the official one, plus a few files of ours):
+//!
+//! ```text
+//! logs/run_evaluation/<run_id>/<model>/<instance_id>/          sample 0
+//! logs/run_evaluation/<run_id>/<model>/<instance_id>.sample<k>/ sample k > 0
+//!     patch.diff eval.sh test_output.txt report.json run_instance.log   (official)
+//!     verdict.json                                                       (ours, written last)
+//! <model>.<run_id>.json            official run summary of sample 0
+//! <model>.<run_id>.sample<k>.json  the same for sample k
+//! <run_id>.predictions.jsonl/.csv  one row per prediction, all samples
+//! ```
+//!
+//! `verdict.json` is written atomically and last, so its presence means the prediction is
+//! done: a resumed run trusts it when its patch hash matches the prediction's, and re-runs the
+//! prediction otherwise. Infrastructure errors are never trusted (they say nothing about the
+//! patch), so they run again.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::predictions::model_dir_name;
+
+/// File name of the verdict record in a prediction's log folder.
+pub const VERDICT_FILE: &str = "verdict.json";
+
+/// How a prediction ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
+    /// All FAIL_TO_PASS and PASS_TO_PASS tests pass.
+    Resolved,
+    /// The tests ran and some required test fails.
+    Unresolved,
+    /// The model's fault or the task's: the patch did not apply, the run timed out, or the
+    /// test output is missing.
+    Error,
+    /// No patch was given; nothing ran.
+    EmptyPatch,
+    /// The infrastructure failed (Docker errors after retries, an image that did not build).
+    InfraError,
+}
+
+impl Category {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::Resolved => "resolved",
+            Category::Unresolved => "unresolved",
+            Category::Error => "error",
+            Category::EmptyPatch => "empty_patch",
+            Category::InfraError => "infra_error",
+        }
+    }
+}
+
+/// The verdict of one prediction: `verdict.json`, and one row of the per-prediction files.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub instance_id: String,
+    pub model: String,
+    pub sample: u32,
+    pub patch_hash: String,
+    pub run_id: String,
+    /// Official grading.
+    pub category: Category,
+    pub resolved: bool,
+    /// Strict grading (exit-code cross-check and the other hardenings); equal to `category`
+    /// when the strict grader finds nothing to object to.
+    pub strict_category: Category,
+    pub strict_resolved: bool,
+    /// A `report.json` was written (the official summary then counts the instance completed).
+    #[serde(default)]
+    pub official_report: bool,
+    /// How the patch applied (`git apply -v`, ..., `already applied`), if it did.
+    pub applied_with: Option<String>,
+    pub fail_to_pass_success: usize,
+    pub fail_to_pass_failure: usize,
+    pub pass_to_pass_success: usize,
+    pub pass_to_pass_failure: usize,
+    pub test_exit_code: Option<i32>,
+    pub timed_out: bool,
+    /// The grading module's error kind, for errors and infra errors.
+    #[serde(default)]
+    pub error_reason: Option<crate::grading::ErrorReason>,
+    /// Why the prediction is an error or infra error, or what strict grading objected to.
+    pub reason: Option<String>,
+    /// Engine failures retried before this verdict.
+    pub infra_retries: u32,
+    /// Seconds: container setup, run, teardown, and the whole job as the runner saw it.
+    pub setup_secs: f64,
+    pub run_secs: f64,
+    pub teardown_secs: f64,
+    pub total_secs: f64,
+    /// `model/sample` of the prediction whose identical patch actually ran, when this one
+    /// shared its verdict instead of running.
+    pub shared_from: Option<String>,
+}
+
+/// Paths of one run.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    pub output: PathBuf,
+    pub run_id: String,
+}
+
+impl Layout {
+    pub fn new(output: &Path, run_id: &str) -> Self {
+        Layout {
+            output: output.to_path_buf(),
+            run_id: run_id.to_string(),
+        }
+    }
+
+    /// `logs/run_evaluation/<run_id>`.
+    pub fn run_dir(&self) -> PathBuf {
+        self.output
+            .join("logs")
+            .join("run_evaluation")
+            .join(&self.run_id)
+    }
+
+    /// The log folder of one prediction.
+    pub fn prediction_dir(&self, model: &str, instance_id: &str, sample: u32) -> PathBuf {
+        let leaf = if sample == 0 {
+            instance_id.to_string()
+        } else {
+            format!("{instance_id}.sample{sample}")
+        };
+        self.run_dir().join(model_dir_name(model)).join(leaf)
+    }
+
+    /// The official run summary of one model's sample.
+    pub fn summary_path(&self, model: &str, sample: u32) -> PathBuf {
+        let model = model_dir_name(model);
+        let name = if sample == 0 {
+            format!("{model}.{}.json", self.run_id)
+        } else {
+            format!("{model}.{}.sample{sample}.json", self.run_id)
+        };
+        self.output.join(name)
+    }
+
+    pub fn jsonl_path(&self) -> PathBuf {
+        self.output
+            .join(format!("{}.predictions.jsonl", self.run_id))
+    }
+
+    pub fn csv_path(&self) -> PathBuf {
+        self.output.join(format!("{}.predictions.csv", self.run_id))
+    }
+
+    pub fn lock_path(&self) -> PathBuf {
+        self.run_dir().join(".swe-eval.lock")
+    }
+}
+
+/// The stored verdict of a prediction, if it is there, whole, and still valid for `patch_hash`.
+pub fn load_valid(dir: &Path, patch_hash: &str) -> Option<Verdict> {
+    let bytes = std::fs::read(dir.join(VERDICT_FILE)).ok()?;
+    let v: Verdict = serde_json::from_slice(&bytes).ok()?;
+    (v.patch_hash == patch_hash && v.category != Category::InfraError).then_some(v)
+}
+
+/// Why a run's lock could not be taken.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error("cannot create the run lock {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("run `{run_id}` is in use by another swe-eval process (lock {path}); wait for it or choose another --run-id")]
+    Busy { run_id: String, path: PathBuf },
+}
+
+/// Held for the whole run so two processes never write the same run's verdicts. The OS
+/// releases it when the process dies, however it dies.
+#[derive(Debug)]
+pub struct RunLock {
+    _file: std::fs::File,
+}
+
+pub fn lock(layout: &Layout) -> Result<RunLock, LockError> {
+    let path = layout.lock_path();
+    let io = |source| LockError::Io {
+        path: path.clone(),
+        source,
+    };
+    std::fs::create_dir_all(layout.run_dir()).map_err(io)?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io)?;
+    match file.try_lock() {
+        Ok(()) => Ok(RunLock { _file: file }),
+        Err(std::fs::TryLockError::WouldBlock) => Err(LockError::Busy {
+            run_id: layout.run_id.clone(),
+            path,
+        }),
+        Err(std::fs::TryLockError::Error(e)) => Err(io(e)),
+    }
+}
+
+/// Label value identifying this process: `host:pid:start-time`. A container whose owner is on
+/// this host and no longer alive (same pid and start time) is a leftover of a dead run.
+pub fn owner_id() -> String {
+    let pid = std::process::id();
+    format!(
+        "{}:{pid}:{}",
+        hostname(),
+        start_time(pid).unwrap_or_default()
+    )
+}
+
+/// True when `owner` (from [`owner_id`]) names a process on this host that is gone.
+pub fn owner_is_dead(owner: &str) -> bool {
+    let mut parts = owner.rsplitn(3, ':');
+    let (Some(start), Some(pid), Some(host)) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    if host != hostname() {
+        return false;
+    }
+    let Ok(pid) = pid.parse::<u32>() else {
+        return false;
+    };
+    start_time(pid).is_none_or(|s| s != start)
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown-host".into())
+}
+
+/// The process start time (field 22 of /proc/<pid>/stat), which tells a reused pid apart.
+fn start_time(pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces; it ends at the last ')'.
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(19).map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_follows_the_official_tree_and_names_samples() {
+        let l = Layout::new(Path::new("out"), "r1");
+        assert_eq!(
+            l.prediction_dir("org/model", "a__b-1", 0),
+            Path::new("out/logs/run_evaluation/r1/org__model/a__b-1")
+        );
+        assert_eq!(
+            l.prediction_dir("m", "a__b-1", 2),
+            Path::new("out/logs/run_evaluation/r1/m/a__b-1.sample2")
+        );
+        assert_eq!(
+            l.summary_path("org/model", 0),
+            Path::new("out/org__model.r1.json")
+        );
+        assert_eq!(l.summary_path("m", 1), Path::new("out/m.r1.sample1.json"));
+    }
+
+    #[test]
+    fn this_process_is_alive_and_a_made_up_one_is_dead() {
+        let me = owner_id();
+        assert!(!owner_is_dead(&me), "{me}");
+        let host = hostname();
+        assert!(
+            owner_is_dead(&format!("{host}:{}:1", std::process::id())),
+            "start time differs"
+        );
+        assert!(
+            !owner_is_dead("another-host:1:1"),
+            "other hosts are never judged"
+        );
+        assert!(!owner_is_dead("garbage"));
+    }
+
+    #[test]
+    fn a_second_lock_on_the_same_run_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let l = Layout::new(dir.path(), "r");
+        let held = lock(&l).unwrap();
+        assert!(matches!(lock(&l), Err(LockError::Busy { .. })));
+        drop(held);
+        lock(&l).unwrap();
+    }
+}

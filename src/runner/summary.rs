@@ -1,0 +1,143 @@
+//! The run's closing files: the official run summary per model and sample, and the
+//! per-prediction JSONL and CSV. All are rebuilt from the verdicts at the end of every run
+//! (resumed verdicts included), so a run killed midway and resumed still ends with complete,
+//! duplicate-free files.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use super::store::{Category, Layout, Verdict};
+use super::{Key, Plan};
+use crate::fsutil::write_atomic;
+use crate::grading::{self, ErrorReason, Mode};
+use crate::report::{self, ReportError, RunSummary, Submitted};
+
+/// The grading module's view of a stored verdict, enough for the run summary (the test lists
+/// are not kept in memory; they are in each prediction's `report.json`).
+fn to_grading(v: &Verdict) -> grading::Verdict {
+    let cat = |c: Category| match c {
+        Category::Resolved => grading::Category::Resolved,
+        Category::Unresolved => grading::Category::Unresolved,
+        Category::EmptyPatch => grading::Category::EmptyPatch,
+        Category::Error => {
+            grading::Category::Error(v.error_reason.unwrap_or(ErrorReason::NoTestOutput))
+        }
+        Category::InfraError => grading::Category::Error(ErrorReason::Infra),
+    };
+    grading::Verdict {
+        category: cat(v.category),
+        tests: None,
+        official_report: v.official_report,
+        patch_applied: v.applied_with.is_some(),
+        strict_category: cat(v.strict_category),
+        strict_tests: None,
+        strict_findings: Vec::new(),
+        exit_code: v.test_exit_code,
+    }
+}
+
+/// Writes every summary, the JSONL and the CSV; returns their paths.
+pub fn write_all(
+    layout: &Layout,
+    plan: &Plan,
+    verdicts: &BTreeMap<Key, Verdict>,
+    mode: Mode,
+    leftovers: &[String],
+) -> Result<Vec<PathBuf>, ReportError> {
+    // Per model and sample: each submitted instance with its verdict. A prediction left
+    // without a verdict (an interrupted run) is left out, so it counts as incomplete rather
+    // than as an error of the model.
+    let mut submitted: BTreeMap<(&str, u32), Vec<(&str, bool, Option<grading::Verdict>)>> =
+        BTreeMap::new();
+    for p in &plan.predictions {
+        if !plan.setups.contains_key(&p.instance_id) {
+            continue;
+        }
+        let key = (
+            p.model_name_or_path.clone(),
+            p.sample,
+            p.instance_id.clone(),
+        );
+        let v = verdicts.get(&key).map(to_grading);
+        let subs = submitted
+            .entry((&p.model_name_or_path, p.sample))
+            .or_default();
+        if v.is_some() || p.is_empty_patch() {
+            subs.push((&p.instance_id, p.is_empty_patch(), v));
+        }
+    }
+    let mut files = Vec::new();
+    for ((model, sample), subs) in &submitted {
+        let subs: Vec<Submitted> = subs
+            .iter()
+            .map(|(id, empty, v)| Submitted {
+                instance_id: id,
+                empty_patch: *empty,
+                verdict: v.as_ref(),
+            })
+            .collect();
+        let mut summary =
+            RunSummary::build(plan.instance_ids.iter().map(String::as_str), &subs, mode);
+        summary.unstopped_instances = Some(leftovers.len());
+        summary.unstopped_containers = Some(leftovers.to_vec());
+        summary.unremoved_images = Some(Vec::new());
+        let path = layout.summary_path(model, *sample);
+        report::write_run_summary(&path, &summary)?;
+        files.push(path);
+    }
+
+    let mut jsonl = Vec::new();
+    for v in verdicts.values() {
+        // A Verdict is plain data: serializing it cannot fail.
+        if let Ok(line) = serde_json::to_vec(v) {
+            jsonl.extend_from_slice(&line);
+            jsonl.push(b'\n');
+        }
+    }
+    write_atomic(&layout.jsonl_path(), &jsonl)?;
+    files.push(layout.jsonl_path());
+
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let csv_err = |source| ReportError::Csv {
+        path: layout.csv_path(),
+        source,
+    };
+    if verdicts.is_empty() {
+        w.write_record(CSV_HEADER).map_err(csv_err)?;
+    }
+    for v in verdicts.values() {
+        w.serialize(v).map_err(csv_err)?;
+    }
+    let bytes = w.into_inner().map_err(|e| csv_err(e.into_error().into()))?;
+    write_atomic(&layout.csv_path(), &bytes)?;
+    files.push(layout.csv_path());
+    Ok(files)
+}
+
+/// The CSV's header when there is no row to take it from (the fields of `Verdict`).
+const CSV_HEADER: &[&str] = &[
+    "instance_id",
+    "model",
+    "sample",
+    "patch_hash",
+    "run_id",
+    "category",
+    "resolved",
+    "strict_category",
+    "strict_resolved",
+    "official_report",
+    "applied_with",
+    "fail_to_pass_success",
+    "fail_to_pass_failure",
+    "pass_to_pass_success",
+    "pass_to_pass_failure",
+    "test_exit_code",
+    "timed_out",
+    "reason",
+    "infra_retries",
+    "setup_secs",
+    "run_secs",
+    "teardown_secs",
+    "total_secs",
+    "shared_from",
+];

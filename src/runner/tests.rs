@@ -1,0 +1,617 @@
+//! Runner tests on the fake engine: the fake answers each job as the driver would, from
+//! keywords in the patch, so every path of the dispatcher can be driven without Docker.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use super::*;
+use crate::engine::fake::{exited, timed_out, FakeEngine};
+use crate::engine::{JobSpec, Resource};
+
+const IMAGE: &str = "img:1";
+
+fn instance(id: &str) -> Instance {
+    serde_json::from_value(serde_json::json!({
+        "instance_id": id, "repo": "o/r", "base_commit": "c", "patch": "gold",
+        "FAIL_TO_PASS": ["t.py::test_new"], "PASS_TO_PASS": ["t.py::test_old"],
+    }))
+    .unwrap()
+}
+
+fn setup(id: &str, image: Result<&str, &str>) -> (String, Arc<Setup>) {
+    (
+        id.to_string(),
+        Arc::new(Setup {
+            instance: instance(id),
+            image: image.map(str::to_string).map_err(str::to_string),
+            eval_script: "echo eval\n".into(),
+            log_parser: "parse_log_pytest".into(),
+        }),
+    )
+}
+
+fn pred(id: &str, model: &str, sample: u32, patch: &str) -> Prediction {
+    Prediction {
+        instance_id: id.into(),
+        model_name_or_path: model.into(),
+        model_patch: Some(patch.into()),
+        sample,
+        line: None,
+        extra: Default::default(),
+    }
+}
+
+fn file<'a>(job: &'a JobSpec, path: &str) -> &'a str {
+    let f = job
+        .files
+        .iter()
+        .find(|f| f.path == path)
+        .expect("file present");
+    std::str::from_utf8(&f.contents).unwrap()
+}
+
+/// What the driver would print for the keyword in the job's patch.
+fn answer(job: &JobSpec) -> Result<crate::engine::JobOutput, EngineError> {
+    let driver = file(job, driver::DRIVER_PATH);
+    let nonce = driver
+        .lines()
+        .find_map(|l| l.strip_prefix("N="))
+        .unwrap()
+        .to_string();
+    let patch = job
+        .files
+        .iter()
+        .find(|f| f.path == driver::PATCH_PATH)
+        .map_or("", |f| std::str::from_utf8(&f.contents).unwrap());
+    let m = |s: &str| format!(">>>>> swe-eval {nonce} {s}\n");
+    if patch.contains("NOAPPLY") {
+        return Ok(exited(
+            0,
+            &format!(">>>>> Patch Apply Failed\n{}", m("apply failed")),
+        ));
+    }
+    let head = if patch.is_empty() {
+        m("apply none")
+    } else {
+        format!(">>>>> Applied Patch\n{}", m("apply ok git apply -v"))
+    };
+    if patch.contains("LOOP") {
+        return Ok(timed_out(&format!(
+            "{head}{}>>>>> Start Test Output\nrunning forever\n",
+            m("eval start")
+        )));
+    }
+    let (new, code) = if patch.contains("GOOD") {
+        ("PASSED", 0)
+    } else {
+        ("FAILED", 1)
+    };
+    let body = format!(
+        ">>>>> Start Test Output\n{new} t.py::test_new\nPASSED t.py::test_old\n===== 1 passed in 0.1s =====\n>>>>> End Test Output\n>>>>> Test Exit Code: {code}\n"
+    );
+    Ok(exited(
+        0,
+        &format!(
+            "{head}{}{body}{}",
+            m("eval start"),
+            m(&format!("eval end {code}"))
+        ),
+    ))
+}
+
+fn fake() -> FakeEngine {
+    let e = FakeEngine::new();
+    e.add_image(IMAGE);
+    e.on_image(IMAGE, answer);
+    e
+}
+
+fn config(dir: &std::path::Path, run_id: &str) -> RunConfig {
+    let mut c = RunConfig::new(run_id, dir.to_path_buf());
+    c.workers = 2;
+    c.backoff = Duration::from_millis(1);
+    c
+}
+
+fn plan(setups: Vec<(String, Arc<Setup>)>, predictions: Vec<Prediction>) -> Plan {
+    let instance_ids = setups.iter().map(|(id, _)| id.clone()).collect();
+    Plan {
+        setups: setups.into_iter().collect(),
+        predictions,
+        instance_ids,
+    }
+}
+
+/// Runs to the end, with no interrupts; returns the report and all events.
+async fn go(engine: &FakeEngine, plan: Plan, cfg: RunConfig) -> (RunReport, Vec<RunEvent>) {
+    let (_itx, irx) = mpsc::unbounded_channel();
+    let (etx, mut erx) = mpsc::unbounded_channel();
+    let report = run(Arc::new(engine.clone()), plan, cfg, irx, etx)
+        .await
+        .unwrap();
+    let mut events = Vec::new();
+    while let Ok(e) = erx.try_recv() {
+        events.push(e);
+    }
+    (report, events)
+}
+
+fn verdict(dir: &std::path::Path, run: &str, model: &str, id: &str, sample: u32) -> Verdict {
+    let p = Layout::new(dir, run)
+        .prediction_dir(model, id, sample)
+        .join(store::VERDICT_FILE);
+    serde_json::from_slice(&std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn every_category_is_reached_and_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = fake();
+    let setups = vec![
+        setup("a", Ok(IMAGE)),
+        setup("b", Ok(IMAGE)),
+        setup("c", Ok(IMAGE)),
+        setup("d", Ok(IMAGE)),
+        setup("e", Ok(IMAGE)),
+        setup("f", Err("image build failed: boom")),
+        setup("g", Ok(IMAGE)),
+    ];
+    let preds = vec![
+        pred("a", "m", 0, "GOOD"),
+        pred("b", "m", 0, "BAD"),
+        pred("c", "m", 0, "NOAPPLY"),
+        pred("d", "m", 0, "LOOP"),
+        pred("e", "m", 0, ""),
+        pred("f", "m", 0, "GOOD"),
+        pred("zzz", "m", 0, "GOOD"),
+    ];
+    let (r, _) = go(&e, plan(setups, preds), config(dir.path(), "r1")).await;
+    let cat = |id| verdict(dir.path(), "r1", "m", id, 0).category;
+    assert_eq!(cat("a"), Category::Resolved);
+    assert_eq!(cat("b"), Category::Unresolved);
+    assert_eq!(
+        cat("c"),
+        Category::Error,
+        "an unapplicable patch is the model's error"
+    );
+    assert_eq!(cat("d"), Category::Error);
+    assert!(verdict(dir.path(), "r1", "m", "d", 0).timed_out);
+    assert_eq!(cat("e"), Category::EmptyPatch);
+    assert_eq!(
+        cat("f"),
+        Category::InfraError,
+        "a failed image fails only its instance"
+    );
+    assert_eq!(
+        r.jobs_run, 5,
+        "empty patches do not run; the failed image is not tried"
+    );
+    assert_eq!(e.jobs().len(), 4);
+    assert_eq!(
+        r.problems.len(),
+        1,
+        "the prediction of an unknown instance: {:?}",
+        r.problems
+    );
+
+    let layout = Layout::new(dir.path(), "r1");
+    let a = layout.prediction_dir("m", "a", 0);
+    for f in [
+        "patch.diff",
+        "eval.sh",
+        "test_output.txt",
+        "report.json",
+        "run_instance.log",
+    ] {
+        assert!(a.join(f).is_file(), "{f}");
+    }
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(a.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["a"]["resolved"], true);
+    assert_eq!(
+        report["a"]["tests_status"]["FAIL_TO_PASS"]["success"][0],
+        "t.py::test_new"
+    );
+    assert!(
+        !layout
+            .prediction_dir("m", "c", 0)
+            .join("report.json")
+            .exists(),
+        "no report for an unapplied patch"
+    );
+    let timeout_log =
+        std::fs::read_to_string(layout.prediction_dir("m", "d", 0).join("test_output.txt"))
+            .unwrap();
+    assert!(timeout_log.contains("Timeout error: 1800 seconds exceeded."));
+
+    let s: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(layout.summary_path("m", 0)).unwrap()).unwrap();
+    assert_eq!(s["schema_version"], 2);
+    assert_eq!(s["total_instances"], 7);
+    assert_eq!(s["resolved_ids"], serde_json::json!(["a"]));
+    assert_eq!(s["unresolved_ids"], serde_json::json!(["b"]));
+    assert_eq!(s["error_ids"], serde_json::json!(["c", "d", "f"]));
+    assert_eq!(s["error_reasons"]["infra"], serde_json::json!(["f"]));
+    assert_eq!(s["error_reasons"]["timeout"], serde_json::json!(["d"]));
+    assert_eq!(s["unstopped_containers"], serde_json::json!([]));
+    assert_eq!(s["empty_patch_ids"], serde_json::json!(["e"]));
+    assert_eq!(s["incomplete_ids"], serde_json::json!(["g"]));
+    let jsonl = std::fs::read_to_string(layout.jsonl_path()).unwrap();
+    assert_eq!(jsonl.lines().count(), 6);
+    let csv = std::fs::read_to_string(layout.csv_path()).unwrap();
+    assert_eq!(csv.lines().count(), 7, "header and six rows");
+    assert!(csv.starts_with("instance_id,model,sample,patch_hash"));
+}
+
+#[tokio::test]
+async fn resume_skips_done_predictions_and_reruns_changed_and_infra_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = fake();
+    let setups = || {
+        vec![
+            setup("a", Ok(IMAGE)),
+            setup("b", Ok(IMAGE)),
+            setup("c", Ok("img:missing")),
+        ]
+    };
+    let preds = vec![
+        pred("a", "m", 0, "GOOD"),
+        pred("b", "m", 0, "BAD"),
+        pred("c", "m", 0, "GOOD"),
+    ];
+    let (r1, _) = go(&e, plan(setups(), preds.clone()), config(dir.path(), "r")).await;
+    assert_eq!(r1.jobs_run, 3);
+    assert_eq!(
+        r1.count(Category::InfraError),
+        1,
+        "the missing image is an infra error"
+    );
+
+    let (r2, _) = go(&e, plan(setups(), preds), config(dir.path(), "r")).await;
+    assert_eq!(r2.resumed, 2);
+    assert_eq!(r2.jobs_run, 1, "only the infra error runs again");
+    assert_eq!(
+        r2.count(Category::Resolved) + r2.count(Category::Unresolved),
+        2
+    );
+
+    let changed = vec![
+        pred("a", "m", 0, "GOOD"),
+        pred("b", "m", 0, "GOOD (fixed)"),
+        pred("c", "m", 0, "GOOD"),
+    ];
+    let (r3, _) = go(&e, plan(setups(), changed), config(dir.path(), "r")).await;
+    assert_eq!(r3.resumed, 1);
+    assert_eq!(r3.jobs_run, 2);
+    assert_eq!(
+        verdict(dir.path(), "r", "m", "b", 0).category,
+        Category::Resolved
+    );
+    let jsonl = std::fs::read_to_string(Layout::new(dir.path(), "r").jsonl_path()).unwrap();
+    assert_eq!(jsonl.lines().count(), 3, "each prediction exactly once");
+}
+
+#[tokio::test]
+async fn identical_patches_run_once_and_share_the_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = fake();
+    let preds = vec![
+        pred("a", "m1", 0, "GOOD"),
+        pred("a", "m2", 0, "GOOD"),
+        pred("a", "m1", 1, "GOOD"),
+        pred("a", "m1", 2, "BAD"),
+    ];
+    let (r, _) = go(
+        &e,
+        plan(vec![setup("a", Ok(IMAGE))], preds),
+        config(dir.path(), "r"),
+    )
+    .await;
+    assert_eq!(r.jobs_run, 2);
+    assert_eq!(e.jobs().len(), 2);
+    let shared = verdict(dir.path(), "r", "m2", "a", 0);
+    assert_eq!(shared.category, Category::Resolved);
+    assert_eq!(shared.shared_from.as_deref(), Some("m1/0"));
+    assert_eq!(
+        verdict(dir.path(), "r", "m1", "a", 1).category,
+        Category::Resolved
+    );
+    assert_eq!(
+        verdict(dir.path(), "r", "m1", "a", 2).category,
+        Category::Unresolved
+    );
+    let layout = Layout::new(dir.path(), "r");
+    assert!(
+        layout
+            .prediction_dir("m1", "a", 1)
+            .join("test_output.txt")
+            .is_file(),
+        "shared verdicts get the logs too"
+    );
+    assert!(layout.summary_path("m1", 1).is_file() && layout.summary_path("m1", 2).is_file());
+    assert!(layout.summary_path("m2", 0).is_file());
+
+    // Without dedupe (validate), every sample runs.
+    let dir2 = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir2.path(), "r");
+    cfg.dedupe = false;
+    let preds = vec![pred("a", "m1", 0, "GOOD"), pred("a", "m1", 1, "GOOD")];
+    let (r, _) = go(&fake(), plan(vec![setup("a", Ok(IMAGE))], preds), cfg).await;
+    assert_eq!(r.jobs_run, 2);
+}
+
+fn daemon_gone() -> EngineError {
+    EngineError::Wait {
+        name: "x".into(),
+        message: "connection reset by peer".into(),
+    }
+}
+
+#[tokio::test]
+async fn transient_engine_errors_are_retried_and_counted_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = fake();
+    e.inject_job_fault(daemon_gone())
+        .inject_job_fault(daemon_gone());
+    let (r, _) = go(
+        &e,
+        plan(vec![setup("a", Ok(IMAGE))], vec![pred("a", "m", 0, "GOOD")]),
+        config(dir.path(), "r"),
+    )
+    .await;
+    let v = verdict(dir.path(), "r", "m", "a", 0);
+    assert_eq!(
+        v.category,
+        Category::Resolved,
+        "two failures, then success on the third try"
+    );
+    assert_eq!(v.infra_retries, 2);
+    assert_eq!(r.infra_retries, 2);
+    let names: std::collections::HashSet<_> = e.jobs().iter().map(|j| j.name.clone()).collect();
+    assert_eq!(names.len(), 3, "each attempt has its own container name");
+
+    let dir = tempfile::tempdir().unwrap();
+    let e = fake();
+    for _ in 0..3 {
+        e.inject_job_fault(daemon_gone());
+    }
+    let (r, _) = go(
+        &e,
+        plan(
+            vec![setup("a", Ok(IMAGE)), setup("b", Ok(IMAGE))],
+            vec![pred("a", "m", 0, "GOOD"), pred("b", "m", 0, "GOOD")],
+        ),
+        {
+            let mut c = config(dir.path(), "r");
+            c.workers = 1;
+            c
+        },
+    )
+    .await;
+    assert_eq!(
+        r.count(Category::InfraError),
+        1,
+        "retries ran out for one job only"
+    );
+    assert_eq!(r.count(Category::Resolved), 1);
+    let v = verdict(dir.path(), "r", "m", "a", 0);
+    assert!(
+        v.reason.unwrap().contains("connection reset"),
+        "the reason names the failure"
+    );
+    assert_eq!(r.infra_retries, 2);
+}
+
+#[tokio::test]
+async fn missing_image_is_not_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = fake();
+    let (r, _) = go(
+        &e,
+        plan(
+            vec![setup("a", Ok("nope"))],
+            vec![pred("a", "m", 0, "GOOD")],
+        ),
+        config(dir.path(), "r"),
+    )
+    .await;
+    assert_eq!(e.jobs().len(), 1);
+    assert_eq!(r.count(Category::InfraError), 1);
+}
+
+fn many(n: usize) -> (Vec<(String, Arc<Setup>)>, Vec<Prediction>) {
+    let setups = (0..n).map(|i| setup(&format!("i{i}"), Ok(IMAGE))).collect();
+    let preds = (0..n)
+        .map(|i| pred(&format!("i{i}"), "m", 0, "GOOD"))
+        .collect();
+    (setups, preds)
+}
+
+/// Runs with `interrupts` Ctrl-Cs sent as soon as the first job starts.
+async fn interrupted(
+    engine: &FakeEngine,
+    dir: &std::path::Path,
+    n: usize,
+    interrupts: usize,
+) -> RunReport {
+    let (setups, preds) = many(n);
+    let (itx, irx) = mpsc::unbounded_channel();
+    let (etx, mut erx) = mpsc::unbounded_channel();
+    let listener = tokio::spawn(async move {
+        while let Some(ev) = erx.recv().await {
+            if matches!(ev, RunEvent::JobStarted { .. }) {
+                for _ in 0..interrupts {
+                    let _ = itx.send(());
+                }
+            }
+        }
+    });
+    let mut cfg = config(dir, "r");
+    cfg.workers = 1;
+    let r = run(Arc::new(engine.clone()), plan(setups, preds), cfg, irx, etx)
+        .await
+        .unwrap();
+    listener.await.unwrap();
+    r
+}
+
+#[tokio::test(start_paused = true)]
+async fn first_interrupt_finishes_running_jobs_and_writes_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = fake();
+    e.set_job_delay(Duration::from_secs(10));
+    let r = interrupted(&e, dir.path(), 5, 1).await;
+    assert!(r.interrupted && !r.killed);
+    assert_eq!(r.jobs_run, 1, "nothing dispatched after the interrupt");
+    assert_eq!(
+        r.count(Category::Resolved),
+        1,
+        "the running job finished and was written"
+    );
+    assert_eq!(r.not_run, 4);
+    let s: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(Layout::new(dir.path(), "r").summary_path("m", 0)).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(s["resolved_instances"], 1);
+    assert_eq!(s["incomplete_ids"].as_array().unwrap().len(), 4);
+
+    // Resuming completes the rest without redoing the first.
+    let (setups, preds) = many(5);
+    let (r2, _) = go(&e, plan(setups, preds), config(dir.path(), "r")).await;
+    assert_eq!((r2.resumed, r2.jobs_run), (1, 4));
+}
+
+#[tokio::test(start_paused = true)]
+async fn second_interrupt_kills_this_runs_containers() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = fake();
+    e.set_job_delay(Duration::from_secs(3600));
+    let labels = BTreeMap::from([
+        (LABEL_TOOL.to_string(), "1".to_string()),
+        (LABEL_RUN_ID.to_string(), "r".to_string()),
+    ]);
+    // Stands for the running job's container, which the fake does not list by itself.
+    e.add_container(Resource {
+        id: "c1".into(),
+        name: "swe-eval.r.0.0".into(),
+        labels,
+    });
+    let r = interrupted(&e, dir.path(), 3, 2).await;
+    assert!(r.killed);
+    assert_eq!(r.verdicts_written(), 0);
+    assert!(e
+        .calls()
+        .contains(&crate::engine::fake::Call::RemoveContainer("c1".into())));
+    assert!(
+        Layout::new(dir.path(), "r").summary_path("m", 0).is_file(),
+        "what is done is still written"
+    );
+}
+
+#[tokio::test]
+async fn reap_at_start_removes_this_runs_and_dead_runs_containers_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = fake();
+    let c = |id: &str, run: &str, owner: &str| Resource {
+        id: id.into(),
+        name: id.into(),
+        labels: BTreeMap::from([
+            (LABEL_TOOL.to_string(), "1".to_string()),
+            (LABEL_RUN_ID.to_string(), run.to_string()),
+            (LABEL_OWNER.to_string(), owner.to_string()),
+        ]),
+    };
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_string();
+    e.add_container(c("same-run", "r", "elsewhere:1:1"));
+    e.add_container(c(
+        "dead-run",
+        "other",
+        &format!("{host}:{}:1", std::process::id()),
+    ));
+    e.add_container(c("live-run", "other", &store::owner_id()));
+    let (r, events) = go(&e, plan(vec![], vec![]), config(dir.path(), "r")).await;
+    assert!(r.problems.is_empty());
+    let removed: Vec<_> = e
+        .calls()
+        .into_iter()
+        .filter_map(|c| match c {
+            crate::engine::fake::Call::RemoveContainer(id) => Some(id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(removed, ["same-run", "dead-run"]);
+    assert!(events.iter().any(|e| matches!(
+        e,
+        RunEvent::Reaped {
+            count: 2,
+            at_start: true
+        }
+    )));
+}
+
+#[tokio::test]
+async fn strict_mode_ships_the_collection_files_to_remove() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = fake();
+    let patch = "diff --git a/tests/conftest.py b/tests/conftest.py\nnew file mode 100644\n--- /dev/null\n+++ b/tests/conftest.py\n@@ -0,0 +1 @@\n+GOOD = 1\n";
+    let mut cfg = config(dir.path(), "r");
+    cfg.strict = true;
+    go(
+        &e,
+        plan(vec![setup("a", Ok(IMAGE))], vec![pred("a", "m", 0, patch)]),
+        cfg,
+    )
+    .await;
+    let job = &e.jobs()[0];
+    assert_eq!(
+        file(job, driver::STRICT_REMOVE_PATH),
+        "A\ttests/conftest.py\n"
+    );
+    assert!(file(job, driver::DRIVER_PATH).contains(driver::STRICT_REMOVE_PATH));
+    assert_eq!(job.labels.get(LABEL_RUN_ID).map(String::as_str), Some("r"));
+    assert!(!job.network, "network is off by default");
+}
+
+#[tokio::test]
+async fn a_write_failure_stops_the_run_and_nothing_half_written_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = fake();
+    let layout = Layout::new(dir.path(), "r");
+    // A file where a prediction's folder must go: its logs cannot be written.
+    let blocked = layout.prediction_dir("m", "i0", 0);
+    std::fs::create_dir_all(blocked.parent().unwrap()).unwrap();
+    std::fs::write(&blocked, b"in the way").unwrap();
+    let (setups, preds) = many(4);
+    let mut cfg = config(dir.path(), "r");
+    cfg.workers = 1;
+    let (r, _) = go(&e, plan(setups, preds), cfg).await;
+    assert_eq!(r.jobs_run, 1, "no job is dispatched after a write failure");
+    assert_eq!(r.verdicts_written(), 0);
+    assert!(r.problems[0].contains("i0"), "{:?}", r.problems);
+}
+
+#[tokio::test]
+async fn a_second_process_on_the_same_run_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let _held = store::lock(&Layout::new(dir.path(), "r")).unwrap();
+    let (_itx, irx) = mpsc::unbounded_channel();
+    let (etx, _erx) = mpsc::unbounded_channel();
+    let err = run(
+        Arc::new(fake()),
+        plan(vec![], vec![]),
+        config(dir.path(), "r"),
+        irx,
+        etx,
+    )
+    .await
+    .unwrap_err();
+    assert!(err.to_string().contains("in use"), "{err}");
+}
