@@ -3,3 +3,4 @@
 mod common;
 mod spec;
 mod correlate;
+mod grading;
