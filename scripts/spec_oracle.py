@@ -10,6 +10,7 @@ a test_patch: get_test_directives, get_modified_files and the env image key when
 Usage: python3 scripts/spec_oracle.py ../shared/datasets/partial-verified/swebench_verified_partial.jsonl
 """
 import json
+import posixpath
 import sys
 
 import swebench
@@ -17,6 +18,7 @@ from swebench.harness.constants import MAP_REPO_VERSION_TO_SPECS
 from swebench.harness.test_spec.python import get_test_directives
 from swebench.harness.test_spec.test_spec import make_test_spec
 from swebench.harness.utils import get_modified_files
+import swebench.harness.test_spec.python as tsp
 
 assert swebench.__version__ == "4.1.0", swebench.__version__
 
@@ -46,19 +48,65 @@ def rendered(inst):
     }
 
 
+# Synthetic repository files for the specs that read requirements.txt / environment.yml, served
+# to the oracle through a stand-in for requests.get (no network): the first listed path is
+# missing whenever there are two, to exercise the fallback order.
+REQS = "# comment\n-r base.txt\n-e .\nnumpy>=1.0\ntypes-pkg_resources==0.1\n.[test]\n  pytest\n"
+REQS_BASE = "six\n# x\nmock==1.0\n-e .\n"
+YML = ("name: upstream\nchannels:\n  - conda-forge\ndependencies:\n  - python=3.10\n  - numpy\n"
+       "  - pip\n  - pip:\n    - types-pkg_resources\n    - pytest\n")
+
+
+def synthetic_files(repo):
+    files = {}
+    paths = tsp.MAP_REPO_TO_REQS_PATHS.get(repo, [])
+    if paths:
+        p = paths[-1]
+        d = posixpath.dirname(p)
+        files[p] = REQS
+        files[posixpath.join(d, "base.txt") if d else "base.txt"] = REQS_BASE
+    ymls = tsp.MAP_REPO_TO_ENV_YML_PATHS.get(repo, [])
+    if ymls:
+        files[ymls[-1]] = YML
+    return files
+
+
+class _Resp:
+    def __init__(self, text):
+        self.status_code = 200 if text is not None else 404
+        self.text = text or ""
+
+
+def serve(repo, commit, files):
+    prefix = posixpath.join(tsp.SWE_BENCH_URL_RAW, repo, commit) + "/"
+
+    def get(url, headers=None):
+        assert url.startswith(prefix), url
+        return _Resp(files.get(posixpath.normpath(url[len(prefix):])))
+
+    tsp.get_requirements_by_commit.cache_clear()
+    tsp.get_environment_yml_by_commit.cache_clear()
+    tsp.requests.get = get
+
+
 specs = {}
 for repo in VERIFIED:
     for version, spec in MAP_REPO_VERSION_TO_SPECS[repo].items():
         entry = {"spec": spec}
+        inst = {
+            "instance_id": repo.replace("/", "__") + "-1",
+            "repo": repo,
+            "version": version,
+            "base_commit": "0123456789abcdef0123456789abcdef01234567",
+            "test_patch": SYNTH_PATCH,
+            "environment_setup_commit": "0123456789abcdef0123456789abcdef01234567",
+        }
         if spec.get("packages", "") not in NETWORK_PACKAGES:
-            inst = {
-                "instance_id": repo.replace("/", "__") + "-1",
-                "repo": repo,
-                "version": version,
-                "base_commit": "0123456789abcdef0123456789abcdef01234567",
-                "test_patch": SYNTH_PATCH,
-                "environment_setup_commit": "0123456789abcdef0123456789abcdef01234567",
-            }
+            entry["rendered"] = rendered(inst)
+        else:
+            files = synthetic_files(repo)
+            serve(repo, inst["base_commit"], files)
+            entry["files"] = files
             entry["rendered"] = rendered(inst)
         specs.setdefault(repo, {})[version] = entry
 

@@ -73,7 +73,8 @@ pub fn run(args: Args) -> CliResult {
         let spec = match TestSpec::with_options(inst, &opts) {
             Ok(s) => s,
             Err(e) => {
-                eprintln!("{} (row {}): {e}", inst.instance_id, i + 1);
+                // The error names the instance; the row number is among the rows that loaded.
+                eprintln!("{} row {}: {e}", args.dataset.display(), i + 1);
                 problems += 1;
                 continue;
             }

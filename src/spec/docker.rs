@@ -119,10 +119,12 @@ fn parse_python(v: &str) -> Option<(u32, u32)> {
     Some((major, minor))
 }
 
-/// The offline base image of a Debian release, as the base bootstrap names it: Debian with
-/// `python3`, `python3-pytest`, `python3-venv`, `python3-pip`, `git` and `patch`.
+/// The offline base image of a Debian release, named as `harness-images/base/bootstrap.sh`
+/// names it (`swe-eval/base.debian-<release>`) with the tag `latest`; the image builder passes
+/// its content-hash tag through [`super::SpecOptions::base_image`]. Debian with `python3`,
+/// `python3-pytest`, `python3-venv`, `python3-pip`, `git` and `patch`.
 pub fn debian_base_image(release: DebianRelease) -> String {
-    format!("swe-eval/base:{}", release.name())
+    format!("swe-eval/base.debian-{}:latest", release.name())
 }
 
 /// The official base image name of an architecture.

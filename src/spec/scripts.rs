@@ -792,15 +792,11 @@ fn yml_pip_install(path: &str) -> String {
     )
 }
 
-/// `apt-get`/`wget` steps need the network; offline they are reported and skipped rather
-/// than failing the whole image.
+/// Pre-install steps patch build files or fetch system packages (`apt-get`, `wget`), which
+/// need the network; offline, a failed step is reported and the build goes on rather than
+/// failing the whole image. Braces, not a subshell, so assignments still take effect.
 fn offline_tolerant(cmd: &str) -> String {
-    let t = cmd.trim_start();
-    if t.starts_with("apt-get") || t.starts_with("apt ") || t.starts_with("wget ") {
-        format!("{{ {cmd} ; }} || echo 'swe-eval: step failed (offline?), continuing'")
-    } else {
-        cmd.to_string()
-    }
+    format!("{{ {cmd} ; }} || echo 'swe-eval: pre_install step failed (offline?), continuing'")
 }
 
 /// The repository's own install must not fetch build tools (the tests run offline).
@@ -871,5 +867,53 @@ mod tests {
             assemble_requirements(text, "reqs/dev.txt", &files),
             "six\n\npytest\nmock"
         );
+    }
+}
+
+#[cfg(test)]
+mod fetch_tests {
+    use super::*;
+
+    /// The build-time requirements fetch (bash) assembles what `assemble_requirements` does,
+    /// up to blank lines (which pip ignores).
+    #[test]
+    fn bash_fetch_agrees_with_rust_assembly() {
+        let tmp = tempfile::tempdir().unwrap();
+        let main = "# comment\n-r base.txt\n-e .\nnumpy>=1.0\ntypes-pkg_resources==0.1\n.[test]\n  pytest\nlast-no-newline";
+        let base = "six\n# x\nmock==1.0\n-e .\n";
+        let dir = tmp.path().join("tests/requirements");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("py3.txt"), main).unwrap();
+        std::fs::write(dir.join("base.txt"), base).unwrap();
+        let paths = vec![
+            "missing.txt".to_string(),
+            "tests/requirements/py3.txt".to_string(),
+        ];
+        let script = requirements_fetch_script(&paths, "cat \"$ROOT/$1\"", "\"$OUT\"");
+        let out = tmp.path().join("out.txt");
+        let status = std::process::Command::new("bash")
+            .args(["-euo", "pipefail", "-c", &script])
+            .env("ROOT", tmp.path())
+            .env("OUT", &out)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        struct Dir(std::path::PathBuf);
+        impl RepoFiles for Dir {
+            fn read(&self, path: &str) -> Option<String> {
+                std::fs::read_to_string(self.0.join(path)).ok()
+            }
+        }
+        let want =
+            assemble_requirements(main, "tests/requirements/py3.txt", &Dir(tmp.path().into()));
+        let non_blank = |s: &str| {
+            s.lines()
+                .filter(|l| !l.is_empty())
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        let got = std::fs::read_to_string(&out).unwrap();
+        assert_eq!(non_blank(&got), non_blank(&want));
+        assert!(got.contains("types-setuptools\n") && !got.contains("-e ."));
     }
 }

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde_json::Value;
 use swe_eval::dataset::{self, Instance};
-use swe_eval::spec::{self, table, DebianRelease, Flavour, TestSpec};
+use swe_eval::spec::{self, table, DebianRelease, Flavour, RepoFiles, SpecOptions, TestSpec};
 
 use crate::common;
 
@@ -145,6 +145,15 @@ fn synthetic(repo: &str, version: &str) -> Instance {
     .unwrap()
 }
 
+/// Repository files served from a map, as a mirror would serve them.
+struct MapFiles(BTreeMap<String, String>);
+
+impl RepoFiles for MapFiles {
+    fn read(&self, path: &str) -> Option<String> {
+        self.0.get(path).cloned()
+    }
+}
+
 /// One check per Verified repository over all its versions: the spec exists with the
 /// oracle's facts, renders in both flavours, and where the oracle could render without the
 /// network, our scripts, Dockerfiles and image names are its own.
@@ -185,7 +194,14 @@ fn check_repo(repo: &str) {
             "{repo} {version} packages"
         );
         let inst = synthetic(repo, version);
-        let official = TestSpec::new(&inst, Flavour::Official).unwrap();
+        // Specs that read requirements.txt/environment.yml were rendered by the oracle from
+        // synthetic repository files; we read the same files.
+        let files = entry.get("files").map(|f| {
+            MapFiles(serde_json::from_value::<BTreeMap<String, String>>(f.clone()).unwrap())
+        });
+        let mut opts = SpecOptions::new(Flavour::Official);
+        opts.repo_files = files.as_ref().map(|f| f as &dyn RepoFiles);
+        let official = TestSpec::with_options(&inst, &opts).unwrap();
         let debian = TestSpec::new(&inst, Flavour::Debian).unwrap();
         assert!(debian
             .eval_script
@@ -331,7 +347,9 @@ fn mini_benchmark_spec_is_debian_pytest_without_install() {
     assert!(ts
         .env_dockerfile
         .starts_with("# swe-eval environment image"));
-    assert!(ts.env_dockerfile.contains("FROM swe-eval/base:bookworm"));
+    assert!(ts
+        .env_dockerfile
+        .contains("FROM swe-eval/base.debian-bookworm:latest"));
     let lines: Vec<&str> = ts.eval_script.lines().collect();
     let start = lines
         .iter()
@@ -457,4 +475,146 @@ fn cli_writes_every_instance_and_reports_bad_rows() {
         assert_eq!(std::fs::read_to_string(dir.join("eval.sh")).unwrap(), want);
     }
     assert!(!out.join("bad__row-1").exists());
+}
+
+#[test]
+fn every_rendered_script_is_valid_bash_in_both_flavours() {
+    let ds = crate::require_shared!();
+    let rows = partial_verified(&ds);
+    let tmp = tempfile::tempdir().unwrap();
+    let mut n = 0;
+    for inst in rows.iter().filter(|r| r.test_patch.is_some()) {
+        for flavour in [Flavour::Official, Flavour::Debian] {
+            let ts = TestSpec::new(inst, flavour).unwrap();
+            for (name, text) in [
+                ("eval", &ts.eval_script),
+                ("env", &ts.setup_env_script),
+                ("repo", &ts.install_repo_script),
+            ] {
+                let path = tmp
+                    .path()
+                    .join(format!("{}.{flavour}.{name}.sh", inst.instance_id));
+                std::fs::write(path, text).unwrap();
+                n += 1;
+            }
+            if flavour == Flavour::Debian {
+                assert!(!ts.eval_script.contains("conda"), "{}", inst.instance_id);
+                assert!(ts
+                    .eval_script
+                    .contains("echo \">>>>> Test Exit Code: $SWEBENCH_TEST_EXIT_CODE\""));
+            }
+        }
+    }
+    // One shell for all files: `bash -n` parses without running.
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg("for f in \"$1\"/*.sh; do bash -n \"$f\" 2>&1 || echo \"BAD $f\"; done")
+        .arg("bash")
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(!report.contains("BAD"), "{report}");
+    assert_eq!(n, 399 * 2 * 3);
+}
+
+/// Runs `git` in `dir` with fixed identities and dates, failing the test on error.
+fn git(dir: &Path, home: &Path, args: &[&str], date: &str) -> String {
+    let out = std::process::Command::new("git")
+        .current_dir(dir)
+        .env("HOME", home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@t")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@t")
+        .env("GIT_AUTHOR_DATE", date)
+        .env("GIT_COMMITTER_DATE", date)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// The Debian `setup_repo.sh` on a mirror-like clone (later commits on two branches, a later
+/// tag): only the base commit's history survives, the official no-future-commits check
+/// passes, and HEAD is the `SWE-bench` commit on top of the base.
+#[test]
+fn debian_repo_setup_removes_later_history_from_a_mirror_clone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (home, repo) = (tmp.path().join("home"), tmp.path().join("testbed"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&repo).unwrap();
+    let d1 = "2020-01-01T00:00:00Z";
+    git(&repo, &home, &["init", "-q", "-b", "master"], d1);
+    std::fs::write(repo.join("a.py"), "x = 1\n").unwrap();
+    git(&repo, &home, &["add", "."], d1);
+    git(&repo, &home, &["commit", "-qm", "base"], d1);
+    git(&repo, &home, &["tag", "v1"], d1);
+    let base = git(&repo, &home, &["rev-parse", "HEAD"], d1);
+    std::fs::write(repo.join("a.py"), "x = 2\n").unwrap();
+    git(
+        &repo,
+        &home,
+        &["commit", "-qam", "later"],
+        "2021-01-01T00:00:00Z",
+    );
+    git(&repo, &home, &["tag", "v2"], "2021-01-01T00:00:00Z");
+    git(
+        &repo,
+        &home,
+        &["checkout", "-qb", "feature"],
+        "2021-01-01T00:00:00Z",
+    );
+    std::fs::write(repo.join("b.py"), "y = 1\n").unwrap();
+    git(&repo, &home, &["add", "."], "2022-01-01T00:00:00Z");
+    git(
+        &repo,
+        &home,
+        &["commit", "-qm", "feature"],
+        "2022-01-01T00:00:00Z",
+    );
+
+    let inst: Instance = serde_json::from_value(serde_json::json!({
+        "instance_id": "swe-eval-mini__t-1",
+        "repo": "swe-eval-mini/t",
+        "version": "0.1",
+        "base_commit": base,
+        "test_patch": "diff --git a/t.py b/t.py\n--- a/t.py\n+++ b/t.py\n@@ -1 +1 @@\n-a\n+b\n",
+    }))
+    .unwrap();
+    let ts = TestSpec::new(&inst, Flavour::Debian).unwrap();
+    let script = ts
+        .install_repo_script
+        .replace("/testbed", repo.to_str().unwrap());
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .env("HOME", &home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "setup_repo.sh failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let d = "2030-01-01T00:00:00Z";
+    assert_eq!(git(&repo, &home, &["rev-parse", "HEAD~1"], d), base);
+    assert_eq!(
+        git(&repo, &home, &["log", "-1", "--format=%s"], d),
+        "SWE-bench"
+    );
+    assert_eq!(git(&repo, &home, &["rev-list", "--all", "--count"], d), "2");
+    assert_eq!(git(&repo, &home, &["tag", "-l"], d), "v1");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("a.py")).unwrap(),
+        "x = 1\n"
+    );
+    assert!(!repo.join("b.py").exists());
 }
