@@ -618,3 +618,64 @@ fn debian_repo_setup_removes_later_history_from_a_mirror_clone() {
     );
     assert!(!repo.join("b.py").exists());
 }
+
+#[test]
+fn debian_release_choice_table() {
+    // (spec python, release, exact match?, reason)
+    let cases = [
+        ("3.9", DebianRelease::Bullseye, true, "bullseye ships 3.9"),
+        ("3.11", DebianRelease::Bookworm, true, "bookworm ships 3.11"),
+        ("3.13", DebianRelease::Trixie, true, "trixie ships 3.13"),
+        (
+            "3.5",
+            DebianRelease::Bullseye,
+            false,
+            "older than any: the oldest",
+        ),
+        ("3.6", DebianRelease::Bullseye, false, "nearest is 3.9"),
+        ("3.7", DebianRelease::Bullseye, false, "nearest is 3.9"),
+        ("3.8", DebianRelease::Bullseye, false, "nearest is 3.9"),
+        (
+            "3.10",
+            DebianRelease::Bullseye,
+            false,
+            "tie 3.9/3.11 goes to the older",
+        ),
+        (
+            "3.12",
+            DebianRelease::Bookworm,
+            false,
+            "tie 3.11/3.13 goes to the older",
+        ),
+        (
+            "3.14",
+            DebianRelease::Trixie,
+            false,
+            "newer than any: the newest",
+        ),
+        (
+            "2.7",
+            DebianRelease::Bullseye,
+            false,
+            "no Python 3 at all: the oldest, with a warning",
+        ),
+    ];
+    for (py, release, exact, why) in cases {
+        let c = spec::debian_release_for(py);
+        assert_eq!(c.release, release, "{py}: {why}");
+        assert_eq!(c.warning.is_none(), exact, "{py}: {why}");
+    }
+    assert!(spec::debian_release_for("three").warning.is_some());
+    // Every Python version in the table maps somewhere, and the Verified ones as above.
+    for repo in table().specs.keys() {
+        for v in table().versions(repo) {
+            let py = &table().get(repo, v).unwrap().python;
+            let c = spec::debian_release_for(py);
+            assert_eq!(
+                c.warning.is_none(),
+                ["3.9", "3.11", "3.13"].contains(&py.as_str()),
+                "{repo} {v}"
+            );
+        }
+    }
+}
