@@ -80,7 +80,7 @@ pub fn run(args: Args) -> CliResult {
             }
         };
         for w in &spec.warnings {
-            eprintln!("warning: {w}");
+            eprintln!("warning: {}: {w}", spec.instance_id);
         }
         if let Err(e) = write_spec(&args.output, &spec, ca.as_deref()) {
             eprintln!("{}: {e}", inst.instance_id);

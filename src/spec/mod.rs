@@ -166,7 +166,8 @@ pub struct TestSpec {
     pub python_version: String,
     /// Debian flavour: the release chosen for the spec's Python.
     pub debian_release: Option<DebianRelease>,
-    /// Problems worth telling the user (nearest Debian release, best-effort installs, ...).
+    /// Problems worth telling the user (nearest Debian release, best-effort installs, ...),
+    /// without the instance id (callers prefix it).
     pub warnings: Vec<String>,
     /// Appended to the test command, as the official harness derives them.
     pub test_directives: Vec<String>,

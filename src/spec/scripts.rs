@@ -77,7 +77,7 @@ pub(super) fn build(inst: &Instance, opts: &SpecOptions<'_>) -> Result<TestSpec,
     let mut flavour = opts.flavour;
     if spec.flavour.as_deref() == Some("debian") && flavour != Flavour::Debian {
         warnings.push(format!(
-            "{}: the spec is for the debian flavour only; using it",
+            "the {} spec is for the debian flavour only; using it",
             inst.repo
         ));
         flavour = Flavour::Debian;
@@ -191,10 +191,9 @@ pub(super) fn build(inst: &Instance, opts: &SpecOptions<'_>) -> Result<TestSpec,
 /// it can run in its own image.
 fn row_only_spec(inst: &Instance, script: &str, row_image: Option<String>) -> TestSpec {
     let mut out = skeleton(inst, inst.test_patch.as_deref().unwrap_or(""), row_image);
-    out.warnings.push(format!(
-        "{}: no spec for this repo/version; the row's eval script and image are used as is",
-        inst.instance_id
-    ));
+    out.warnings.push(
+        "no spec for this repo/version; the row's eval script and image are used as is".to_string(),
+    );
     out.eval_script = script.to_string();
     out.eval_script_from_row = true;
     out
@@ -460,10 +459,7 @@ fn official_env_list(
                     "cat <<'{ENV_HEREDOC}' > {dest}\n{reqs}\n{ENV_HEREDOC}"
                 )),
                 None => {
-                    warnings.push(format!(
-                        "{}: requirements are fetched from GitHub at build time; the env image tag differs from the official one",
-                        ctx.inst.instance_id
-                    ));
+                    warnings.push("requirements are fetched from GitHub at build time; the env image tag differs from the official one".to_string());
                     l.push(requirements_fetch_script(
                         table().requirements_paths(&ctx.inst.repo),
                         &github_get(ctx),
@@ -483,10 +479,7 @@ fn official_env_list(
                     "cat <<'{ENV_HEREDOC}' > {dest}\n{yml}\n{ENV_HEREDOC}"
                 )),
                 None => {
-                    warnings.push(format!(
-                        "{}: environment.yml is fetched from GitHub at build time; the env image tag differs from the official one",
-                        ctx.inst.instance_id
-                    ));
+                    warnings.push("environment.yml is fetched from GitHub at build time; the env image tag differs from the official one".to_string());
                     l.push(environment_yml_fetch_script(
                         table().environment_yml_paths(&ctx.inst.repo),
                         &github_get(ctx),
@@ -649,10 +642,7 @@ impl Debian {
                 target.push(format!("rm {dest}"));
             }
             Some("environment.yml") => {
-                warnings.push(format!(
-                    "{}: conda environment.yml dependencies are installed from PyPI by name, best effort",
-                    ctx.inst.instance_id
-                ));
+                warnings.push("conda environment.yml dependencies are installed from PyPI by name, best effort".to_string());
                 let dest = "/tmp/environment.yml";
                 let target = match ctx.environment_yml(files) {
                     Some(yml) => {
