@@ -1,10 +1,236 @@
-//! `swe-eval bench reward`: not written yet.
+//! `swe-eval bench reward`: the whole unified-diff reward (load the dataset and predictions,
+//! score every prediction on every core, serialize the JSON Lines) against plain Python
+//! (stdlib difflib + `unidiff`, `scripts/reward_oracle.py`) on the same files; the speed-up,
+//! the agreement of the two, peak memory (VmHWM), and a pathological pair of ~300 KB patches
+//! that share little.
 
-use crate::cli::CliResult;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::cli::{CliResult, Outcome};
+use crate::reward::{self, batch};
+
+fn shared() -> PathBuf {
+    std::env::var_os("SWE_EVAL_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared"))
+}
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Dataset (default: the shared partial SWE-bench Verified).
+    #[arg(long)]
+    pub dataset: Option<PathBuf>,
+    /// Predictions (default: the shared 486 pydantic-deep predictions).
+    #[arg(long)]
+    pub predictions: Option<PathBuf>,
+    /// Timed runs of the Rust side; the best and the median are reported.
+    #[arg(long, default_value_t = 5)]
+    pub iterations: usize,
+    /// Python interpreter for the baseline.
+    #[arg(long, default_value = "python3")]
+    pub python: String,
+    /// Skip the Python baseline.
+    #[arg(long)]
+    pub no_python: bool,
+    /// Size of each pathological patch, in KB (0 skips it).
+    #[arg(long, default_value_t = 300)]
+    pub pathological_kb: usize,
+    /// Worker threads (default: every core).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Also write the figures as JSON here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
 
-pub fn run(_args: Args) -> CliResult {
-    Err("`swe-eval bench reward` is not implemented yet".into())
+/// One end-to-end run: load, score, serialize, write. Returns the similarities.
+fn rust_once(dataset: &Path, preds: &Path, out: &Path) -> Result<Vec<f64>, crate::cli::BoxError> {
+    let (ds, _) = crate::dataset::load_dataset(dataset)?;
+    let loaded = crate::predictions::load_path(preds)?;
+    let results = batch::unidiff_rewards(&ds, &loaded.items);
+    let mut records = Vec::with_capacity(results.len());
+    let mut sims = Vec::with_capacity(results.len());
+    for (p, r) in loaded.items.iter().zip(&results) {
+        if let Ok(r) = r {
+            records.push(batch::RewardRecord::new(p, r));
+            sims.push(r.similarity);
+        }
+    }
+    crate::fsutil::write_atomic(out, &batch::to_jsonl(&records))?;
+    Ok(sims)
+}
+
+fn peak_rss_kb() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Deterministic code-like text of about `bytes` bytes drawn from its own vocabulary.
+fn synthetic_patch(bytes: usize, seed: u64, words: &[&str]) -> String {
+    let mut x = seed;
+    let mut next = || {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (x >> 33) as usize
+    };
+    let mut lines = Vec::new();
+    let mut size = 0;
+    while size < bytes {
+        let n = 2 + next() % 6;
+        let body: Vec<String> = (0..n)
+            .map(|_| format!("{}{}", words[next() % words.len()], next() % 1000))
+            .collect();
+        let line = format!("+    {}\n", body.join(" "));
+        size += line.len();
+        lines.push(line);
+    }
+    format!(
+        "diff --git a/big.py b/big.py\n--- a/big.py\n+++ b/big.py\n@@ -0,0 +1,{} @@\n{}",
+        lines.len(),
+        lines.concat()
+    )
+}
+
+fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+pub fn run(args: Args) -> CliResult {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.jobs.unwrap_or(0))
+        .build()?;
+    let threads = pool.current_num_threads();
+    let dataset = args.dataset.clone().unwrap_or_else(|| {
+        shared().join("datasets/partial-verified/swebench_verified_partial.jsonl")
+    });
+    let preds = args.predictions.clone().unwrap_or_else(|| {
+        shared().join("datasets/predictions/pydantic-deep_minimax-m2.5/all_preds.jsonl")
+    });
+    let tmp = tempfile::tempdir()?;
+
+    // Rust, end to end, several times.
+    let mut times = Vec::new();
+    let mut sims = Vec::new();
+    for _ in 0..args.iterations.max(1) {
+        let t = Instant::now();
+        sims = pool.install(|| rust_once(&dataset, &preds, &tmp.path().join("rust.jsonl")))?;
+        times.push(t.elapsed());
+    }
+    times.sort();
+    let best = times[0];
+    let median = times[times.len() / 2];
+    println!(
+        "rust:   {} rewards, end to end best {:.1} ms, median {:.1} ms ({threads} threads, {} runs)",
+        sims.len(),
+        secs(best) * 1e3,
+        secs(median) * 1e3,
+        times.len()
+    );
+
+    // Python, the same work in one process.
+    let mut python = serde_json::Value::Null;
+    if !args.no_python {
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/reward_oracle.py");
+        let out_py = tmp.path().join("python.jsonl");
+        let t = Instant::now();
+        let res = Command::new(&args.python)
+            .arg(&script)
+            .args(["unidiff", "--dataset"])
+            .arg(&dataset)
+            .arg("--predictions")
+            .arg(&preds)
+            .arg("--output")
+            .arg(&out_py)
+            .output();
+        let wall = t.elapsed();
+        match res {
+            Ok(o) if o.status.success() => {
+                let inner: serde_json::Value =
+                    serde_json::from_slice(&o.stdout).unwrap_or_default();
+                let py_sims: Vec<f64> = std::fs::read_to_string(&out_py)?
+                    .lines()
+                    .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                    .filter_map(|v| v["similarity"].as_f64())
+                    .collect();
+                let max_diff = sims
+                    .iter()
+                    .zip(&py_sims)
+                    .map(|(a, b)| (a - b).abs())
+                    .fold(0.0, f64::max);
+                let speedup = secs(wall) / secs(best);
+                let compute = inner["seconds"].as_f64().unwrap_or(f64::NAN);
+                println!(
+                    "python: {} rewards, wall {:.2} s (reward computation alone {:.2} s)",
+                    py_sims.len(),
+                    secs(wall),
+                    compute
+                );
+                println!(
+                    "speed-up: {speedup:.0}x end to end (python wall / rust best), {:.0}x against python's computation alone; max |rust - python| = {max_diff:e} over {} rows",
+                    compute / secs(best),
+                    py_sims.len().min(sims.len())
+                );
+                python = json!({"wall_s": secs(wall), "compute_s": compute, "rows": py_sims.len(),
+                    "speedup_end_to_end": speedup, "speedup_vs_compute": compute / secs(best), "max_abs_diff": max_diff});
+            }
+            Ok(o) => eprintln!(
+                "python baseline failed: {}",
+                String::from_utf8_lossy(&o.stderr)
+            ),
+            Err(e) => eprintln!("python baseline not run ({}): {e}", args.python),
+        }
+    }
+
+    // Two large patches with disjoint vocabularies: characters still match everywhere, which
+    // is the slow case of the character-level matcher.
+    let mut patho = serde_json::Value::Null;
+    if args.pathological_kb > 0 {
+        let bytes = args.pathological_kb * 1024;
+        let a = synthetic_patch(
+            bytes,
+            1,
+            &[
+                "alpha", "beta", "gamma", "delta", "self.x", "return", "(", ")", "=", "+",
+            ],
+        );
+        let b = synthetic_patch(
+            bytes,
+            2,
+            &[
+                "lorem", "ipsum", "dolor", "sit", "amet", "yield", "[", "]", ":", "-",
+            ],
+        );
+        let t = Instant::now();
+        let r = reward::unidiff_reward(&b, &a);
+        let d = t.elapsed();
+        println!(
+            "pathological: two patches of {} and {} KB sharing little: similarity {:.4} in {:.2} s (one core)",
+            a.len() / 1024,
+            b.len() / 1024,
+            r.similarity,
+            secs(d)
+        );
+        patho = json!({"pred_bytes": a.len(), "oracle_bytes": b.len(), "similarity": r.similarity, "seconds": secs(d)});
+    }
+
+    let peak = peak_rss_kb();
+    println!(
+        "peak memory (VmHWM): {} MB",
+        peak.map_or("?".into(), |kb| format!("{:.1}", kb as f64 / 1024.0))
+    );
+    if let Some(path) = &args.json {
+        let doc = json!({
+            "rows": sims.len(), "threads": threads,
+            "rust_best_s": secs(best), "rust_median_s": secs(median),
+            "python": python, "pathological": patho, "peak_rss_kb": peak,
+        });
+        crate::fsutil::write_json_atomic(path, &doc)?;
+    }
+    Ok(Outcome::Clean)
 }

@@ -1,0 +1,202 @@
+//! Rewards of many predictions at once, in parallel over all cores (rayon), in input order,
+//! and their wire formats (JSON Lines with per-file detail, or CSV without it).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use super::git::{self, GitError, RepoSource};
+use super::{
+    search_replace, search_replace_reward, unidiff, unidiff_reward, FileSimilarity, Files,
+    RewardResult,
+};
+use crate::dataset::{Dataset, Instance};
+use crate::predictions::Prediction;
+
+/// Why one prediction got no reward; the others still do.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RewardError {
+    #[error("instance {0} is not in the dataset")]
+    UnknownInstance(String),
+    #[error("{instance_id}: {source}")]
+    Git {
+        instance_id: String,
+        #[source]
+        source: Arc<GitError>,
+    },
+    #[error(
+        "{instance_id}: the gold patch does not apply to the files at {base_commit}: {source}"
+    )]
+    GoldDoesNotApply {
+        instance_id: String,
+        base_commit: String,
+        #[source]
+        source: unidiff::ApplyError,
+    },
+}
+
+/// Unified-diff rewards of `preds` against their instances' gold patches.
+pub fn unidiff_rewards(
+    dataset: &Dataset,
+    preds: &[Prediction],
+) -> Vec<Result<RewardResult, RewardError>> {
+    preds
+        .par_iter()
+        .map(|p| {
+            let inst = dataset
+                .get(&p.instance_id)
+                .ok_or_else(|| RewardError::UnknownInstance(p.instance_id.clone()))?;
+            Ok(unidiff_reward(&inst.patch, p.patch()))
+        })
+        .collect()
+}
+
+/// What the search/replace reward needs of one instance: the original files (those the gold
+/// patch touches, plus any the predictions edit that exist at the base commit) and the files
+/// after the gold patch.
+#[derive(Debug, Clone, Default)]
+pub struct OracleFiles {
+    pub code_context: Files,
+    pub oracle_new_content: Files,
+}
+
+/// Reads the originals at `base_commit` and applies the gold patch to them.
+pub fn oracle_files(
+    inst: &Instance,
+    extra_paths: &[String],
+    source: &RepoSource,
+) -> Result<OracleFiles, RewardError> {
+    let git_err = |source| RewardError::Git {
+        instance_id: inst.instance_id.clone(),
+        source: Arc::new(source),
+    };
+    let set = unidiff::parse(&inst.patch).unwrap_or_default();
+    let gold: Vec<_> = set.files.iter().filter(|f| !f.is_binary_file).collect();
+    let mut paths: Vec<String> = gold.iter().map(|f| f.path().to_string()).collect();
+    for p in extra_paths {
+        if !paths.contains(p) {
+            paths.push(p.clone());
+        }
+    }
+    let dir = source.locate(&inst.repo).map_err(git_err)?;
+    let code_context = git::read_files(&dir, &inst.base_commit, &paths).map_err(git_err)?;
+    let mut oracle_new_content = Files::new();
+    for f in gold {
+        let path = f.path();
+        let original = code_context.get(path).map_or("", String::as_str);
+        let new =
+            unidiff::apply_file(original, f).map_err(|source| RewardError::GoldDoesNotApply {
+                instance_id: inst.instance_id.clone(),
+                base_commit: inst.base_commit.clone(),
+                source,
+            })?;
+        oracle_new_content.insert(path.to_string(), new);
+    }
+    Ok(OracleFiles {
+        code_context,
+        oracle_new_content,
+    })
+}
+
+/// Search/replace rewards of raw model outputs (the predictions' `model_patch`), reading
+/// originals from local repositories; each instance's files are read once.
+pub fn search_replace_rewards(
+    dataset: &Dataset,
+    preds: &[Prediction],
+    source: &RepoSource,
+) -> Vec<Result<RewardResult, RewardError>> {
+    let mut by_instance: Vec<(&str, Vec<String>)> = Vec::new();
+    for p in preds {
+        let paths = search_replace::edited_paths(p.patch());
+        match by_instance.iter_mut().find(|(id, _)| *id == p.instance_id) {
+            Some((_, all)) => all.extend(paths),
+            None => by_instance.push((&p.instance_id, paths)),
+        }
+    }
+    let oracles: HashMap<&str, Result<OracleFiles, RewardError>> = by_instance
+        .par_iter()
+        .map(|(id, paths)| {
+            let files = match dataset.get(id) {
+                Some(inst) => oracle_files(inst, paths, source),
+                None => Err(RewardError::UnknownInstance(id.to_string())),
+            };
+            (*id, files)
+        })
+        .collect();
+    preds
+        .par_iter()
+        .map(|p| match &oracles[p.instance_id.as_str()] {
+            Ok(f) => Ok(search_replace_reward(
+                &f.code_context,
+                &f.oracle_new_content,
+                p.patch(),
+            )),
+            Err(e) => Err(e.clone()),
+        })
+        .collect()
+}
+
+/// One output row (the JSON Lines wire format).
+#[derive(Debug, Clone, Serialize)]
+pub struct RewardRecord<'a> {
+    pub instance_id: &'a str,
+    pub model_name_or_path: &'a str,
+    pub sample: u32,
+    pub similarity: f64,
+    pub reward: f64,
+    /// `ok`, `empty`, `unparsable`, or the search/replace format error.
+    pub format: String,
+    pub files: &'a [FileSimilarity],
+}
+
+impl<'a> RewardRecord<'a> {
+    pub fn new(p: &'a Prediction, r: &'a RewardResult) -> Self {
+        RewardRecord {
+            instance_id: &p.instance_id,
+            model_name_or_path: &p.model_name_or_path,
+            sample: p.sample,
+            similarity: r.similarity,
+            reward: r.reward,
+            format: r.format.as_string(),
+            files: &r.files,
+        }
+    }
+}
+
+/// JSON Lines, one record per line.
+pub fn to_jsonl(records: &[RewardRecord<'_>]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(records.len() * 256);
+    for r in records {
+        // Serializing plain strings and finite floats cannot fail.
+        serde_json::to_writer(&mut out, r).expect("a reward record serializes");
+        out.push(b'\n');
+    }
+    out
+}
+
+/// CSV with a header, without the per-file column.
+pub fn to_csv(records: &[RewardRecord<'_>]) -> Result<Vec<u8>, csv::Error> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "instance_id",
+        "model_name_or_path",
+        "sample",
+        "similarity",
+        "reward",
+        "format",
+    ])?;
+    for r in records {
+        w.write_record([
+            r.instance_id,
+            r.model_name_or_path,
+            &r.sample.to_string(),
+            &r.similarity.to_string(),
+            &r.reward.to_string(),
+            &r.format,
+        ])?;
+    }
+    w.into_inner()
+        .map_err(|e| csv::Error::from(std::io::Error::other(e.to_string())))
+}

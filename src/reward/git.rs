@@ -1,0 +1,147 @@
+//! Original files for the search/replace reward, read from a local git repository at the
+//! instance's `base_commit` (`git cat-file --batch`, one process per instance). Repositories
+//! are given one by one (`owner/name=PATH`) or found in a folder of mirrors.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use super::Files;
+
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    #[error("no local repository for {repo}: give --repo {repo}=PATH or --mirrors DIR")]
+    NoRepository { repo: String },
+    #[error("cannot run git in {dir}: {source}")]
+    Spawn {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("git in {dir}: commit {commit} not found")]
+    NoCommit { dir: PathBuf, commit: String },
+    #[error("git in {dir}: unexpected output from cat-file: {line:?}")]
+    Protocol { dir: PathBuf, line: String },
+}
+
+/// Where to find each repository.
+#[derive(Debug, Clone, Default)]
+pub struct RepoSource {
+    /// `owner/name` -> checkout or bare repository.
+    pub repos: Vec<(String, PathBuf)>,
+    /// A folder holding `owner__name`, `owner/name` or `name` (each optionally `.git`).
+    pub mirrors: Option<PathBuf>,
+}
+
+impl RepoSource {
+    /// Parses `owner/name=PATH`.
+    pub fn parse_repo_arg(arg: &str) -> Result<(String, PathBuf), String> {
+        match arg.split_once('=') {
+            Some((repo, path)) if repo.contains('/') && !path.is_empty() => {
+                Ok((repo.to_string(), PathBuf::from(path)))
+            }
+            _ => Err(format!("expected owner/name=PATH, got {arg:?}")),
+        }
+    }
+
+    pub fn locate(&self, repo: &str) -> Result<PathBuf, GitError> {
+        if let Some((_, p)) = self.repos.iter().find(|(r, _)| r == repo) {
+            return Ok(p.clone());
+        }
+        if let Some(dir) = &self.mirrors {
+            let name = repo.rsplit('/').next().unwrap_or(repo);
+            let flat = repo.replace('/', "__");
+            for cand in [flat.as_str(), repo, name] {
+                for suffix in ["", ".git"] {
+                    let p = dir.join(format!("{cand}{suffix}"));
+                    if p.is_dir() {
+                        return Ok(p);
+                    }
+                }
+            }
+        }
+        Err(GitError::NoRepository {
+            repo: repo.to_string(),
+        })
+    }
+}
+
+/// The files among `paths` that exist at `commit` (missing ones are left out), decoded as
+/// UTF-8 with invalid bytes replaced.
+pub fn read_files(dir: &Path, commit: &str, paths: &[String]) -> Result<Files, GitError> {
+    let spawn_err = |source| GitError::Spawn {
+        dir: dir.to_path_buf(),
+        source,
+    };
+    let mut child = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["cat-file", "--batch"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(spawn_err)?;
+    let mut stdin = child
+        .stdin
+        .take()
+        .ok_or_else(|| spawn_err(std::io::Error::other("no stdin")))?;
+    // The commit itself first, to tell a missing commit from a missing file.
+    let mut requests = format!("{commit}^{{commit}}\n");
+    for p in paths {
+        requests.push_str(&format!("{commit}:{p}\n"));
+    }
+    // Written from another thread: git answers while it reads, and both pipes are bounded.
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(requests.as_bytes());
+    });
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| spawn_err(std::io::Error::other("no stdout")))?;
+    let mut reader = BufReader::new(stdout);
+    let mut files = Files::new();
+    let mut header = String::new();
+    for i in 0..=paths.len() {
+        header.clear();
+        let n = reader.read_line(&mut header).map_err(spawn_err)?;
+        if n == 0 {
+            return Err(GitError::Protocol {
+                dir: dir.to_path_buf(),
+                line: "(end of output)".into(),
+            });
+        }
+        let h = header.trim_end();
+        if h.ends_with(" missing") || h.ends_with(" ambiguous") {
+            if i == 0 {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(GitError::NoCommit {
+                    dir: dir.to_path_buf(),
+                    commit: commit.to_string(),
+                });
+            }
+            continue;
+        }
+        let size: usize = h
+            .rsplit(' ')
+            .next()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| GitError::Protocol {
+                dir: dir.to_path_buf(),
+                line: h.to_string(),
+            })?;
+        let mut body = vec![0u8; size + 1];
+        reader.read_exact(&mut body).map_err(spawn_err)?;
+        body.pop();
+        if i > 0 && h.split(' ').nth(1) == Some("blob") {
+            files.insert(
+                paths[i - 1].clone(),
+                String::from_utf8_lossy(&body).into_owned(),
+            );
+        }
+    }
+    let _ = writer.join();
+    let _ = child.wait();
+    Ok(files)
+}

@@ -1,0 +1,158 @@
+//! Raw SWE-RL model outputs: `<think>`/`<solution>` tags and SEARCH/REPLACE blocks, read and
+//! applied exactly as the reference (`extract_thought_solution`, `parse_search_replace`,
+//! `apply_code_change`) does, with its error messages, and turned into a patch `git apply`
+//! accepts so that such outputs can be executed like any prediction.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::{pystr, udiff, Files};
+
+/// Why an output is not a valid edit; the messages are the reference's, byte for byte.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FormatError {
+    #[error("count of {0} is not 1")]
+    TagCount(&'static str),
+    #[error("Thought is empty")]
+    EmptyThought,
+    #[error("No valid search blocks found")]
+    NoBlocks,
+    #[error("Search and replace blocks are identical")]
+    Identical,
+    /// Carries the search text with the newline the reference puts in front of it.
+    #[error("Search block not found in the code: {0}")]
+    NotFound(String),
+}
+
+const TAGS: [&str; 4] = ["<think>", "</think>", "<solution>", "</solution>"];
+
+/// `extract_thought_solution`: each tag exactly once, a non-empty thought; returns the
+/// stripped thought and answer.
+pub fn thought_and_answer(output: &str) -> Result<(&str, &str), FormatError> {
+    for tag in TAGS {
+        if output.matches(tag).count() != 1 {
+            return Err(FormatError::TagCount(tag));
+        }
+    }
+    let between = |open: &str, close: &str| {
+        let after = output.split(open).nth(1).unwrap_or("");
+        pystr::strip(after.split(close).next().unwrap_or(""))
+    };
+    let thought = between("<think>", "</think>");
+    let answer = between("<solution>", "</solution>");
+    if thought.is_empty() {
+        return Err(FormatError::EmptyThought);
+    }
+    Ok((thought, answer))
+}
+
+static BLOCK: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"```.*?\n### (.*)\n<<<<<<< SEARCH\n([\s\S]*?)\n=======\n([\s\S]*?)\n>>>>>>> REPLACE\n```",
+    )
+    .expect("valid regex")
+});
+
+/// Search/replace pairs of one file, in order.
+pub type Edits = Vec<(String, Vec<(String, String)>)>;
+
+/// `parse_search_replace`: every block, grouped by path in order of first appearance.
+pub fn parse_blocks(answer: &str) -> Edits {
+    let mut out: Edits = Vec::new();
+    for caps in BLOCK.captures_iter(answer) {
+        let get = |i| caps.get(i).map_or("", |m| m.as_str()).to_string();
+        let (path, search, replace) = (get(1), get(2), get(3));
+        match out.iter_mut().find(|(p, _)| *p == path) {
+            Some((_, pairs)) => pairs.push((search, replace)),
+            None => out.push((path, vec![(search, replace)])),
+        }
+    }
+    out
+}
+
+/// `apply_code_change` (not silent): per path, from `"\n" + original` (`""` when missing),
+/// each pair must differ and its `"\n" + search` must occur; every occurrence is replaced.
+/// Returns path -> new text, in the order of `edits`.
+pub fn apply(code_context: &Files, edits: &Edits) -> Result<Vec<(String, String)>, FormatError> {
+    let mut out = Vec::with_capacity(edits.len());
+    for (path, pairs) in edits {
+        let mut text = format!("\n{}", code_context.get(path).map_or("", String::as_str));
+        for (search, replace) in pairs {
+            if search == replace {
+                return Err(FormatError::Identical);
+            }
+            let search = format!("\n{search}");
+            if !text.contains(&search) {
+                return Err(FormatError::NotFound(search));
+            }
+            text = text.replace(&search, &format!("\n{replace}"));
+        }
+        out.push((path.clone(), text[1..].to_string()));
+    }
+    Ok(out)
+}
+
+/// The whole of `calculate_search_replace_reward` up to the new file contents.
+pub fn edit(code_context: &Files, output: &str) -> Result<Vec<(String, String)>, FormatError> {
+    let (_, answer) = thought_and_answer(output)?;
+    let edits = parse_blocks(answer);
+    if edits.is_empty() {
+        return Err(FormatError::NoBlocks);
+    }
+    apply(code_context, &edits)
+}
+
+/// The paths an output edits (empty when it cannot be parsed): the files to read from the
+/// repository before [`edit`].
+pub fn edited_paths(output: &str) -> Vec<String> {
+    thought_and_answer(output)
+        .map(|(_, answer)| parse_blocks(answer).into_iter().map(|(p, _)| p).collect())
+        .unwrap_or_default()
+}
+
+/// A search/replace output as a patch `git apply` accepts (files in the order edited; a file
+/// absent from `code_context` is created). Empty when the edits change nothing.
+pub fn to_git_patch(code_context: &Files, output: &str) -> Result<String, FormatError> {
+    let new = edit(code_context, output)?;
+    let mut patch = String::new();
+    for (path, text) in &new {
+        patch.push_str(&udiff::git_file_diff(
+            path,
+            code_context.get(path).map(String::as_str),
+            text,
+        ));
+    }
+    Ok(patch)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx() -> Files {
+        Files::from([("m.py".to_string(), "a = 1\nb = 1\n".to_string())])
+    }
+
+    fn output(search: &str, replace: &str) -> String {
+        format!("<think>t</think><solution>\n```python\n### m.py\n<<<<<<< SEARCH\n{search}\n=======\n{replace}\n>>>>>>> REPLACE\n```\n</solution>")
+    }
+
+    #[test]
+    fn replaces_every_occurrence() {
+        let new = edit(&ctx(), &output("a = 1", "a = 2")).unwrap();
+        assert_eq!(new, [("m.py".to_string(), "a = 2\nb = 1\n".to_string())]);
+        let new = edit(&ctx(), &output(" = 1", " = 2"));
+        assert_eq!(
+            new,
+            Err(FormatError::NotFound("\n = 1".into())),
+            "search must start a line"
+        );
+    }
+
+    #[test]
+    fn git_patch_for_an_edit() {
+        let p = to_git_patch(&ctx(), &output("b = 1", "b = 3")).unwrap();
+        assert_eq!(p, "diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -1,2 +1,2 @@\n a = 1\n-b = 1\n+b = 3\n");
+    }
+}

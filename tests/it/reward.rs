@@ -1,0 +1,544 @@
+//! The SWE-RL reward against its reference: the 486 real predictions and the hand-written edge
+//! cases (exact parity), property tests against CPython's difflib and `unidiff` (run in one
+//! Python process per batch), bad input, and the `swe-eval reward` command end to end.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use proptest::prelude::*;
+use serde_json::{json, Value};
+use swe_eval::reward::{self, sequence_matcher, udiff, unidiff, Files};
+
+use crate::common;
+
+fn read_jsonl(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-12
+}
+
+#[test]
+fn unidiff_reward_equals_reference_on_486_predictions() {
+    let shared = crate::require_shared!();
+    let fixtures = read_jsonl(&shared.join("reward-fixtures/swerl_unidiff_rewards.jsonl"));
+    let (ds, _) = swe_eval::dataset::load_dataset(
+        &shared.join("partial-verified/swebench_verified_partial.jsonl"),
+    )
+    .unwrap();
+    let preds = swe_eval::predictions::load_path(
+        &shared.join("predictions/pydantic-deep_minimax-m2.5/all_preds.jsonl"),
+    )
+    .unwrap();
+    assert_eq!(preds.items.len(), 486);
+    assert_eq!(fixtures.len(), 486);
+    let want: HashMap<&str, &Value> = fixtures
+        .iter()
+        .map(|r| (r["instance_id"].as_str().unwrap(), r))
+        .collect();
+    let results = reward::batch::unidiff_rewards(&ds, &preds.items);
+    let mut checked_files = 0;
+    for (p, got) in preds.items.iter().zip(&results) {
+        let got = got.as_ref().unwrap();
+        let row = want[p.instance_id.as_str()];
+        let reference = row["reward"].as_f64().unwrap();
+        assert!(
+            close(got.similarity, reference),
+            "{}: {} vs reference {reference}",
+            p.instance_id,
+            got.similarity
+        );
+        let ref_files = row["per_file"].as_array().unwrap();
+        assert_eq!(
+            got.files.len(),
+            ref_files.len(),
+            "{}: file count",
+            p.instance_id
+        );
+        for rf in ref_files {
+            let path = rf["path"].as_str().unwrap();
+            let f = got
+                .files
+                .iter()
+                .find(|f| f.path == path)
+                .unwrap_or_else(|| panic!("{}: no file {path}", p.instance_id));
+            assert!(
+                close(f.similarity, rf["similarity"].as_f64().unwrap()),
+                "{}: {path}",
+                p.instance_id
+            );
+            assert_eq!(
+                f.in_pred,
+                rf["in_pred"].as_bool().unwrap(),
+                "{}: {path} in_pred",
+                p.instance_id
+            );
+            assert_eq!(
+                f.in_oracle,
+                rf["in_oracle"].as_bool().unwrap(),
+                "{}: {path} in_oracle",
+                p.instance_id
+            );
+            checked_files += 1;
+        }
+        // The empty predictions are the ones the reference marks empty.
+        assert_eq!(
+            got.format == reward::Format::Empty,
+            row["empty_patch"].as_bool().unwrap(),
+            "{}",
+            p.instance_id
+        );
+        assert_eq!(
+            got.reward,
+            if got.format.is_ok() {
+                got.similarity
+            } else {
+                -1.0
+            }
+        );
+    }
+    assert!(
+        checked_files >= 486,
+        "per-file values were compared ({checked_files})"
+    );
+}
+
+fn to_files(v: &Value) -> Files {
+    v.as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+        .collect()
+}
+
+#[test]
+fn edge_cases_of_both_variants_equal_reference() {
+    let shared = crate::require_shared!();
+    let doc: Value = serde_json::from_str(
+        &std::fs::read_to_string(shared.join("reward-fixtures/swerl_edge_cases.json")).unwrap(),
+    )
+    .unwrap();
+    let ctx = to_files(&doc["code_context"]);
+    let oracle = to_files(&doc["oracle_new_content"]);
+    let (mut sr, mut ud) = (0, 0);
+    for case in doc["cases"].as_array().unwrap() {
+        let name = case["case"].as_str().unwrap();
+        let want = case["reward"].as_f64().unwrap();
+        let (got, files) = if let Some(output) = case.get("model_output") {
+            sr += 1;
+            let r = reward::search_replace_reward(&ctx, &oracle, output.as_str().unwrap());
+            match case["error"].as_str() {
+                Some(msg) => assert_eq!(r.format.as_string(), msg, "{name}"),
+                None => assert!(r.format.is_ok(), "{name}: {:?}", r.format),
+            }
+            assert_eq!(
+                r.reward,
+                if r.format.is_ok() { r.similarity } else { -1.0 },
+                "{name}"
+            );
+            (r.similarity, r.files)
+        } else {
+            ud += 1;
+            let texts = |k: &str| {
+                case[k]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_str().unwrap().to_string())
+                    .collect::<Vec<_>>()
+            };
+            let (o, p) = (texts("oracle_patches"), texts("pred_patches"));
+            let o: Vec<&str> = o.iter().map(String::as_str).collect();
+            let p: Vec<&str> = p.iter().map(String::as_str).collect();
+            reward::calculate_reward_unidiff(&o, &p)
+        };
+        assert!(close(got, want), "{name}: {got} vs reference {want}");
+        let ref_files = case["per_file"].as_array().unwrap();
+        assert_eq!(files.len(), ref_files.len(), "{name}: files {files:?}");
+        for rf in ref_files {
+            let f = files
+                .iter()
+                .find(|f| f.path == rf["path"].as_str().unwrap())
+                .unwrap();
+            assert!(
+                close(f.similarity, rf["similarity"].as_f64().unwrap()),
+                "{name}: {}",
+                f.path
+            );
+        }
+    }
+    assert!(
+        sr >= 10 && ud >= 5,
+        "both variants covered ({sr} search/replace, {ud} unidiff)"
+    );
+}
+
+// ---------------------------------------------------------------- property tests vs Python
+
+/// Runs the oracle script on a batch of cases in one Python process; `None` (with a message)
+/// when python3 or unidiff is missing.
+fn python_batch(cases: &[Value]) -> Option<Vec<Value>> {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/reward_oracle.py");
+    let child = Command::new("python3")
+        .arg(&script)
+        .arg("batch")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let Ok(mut child) = child else {
+        eprintln!("skipped: python3 not found");
+        return None;
+    };
+    let input = serde_json::to_vec(cases).unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        if err.contains("No module named 'unidiff'") {
+            eprintln!("skipped: the unidiff package is missing (pip install unidiff==0.7.5)");
+            return None;
+        }
+        panic!("oracle failed: {err}");
+    }
+    Some(serde_json::from_slice(&out.stdout).unwrap())
+}
+
+/// Text from a small alphabet with lines, spaces, non-ASCII, line-break oddities.
+fn text_strategy(max: usize) -> impl Strategy<Value = String> {
+    let pieces = prop_oneof![
+        Just("a"),
+        Just("b"),
+        Just("c"),
+        Just(" "),
+        Just("\n"),
+        Just("é"),
+        Just("€"),
+        Just("𝟘"),
+        Just("\r\n"),
+        Just("\t"),
+        Just("\u{1c}"),
+        Just("x = 1"),
+        Just("def f():"),
+        Just("ab"),
+    ];
+    proptest::collection::vec(pieces, 0..max).prop_map(|v| v.concat())
+}
+
+/// Diff-like text: mostly well-formed lines with random damage, to reach every parser branch.
+fn diff_strategy() -> impl Strategy<Value = String> {
+    let line = prop_oneof![
+        3 => Just("diff --git a/f.py b/f.py\n".to_string()),
+        1 => Just("diff --git a/x b/y b/z\n".to_string()),
+        1 => Just("diff --git s3://p q s3://r\n".to_string()),
+        1 => Just("diff --git one two\n".to_string()),
+        2 => Just("--- a/f.py\n".to_string()),
+        2 => Just("+++ b/f.py\n".to_string()),
+        1 => Just("--- /dev/null\n".to_string()),
+        1 => Just("+++ b/g.py\t2020-01-01\n".to_string()),
+        1 => Just("--- a/old.py\n".to_string()),
+        1 => Just("+++ b/new.py\n".to_string()),
+        1 => Just("new file mode 100644\n".to_string()),
+        1 => Just("deleted file mode 100644\n".to_string()),
+        1 => Just("index 123..456 100644\n".to_string()),
+        3 => (0u8..4, 0u8..3, 0u8..4, 0u8..3).prop_map(|(a, b, c, d)| format!("@@ -{a},{b} +{c},{d} @@ def é():\n")),
+        1 => Just("@@ -1 +1 @@\n".to_string()),
+        1 => Just("@@ -\u{661} +1,\u{662} @@\n".to_string()),
+        12 => (prop_oneof![Just(' '), Just('+'), Just('-')], text_strategy(4))
+            .prop_map(|(prefix, t)| format!("{prefix}{}\n", t.replace(['\n', '\r'], ""))),
+        1 => Just("\n".to_string()),
+        1 => Just("\r\n".to_string()),
+        1 => Just("\\ No newline at end of file\n".to_string()),
+        1 => Just("Binary files a/x.png and b/x.png differ\n".to_string()),
+        1 => Just("GIT binary patch\n".to_string()),
+        1 => text_strategy(3),
+    ];
+    proptest::collection::vec(line, 0..14).prop_map(|v| v.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
+
+    /// Each proptest case is a batch of 60 random pairs checked in one Python run.
+    #[test]
+    fn matching_blocks_and_ratio_equal_cpython(pairs in proptest::collection::vec((text_strategy(40), text_strategy(40)), 60)) {
+        let cases: Vec<Value> = pairs.iter().map(|(a, b)| json!({"op": "blocks", "a": a, "b": b})).collect();
+        let Some(answers) = python_batch(&cases) else { return Ok(()) };
+        for ((a, b), want) in pairs.iter().zip(answers) {
+            let got: Vec<Vec<usize>> = sequence_matcher::char_matching_blocks(a, b).iter().map(|m| vec![m.a, m.b, m.size]).collect();
+            let want_blocks: Vec<Vec<usize>> = serde_json::from_value(want["blocks"].clone()).unwrap();
+            prop_assert_eq!(&got, &want_blocks, "a={:?} b={:?}", a, b);
+            let want_ratio: f64 = want["ratio"].as_str().unwrap().parse().unwrap();
+            prop_assert_eq!(reward::ratio(a, b), want_ratio, "a={:?} b={:?}", a, b);
+        }
+    }
+
+    #[test]
+    fn unidiff_parse_and_render_equal_the_package(texts in proptest::collection::vec(diff_strategy(), 60)) {
+        let cases: Vec<Value> = texts.iter().map(|t| json!({"op": "unidiff", "text": t})).collect();
+        let Some(answers) = python_batch(&cases) else { return Ok(()) };
+        for (t, want) in texts.iter().zip(answers) {
+            let parsed = unidiff::parse(t);
+            prop_assert_eq!(parsed.is_ok(), want["ok"].as_bool().unwrap(), "text={:?} got {:?}", t, parsed.as_ref().err());
+            if let Ok(set) = parsed {
+                let files: Vec<(String, String)> = serde_json::from_value(want["files"].clone()).unwrap();
+                prop_assert_eq!(unidiff::filelevel_diff(&set), files, "text={:?}", t);
+                prop_assert_eq!(set.to_string(), want["str"].as_str().unwrap(), "text={:?}", t);
+            }
+        }
+    }
+
+    #[test]
+    fn normalized_patch_equals_difflib_unified_diff(pairs in proptest::collection::vec((text_strategy(30), text_strategy(30)), 60)) {
+        let cases: Vec<Value> = pairs.iter().map(|(a, b)| json!({"op": "normalized", "old": a, "new": b})).collect();
+        let Some(answers) = python_batch(&cases) else { return Ok(()) };
+        for ((a, b), want) in pairs.iter().zip(answers) {
+            prop_assert_eq!(udiff::normalized_patch(a, b), want["patch"].as_str().unwrap(), "old={:?} new={:?}", a, b);
+        }
+    }
+}
+
+/// Lines repeated enough that `autojunk` marks some "popular" (a `b` of 200+ lines).
+#[test]
+fn long_line_diffs_with_popular_lines_equal_difflib() {
+    let mut cases = Vec::new();
+    let mut pairs = Vec::new();
+    for seed in 0..6u64 {
+        let mut x = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let mut gen = |n: usize| {
+            (0..n)
+                .map(|_| {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    match (x >> 33) % 7 {
+                        0..=2 => "    pass".to_string(),
+                        3 => String::new(),
+                        _ => format!("line {}", (x >> 40) % 50),
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let (a, b) = (gen(260), gen(240));
+        cases.push(json!({"op": "normalized", "old": a, "new": b}));
+        pairs.push((a, b));
+    }
+    let Some(answers) = python_batch(&cases) else {
+        return;
+    };
+    for ((a, b), want) in pairs.iter().zip(answers) {
+        assert_eq!(
+            udiff::normalized_patch(a, b),
+            want["patch"].as_str().unwrap()
+        );
+    }
+}
+
+// ---------------------------------------------------------------- bad input
+
+#[test]
+fn binary_and_non_utf8_patches_do_not_panic() {
+    let junk: Vec<u8> = (0..=255u8).cycle().take(5000).collect();
+    let text = String::from_utf8_lossy(&junk).into_owned();
+    let gold = "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x\n+y\n";
+    for pred in [
+        text.clone(),
+        format!("{gold}{text}"),
+        format!("diff --git a/i.png b/i.png\nGIT binary patch\nliteral 5\n{text}"),
+        "\u{0}\u{0}@@ -1 +1 @@\n\u{fffd}".to_string(),
+    ] {
+        let r = reward::unidiff_reward(gold, &pred);
+        assert!((0.0..=1.0).contains(&r.similarity), "{r:?}");
+        let _ = reward::search_replace_reward(&Files::new(), &Files::new(), &pred);
+    }
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// Runs `swe-eval reward --dataset D --predictions P --output OUT` plus `extra`.
+fn run_reward(ds: &Path, preds: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    Command::new(common::bin())
+        .arg("reward")
+        .args(extra)
+        .arg("--dataset")
+        .arg(ds)
+        .arg("--predictions")
+        .arg(preds)
+        .arg("--output")
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
+const GOLD: &str = "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1,3 +1,3 @@\n x = 1\n-y = 2\n+y = 3\n z = 4\n";
+
+#[test]
+fn cli_reports_unknown_instances_and_malformed_lines_and_writes_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = write(
+        dir.path(),
+        "ds.jsonl",
+        &format!(
+            "{}\n",
+            json!({"instance_id": "o__r-1", "repo": "o/r", "base_commit": "abc", "patch": GOLD})
+        ),
+    );
+    let preds = write(
+        dir.path(),
+        "preds.jsonl",
+        &[
+            json!({"instance_id": "o__r-1", "model_name_or_path": "m", "model_patch": GOLD})
+                .to_string(),
+            json!({"instance_id": "nope-9", "model_name_or_path": "m", "model_patch": GOLD})
+                .to_string(),
+            r#"{"instance_id": "o__r-1", "model_name_or_path": "m", "model_patch": 5}"#.to_string(),
+            json!({"instance_id": "o__r-1", "model_name_or_path": "m", "model_patch": ""})
+                .to_string(),
+        ]
+        .join("\n"),
+    );
+    let out = dir.path().join("out.jsonl");
+    let res = run_reward(&ds, &preds, &out, &[]);
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert_eq!(res.status.code(), Some(3), "stderr: {stderr}");
+    assert!(
+        stderr.contains("nope-9"),
+        "unknown instance named: {stderr}"
+    );
+    assert!(
+        stderr.contains("preds.jsonl:3") && stderr.contains("model_patch"),
+        "file, line, field: {stderr}"
+    );
+    let rows = read_jsonl(&out);
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0]["similarity"], 1.0);
+    assert_eq!(rows[0]["format"], "ok");
+    assert_eq!(rows[0]["files"][0]["path"], "a.py");
+    assert_eq!(rows[1]["sample"], 1);
+    assert_eq!(rows[1]["format"], "empty");
+    assert_eq!(rows[1]["reward"], -1.0);
+    assert_eq!(rows[1]["similarity"], 0.0);
+
+    let csv_out = dir.path().join("out.csv");
+    let res = run_reward(&ds, &preds, &csv_out, &[]);
+    assert_eq!(res.status.code(), Some(3));
+    let csv = std::fs::read_to_string(&csv_out).unwrap();
+    assert_eq!(
+        csv.lines().next().unwrap(),
+        "instance_id,model_name_or_path,sample,similarity,reward,format"
+    );
+    assert_eq!(csv.lines().count(), 3);
+}
+
+// ---------------------------------------------------------------- search/replace with git
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn search_replace_from_git_and_converted_patch_applies() {
+    if Command::new("git").arg("--version").output().is_err() {
+        eprintln!("skipped: git not found");
+        return;
+    }
+    let repo = tempfile::tempdir().unwrap();
+    let r = repo.path();
+    git(r, &["init", "-q"]);
+    std::fs::write(r.join("a.py"), "x = 1\ny = 2\nz = 4\n").unwrap();
+    git(r, &["add", "."]);
+    git(
+        r,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "base",
+        ],
+    );
+    let base = git(r, &["rev-parse", "HEAD"]);
+    let output = "<think>fix y</think>\n<solution>\n```python\n### a.py\n<<<<<<< SEARCH\ny = 2\n=======\ny = 3\n>>>>>>> REPLACE\n```\n\n```python\n### new.py\n<<<<<<< SEARCH\n\n=======\nprint(1)\n>>>>>>> REPLACE\n```\n</solution>";
+
+    let dir = tempfile::tempdir().unwrap();
+    let ds = write(
+        dir.path(),
+        "ds.jsonl",
+        &format!(
+            "{}\n",
+            json!({"instance_id": "o__r-1", "repo": "o/r", "base_commit": base, "patch": GOLD})
+        ),
+    );
+    let preds = write(
+        dir.path(),
+        "preds.jsonl",
+        &json!({"instance_id": "o__r-1", "model_name_or_path": "m", "model_patch": output})
+            .to_string(),
+    );
+    let out = dir.path().join("out.jsonl");
+    let res = {
+        let repo_arg = format!("o/r={}", r.display());
+        run_reward(
+            &ds,
+            &preds,
+            &out,
+            &["--variant", "search-replace", "--repo", &repo_arg],
+        )
+    };
+    assert_eq!(
+        res.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    let rows = read_jsonl(&out);
+    // a.py is exactly the gold change; new.py is an extra file: (1 + 0) / 2.
+    assert_eq!(rows[0]["similarity"], 0.5, "{rows:?}");
+    assert_eq!(rows[0]["format"], "ok");
+
+    // The converted patch applies with git and gives the edited files.
+    let originals = reward::git::read_files(r, &base, &["a.py".into(), "new.py".into()]).unwrap();
+    assert_eq!(originals.len(), 1, "new.py does not exist at base");
+    let patch = reward::search_replace::to_git_patch(&originals, output).unwrap();
+    let patch_file = write(dir.path(), "p.diff", &patch);
+    git(r, &["apply", patch_file.to_str().unwrap()]);
+    assert_eq!(
+        std::fs::read_to_string(r.join("a.py")).unwrap(),
+        "x = 1\ny = 3\nz = 4\n"
+    );
+    // The reference's empty SEARCH on a new file leaves no final newline; git is told so.
+    assert_eq!(
+        std::fs::read_to_string(r.join("new.py")).unwrap(),
+        "print(1)"
+    );
+}
