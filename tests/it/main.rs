@@ -4,3 +4,4 @@ mod common;
 mod spec;
 mod correlate;
 mod grading;
+mod mini;
