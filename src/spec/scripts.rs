@@ -611,7 +611,10 @@ impl Debian {
         let mut env_commands = Vec::new();
         let mut deferred = Vec::new();
         if venv {
-            env_commands.push(format!("python3 -m venv --system-site-packages {VENV_DIR}"));
+            // An isolated venv: with the system site-packages visible, pip would take the
+            // image's own pytest as satisfying `pytest`, and `/usr/bin/pytest` (system Python)
+            // would then run the tests without the packages installed here.
+            env_commands.push(format!("python3 -m venv {VENV_DIR}"));
             env_commands.push(format!(
                 "python -m pip install {PIP_PIN} {} {WHEEL_PIN}",
                 setuptools_pin(&spec.python, release)

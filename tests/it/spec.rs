@@ -395,7 +395,7 @@ fn debian_flavour_pins_build_tools_and_skips_build_isolation() {
     assert!(ts.warnings.is_empty(), "{:?}", ts.warnings);
     assert!(ts
         .setup_env_script
-        .contains("python3 -m venv --system-site-packages /opt/testbed"));
+        .contains("python3 -m venv /opt/testbed"));
     assert!(ts.setup_env_script.contains("setuptools==68.0.0"));
     assert!(ts
         .eval_script
