@@ -1,10 +1,441 @@
-//! `swe-eval run`: not written yet.
+//! `swe-eval run`: apply each prediction in its own container, run the hidden tests, grade
+//! them as the official harness does, and write the official reports. With no `--dataset` and
+//! no `--predictions` it runs the bundled mini benchmark.
 
-use super::CliResult;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use super::{BoxError, CliResult, Outcome};
+use crate::dataset::{self, Dataset, Instance};
+use crate::engine::{DockerEngine, Engine};
+use crate::images::{self, CacheLevel, RepoSources};
+use crate::predictions::{self, Prediction};
+use crate::runner::prepare::{self, PrepareOptions};
+use crate::runner::{self, Category, Plan, RunConfig, RunReport};
+use crate::spec::Flavour;
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+#[command(after_help = "\
+Examples:
+  swe-eval run                                      the bundled mini benchmark
+  swe-eval run -d verified.parquet -p preds.jsonl --run-id try1 -j 4
+  swe-eval run -d verified.parquet -p gold -i django__django-11099 --namespace ''
 
-pub fn run(_args: Args) -> CliResult {
-    Err("`swe-eval run` is not implemented yet".into())
+Results go under OUTPUT (default results/): logs/run_evaluation/<run_id>/<model>/<instance_id>/
+(patch.diff, eval.sh, test_output.txt, report.json, run_instance.log, verdict.json), samples
+after the first in <instance_id>.sample<k>/, the official summary <model>.<run_id>.json (sample k:
+<model>.<run_id>.sample<k>.json), and <run_id>.predictions.jsonl/.csv with every prediction.
+
+Running again with the same --run-id resumes: predictions whose verdict exists for the same patch
+are skipped, changed ones re-run. Ctrl-C once finishes the running jobs and writes everything;
+twice kills this run's containers.
+
+Exit codes: 0 done; 1 failed; 2 bad usage; 3 done, but some inputs or jobs had problems
+(infrastructure errors, skipped rows, predictions not run).")]
+pub struct Args {
+    /// Dataset rows (JSON, JSON Lines or Parquet). Without --dataset and --predictions, the
+    /// bundled mini benchmark runs.
+    #[arg(long, short = 'd')]
+    pub dataset: Option<PathBuf>,
+    /// Predictions (JSON Lines, JSON list or object keyed by id), or `gold`.
+    #[arg(long, short = 'p')]
+    pub predictions: Option<String>,
+    /// Run id: names the log folder and the summaries, and is the key for resuming
+    /// [default: `mini` for the mini benchmark, else `run-<UTC time>`].
+    #[arg(long)]
+    pub run_id: Option<String>,
+    /// Containers run at once [default: min(4, cores)].
+    #[arg(long, short = 'j')]
+    pub workers: Option<usize>,
+    /// Output folder.
+    #[arg(long, short = 'o', default_value = "results")]
+    pub output: PathBuf,
+    /// Per-prediction timeout in seconds, from container start [default: 1800; 60 for the
+    /// mini benchmark].
+    #[arg(long, short = 't')]
+    pub timeout: Option<u64>,
+    /// Only these instances (space- or comma-separated).
+    #[arg(long, short = 'i', num_args = 1.., value_delimiter = ',')]
+    pub instance_ids: Vec<String>,
+    /// Strict mode: before the tests, remove files the patch adds that change test collection
+    /// (conftest.py, ...) and restore edited ones; summaries use strict grading. The strict
+    /// verdict is recorded in every mode.
+    #[arg(long)]
+    pub strict: bool,
+    /// Take a repository from a local clone, bundle or URL instead of GitHub (repeatable).
+    #[arg(long = "repo", value_name = "OWNER/NAME=PATH_OR_URL")]
+    pub repos: Vec<String>,
+    /// A folder of mirrors: `<owner>__<name>` clones or `.bundle` files.
+    #[arg(long)]
+    pub mirrors: Option<PathBuf>,
+    /// Registry/namespace of prebuilt official images (`''` builds locally).
+    #[arg(long)]
+    pub namespace: Option<String>,
+    /// Which images to keep after the run: none, base, env or instance.
+    #[arg(long, default_value = "env")]
+    pub cache_level: String,
+    /// A PEM certificate bundle that image builds trust (for a TLS-intercepting proxy).
+    #[arg(long)]
+    pub ca_cert: Option<PathBuf>,
+    /// Image flavour: `official` (conda, as the official images) or `debian` (offline base)
+    /// [default: official; debian for the mini benchmark].
+    #[arg(long)]
+    pub flavour: Option<String>,
+    /// Give the test containers network access (off by default).
+    #[arg(long)]
+    pub network: bool,
+}
+
+/// The run's inputs, loaded and checked.
+pub struct Inputs {
+    pub dataset: Dataset,
+    pub predictions: Vec<Prediction>,
+    /// The instances the run covers (the dataset, narrowed by `--instance-ids`).
+    pub instance_ids: Vec<String>,
+    /// Rows and predictions skipped, with file and line.
+    pub problems: Vec<String>,
+    /// Mirrors of the mini benchmark, when it is the input.
+    pub mini_mirrors: Option<PathBuf>,
+}
+
+/// Loads the dataset and predictions (or materializes the mini benchmark into `output/mini`).
+pub fn load_inputs(
+    dataset: Option<&Path>,
+    predictions: Option<&str>,
+    instance_ids: &[String],
+    output: &Path,
+) -> Result<Inputs, BoxError> {
+    let mut problems = Vec::new();
+    let (ds_path, pred_spec, mini_mirrors) = match (dataset, predictions) {
+        (None, None) => {
+            let dir = output.join("mini");
+            let bench = crate::mini::materialize(&dir).map_err(|e| {
+                format!("cannot write the mini benchmark to {}: {e}", dir.display())
+            })?;
+            (
+                bench.dataset,
+                bench.predictions.to_string_lossy().into_owned(),
+                Some(bench.mirrors),
+            )
+        }
+        (Some(d), Some(p)) => (d.to_path_buf(), p.to_string(), None),
+        (None, Some(_)) => return Err("--predictions needs --dataset".into()),
+        (Some(_), None) => return Err("--dataset needs --predictions (a file, or `gold`)".into()),
+    };
+    let (ds, ds_problems) = dataset::load_dataset(&ds_path)?;
+    problems.extend(ds_problems.iter().map(ToString::to_string));
+    let loaded = predictions::load(&pred_spec, Some(&ds))?;
+    problems.extend(loaded.problems.iter().map(ToString::to_string));
+    let checked = predictions::check_against(&ds, loaded.items, Path::new(&pred_spec));
+    problems.extend(checked.problems.iter().map(ToString::to_string));
+    let mut ids: Vec<String> = ds.instances.iter().map(|i| i.instance_id.clone()).collect();
+    if !instance_ids.is_empty() {
+        for id in instance_ids {
+            if ds.get(id).is_none() {
+                problems.push(format!("--instance-ids: {id} is not in the dataset"));
+            }
+        }
+        ids.retain(|id| instance_ids.contains(id));
+    }
+    let keep: std::collections::HashSet<&str> = ids.iter().map(String::as_str).collect();
+    let predictions = checked
+        .items
+        .into_iter()
+        .filter(|p| keep.contains(p.instance_id.as_str()))
+        .collect();
+    Ok(Inputs {
+        dataset: ds,
+        predictions,
+        instance_ids: ids,
+        problems,
+        mini_mirrors,
+    })
+}
+
+/// Image and repository options shared by `run`, `validate` and `bench harness`.
+pub fn prepare_options(
+    output: &Path,
+    flavour: Option<&str>,
+    mini: bool,
+    namespace: Option<String>,
+    repos: &[String],
+    mirrors: Option<PathBuf>,
+    ca_cert: Option<&Path>,
+    workers: usize,
+) -> Result<PrepareOptions, BoxError> {
+    let flavour: Flavour = match flavour {
+        Some(f) => f.parse()?,
+        None if mini => Flavour::Debian,
+        None => Flavour::Official,
+    };
+    let mut sources = RepoSources {
+        mirrors,
+        ..Default::default()
+    };
+    for r in repos {
+        sources.add_override(r)?;
+    }
+    let ca_cert = match ca_cert {
+        Some(p) => Some(
+            std::fs::read(p).map_err(|e| format!("cannot read --ca-cert {}: {e}", p.display()))?,
+        ),
+        None => None,
+    };
+    Ok(PrepareOptions {
+        flavour,
+        namespace,
+        ca_cert,
+        repos: sources,
+        repo_cache: repo_cache_dir(output),
+        build_logs: output.join("logs").join("build_images"),
+        parallel: workers,
+    })
+}
+
+/// The bare repository cache: `$SWE_EVAL_CACHE/repos`, else `$XDG_CACHE_HOME/swe-eval/repos`,
+/// else `~/.cache/swe-eval/repos`, else under the output folder.
+fn repo_cache_dir(output: &Path) -> PathBuf {
+    if let Some(d) = std::env::var_os("SWE_EVAL_CACHE") {
+        return PathBuf::from(d).join("repos");
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+        return PathBuf::from(d).join("swe-eval").join("repos");
+    }
+    if let Some(h) = std::env::var_os("HOME") {
+        return PathBuf::from(h)
+            .join(".cache")
+            .join("swe-eval")
+            .join("repos");
+    }
+    output.join(".cache").join("repos")
+}
+
+/// The instances that have predictions, in dataset order.
+pub fn needed<'a>(ds: &'a Dataset, preds: &[Prediction]) -> Vec<&'a Instance> {
+    let want: std::collections::HashSet<&str> =
+        preds.iter().map(|p| p.instance_id.as_str()).collect();
+    ds.instances
+        .iter()
+        .filter(|i| want.contains(i.instance_id.as_str()))
+        .collect()
+}
+
+/// Runs the plan with Ctrl-C wired in and the progress bar drawn; returns the report.
+pub async fn execute<E: Engine>(
+    engine: Arc<E>,
+    plan: Plan,
+    config: RunConfig,
+) -> Result<RunReport, BoxError> {
+    let (itx, irx) = mpsc::unbounded_channel();
+    let signals = tokio::spawn(async move {
+        while tokio::signal::ctrl_c().await.is_ok() {
+            if itx.send(()).is_err() {
+                break;
+            }
+        }
+    });
+    let (etx, erx) = mpsc::unbounded_channel();
+    let visible = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let bar = tokio::spawn(crate::progress::show(erx, visible));
+    let report = runner::run(engine, plan, config, irx, etx).await;
+    signals.abort();
+    let _ = bar.await;
+    Ok(report?)
+}
+
+pub fn run(args: Args) -> CliResult {
+    let rt = tokio::runtime::Runtime::new()?;
+    rt.block_on(run_async(args))
+}
+
+async fn run_async(mut args: Args) -> CliResult {
+    // Git and the image builder run in other folders: relative paths must not change meaning.
+    args.output = std::path::absolute(&args.output)?;
+    if let Some(m) = &args.mirrors {
+        args.mirrors = Some(std::path::absolute(m)?);
+    }
+    args.repos = args.repos.iter().map(|r| absolute_repo_flag(r)).collect();
+    let inputs = load_inputs(
+        args.dataset.as_deref(),
+        args.predictions.as_deref(),
+        &args.instance_ids,
+        &args.output,
+    )?;
+    let mini = inputs.mini_mirrors.is_some();
+    for p in &inputs.problems {
+        eprintln!("warning: {p}");
+    }
+    let run_id =
+        args.run_id
+            .clone()
+            .unwrap_or_else(|| if mini { "mini".into() } else { time_run_id() });
+    let workers = args.workers.unwrap_or_else(runner::default_workers).max(1);
+    let cache_level: CacheLevel = args.cache_level.parse()?;
+    let opts = prepare_options(
+        &args.output,
+        args.flavour.as_deref(),
+        mini,
+        args.namespace.clone(),
+        &args.repos,
+        args.mirrors.clone().or(inputs.mini_mirrors.clone()),
+        args.ca_cert.as_deref(),
+        workers,
+    )?;
+
+    let engine = Arc::new(DockerEngine::connect().await?);
+    let needed = needed(&inputs.dataset, &inputs.predictions);
+    eprintln!(
+        "preparing images for {} instances ({} flavour)...",
+        needed.len(),
+        opts.flavour
+    );
+    let prepared = prepare::prepare(&*engine, &needed, &opts).await;
+    for w in &prepared.warnings {
+        eprintln!("note: {w}");
+    }
+    for (id, f) in &prepared.images.failed {
+        eprintln!("warning: {id}: image {} failed: {}", f.image, f.message);
+    }
+
+    let mut config = RunConfig::new(&run_id, args.output.clone());
+    config.workers = workers;
+    config.strict = args.strict;
+    config.network = args.network;
+    config.timeout = Duration::from_secs(args.timeout.unwrap_or(if mini {
+        crate::mini::DEFAULT_TIMEOUT_SECS
+    } else {
+        1800
+    }));
+    let plan = Plan {
+        setups: prepared.setups,
+        predictions: inputs.predictions,
+        instance_ids: inputs.instance_ids,
+    };
+    let report = execute(engine.clone(), plan, config).await?;
+    for (image, e) in images::cleanup(&*engine, &prepared.images, cache_level).await {
+        eprintln!("warning: image {image} not removed: {e}");
+    }
+    print_report(&report);
+    let troubled = !inputs.problems.is_empty()
+        || !report.problems.is_empty()
+        || report.not_run > 0
+        || report.count(Category::InfraError) > 0;
+    Ok(if troubled {
+        Outcome::WithProblems
+    } else {
+        Outcome::Clean
+    })
+}
+
+/// `owner/name=PATH` with PATH made absolute when it is a local path that exists.
+pub fn absolute_repo_flag(flag: &str) -> String {
+    match flag.split_once('=') {
+        Some((repo, src)) if Path::new(src).exists() => match std::path::absolute(src) {
+            Ok(p) => format!("{repo}={}", p.display()),
+            Err(_) => flag.to_string(),
+        },
+        _ => flag.to_string(),
+    }
+}
+
+/// `run-YYYYMMDDTHHMMSS` (UTC).
+fn time_run_id() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "run-{y:04}{m:02}{d:02}T{:02}{:02}{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// The closing lines of a run.
+pub fn print_report(r: &RunReport) {
+    let c = |cat| r.count(cat);
+    println!(
+        "run {}: {} predictions, {} resumed, {} containers run, {:.1} s",
+        r.run_id,
+        r.predictions,
+        r.resumed,
+        r.jobs_run,
+        r.wall.as_secs_f64()
+    );
+    println!(
+        "  resolved {} · unresolved {} · error {} · empty patch {} · infrastructure error {}",
+        c(Category::Resolved),
+        c(Category::Unresolved),
+        c(Category::Error),
+        c(Category::EmptyPatch),
+        c(Category::InfraError)
+    );
+    let s = |cat| r.strict_counts.get(&cat).copied().unwrap_or(0);
+    println!(
+        "  strict grading: resolved {} · unresolved {} · error {}",
+        s(Category::Resolved),
+        s(Category::Unresolved),
+        s(Category::Error)
+    );
+    if r.infra_retries > 0 {
+        println!("  engine retries: {}", r.infra_retries);
+    }
+    if r.interrupted {
+        println!(
+            "  interrupted{}: {} predictions not run; run again with --run-id {} to finish",
+            if r.killed { " (containers killed)" } else { "" },
+            r.not_run,
+            r.run_id
+        );
+    } else if r.not_run > 0 {
+        println!("  {} predictions not run", r.not_run);
+    }
+    for p in &r.problems {
+        eprintln!("warning: {p}");
+    }
+    for f in &r.files {
+        println!("  wrote {}", f.display());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_run_id_is_sortable_and_plausible() {
+        let id = time_run_id();
+        assert!(id.starts_with("run-20"), "{id}");
+        assert_eq!(id.len(), "run-20261129T101500".len());
+    }
+
+    #[test]
+    fn mini_inputs_load_with_no_arguments() {
+        let dir = tempfile::tempdir().unwrap();
+        let inputs = load_inputs(None, None, &[], dir.path()).unwrap();
+        assert!(inputs.problems.is_empty(), "{:?}", inputs.problems);
+        assert!(inputs.instance_ids.len() >= 8);
+        assert_eq!(inputs.predictions.len(), crate::mini::expected().len());
+        assert!(inputs.mini_mirrors.unwrap().is_dir());
+        let one = load_inputs(None, None, &["swe-eval-mini__calc-1".into()], dir.path()).unwrap();
+        assert_eq!(one.instance_ids, ["swe-eval-mini__calc-1"]);
+        assert!(one
+            .predictions
+            .iter()
+            .all(|p| p.instance_id == "swe-eval-mini__calc-1"));
+    }
 }

@@ -3,7 +3,9 @@
 //!
 //! The driver applies the patch in `/testbed` the way the official harness (v5) does: `git
 //! apply -v`, then `--3way`, then `--reject`, then `patch --fuzz=5`, resetting the tree between
-//! attempts, and accepting a patch that is already applied. It then runs the eval script.
+//! attempts, and accepting a patch that is already applied. `patch` gets `--forward` (as in v5):
+//! in `--batch` mode it would otherwise take a patch that looks reversed and apply it backwards,
+//! undoing a change that is already there. It then runs the eval script.
 //! Its own markers carry a per-job nonce, so a patch whose code prints marker-like lines cannot
 //! forge the driver's verdict on the apply step or cut the eval output short. The script file is
 //! deleted once it runs, so the tests cannot read the nonce from disk.
@@ -56,7 +58,7 @@ pub fn render(nonce: &str, mode: PatchMode, strict_remove: bool) -> String {
             s.push_str(&format!("P={PATCH_PATH}\nAPPLIED=\n"));
             s.push_str(concat!(
                 "for CMD in 'git apply -v' 'git apply -v --3way' 'git apply -v --reject' ",
-                "'patch --batch --fuzz=5 -p1 -i'; do\n",
+                "'patch --batch --forward --fuzz=5 -p1 -i'; do\n",
                 "  echo \"+ $CMD $P\"\n",
                 "  if $CMD \"$P\" 2>&1; then APPLIED=$CMD; break; fi\n",
                 "  reset_tree\n",
@@ -282,7 +284,7 @@ mod tests {
             "git apply -v'",
             "--3way",
             "--reject",
-            "patch --batch --fuzz=5 -p1 -i",
+            "patch --batch --forward --fuzz=5 -p1 -i",
             "--check --reverse",
             EVAL_PATH,
             STRICT_REMOVE_PATH,

@@ -36,8 +36,10 @@ use crate::predictions::Prediction;
 pub mod driver;
 mod grade;
 mod job;
+pub mod prepare;
 pub mod store;
 pub mod summary;
+pub mod trivial;
 
 pub use driver::PatchMode;
 pub use store::{Category, Layout, Verdict};
@@ -167,7 +169,8 @@ pub struct RunReport {
     pub strict_counts: BTreeMap<Category, usize>,
     pub predictions: usize,
     pub resumed: usize,
-    /// Containers run (a job counts once however many predictions shared it).
+    /// Containers run (a job counts once however many predictions shared it; predictions
+    /// without an image run none).
     pub jobs_run: usize,
     pub infra_retries: u32,
     /// Predictions left without a verdict (interrupted, deadline, write failures).
@@ -307,7 +310,9 @@ pub async fn run<E: Engine>(
                 let Ok(permit) = permit else { break };
                 let Some(job) = queue.pop_front() else { continue };
                 emit(RunEvent::JobStarted { instance_id: job.setup.instance.instance_id.clone() });
-                st.jobs_run += 1;
+                if job.setup.image.is_ok() {
+                    st.jobs_run += 1;
+                }
                 let (engine, cfg, j) = (engine.clone(), job_cfg.clone(), job.clone());
                 let handle = running.spawn(async move {
                     let _permit = permit;

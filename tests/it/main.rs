@@ -3,5 +3,11 @@
 mod common;
 mod spec;
 mod correlate;
-mod grading;
 mod mini;
+mod engine;
+mod reward;
+mod images;
+mod grading;
+mod fuzz;
+mod faults;
+mod runner;

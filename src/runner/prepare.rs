@@ -1,0 +1,145 @@
+//! From dataset rows to what the runner needs per instance: the test spec (eval script, log
+//! parser) and a ready image, built through the image plan. An instance whose spec or image
+//! cannot be had gets a `Setup` whose image is the reason why, so only its own predictions
+//! fail (as infrastructure errors) and the run goes on.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::dataset::Instance;
+use crate::engine::tarball::Entry;
+use crate::engine::Engine;
+use crate::images::{
+    self, BaseOptions, BuildOptions, PlanOptions, Prepared, RepoCache, RepoSources,
+};
+use crate::spec::{Flavour, SpecOptions, TestSpec};
+
+use super::Setup;
+
+/// How images are chosen and built.
+#[derive(Debug, Clone)]
+pub struct PrepareOptions {
+    pub flavour: Flavour,
+    /// Registry and namespace of official images (`--namespace`).
+    pub namespace: Option<String>,
+    /// A PEM bundle the Debian environment images trust (`--ca-cert`).
+    pub ca_cert: Option<Vec<u8>>,
+    pub repos: RepoSources,
+    /// Bare repository cache (fetched once, reused by later runs).
+    pub repo_cache: PathBuf,
+    /// `<output>/logs/build_images`.
+    pub build_logs: PathBuf,
+    /// Instance images built at once.
+    pub parallel: usize,
+}
+
+/// What was prepared: a setup per instance, and the images created (for cleanup by cache
+/// level).
+#[derive(Debug, Default)]
+pub struct Prepare {
+    pub setups: HashMap<String, Arc<Setup>>,
+    pub images: Prepared,
+    /// Spec warnings worth showing (nearest Debian release, best-effort installs, ...).
+    pub warnings: Vec<String>,
+}
+
+/// Specs and images for `instances`.
+pub async fn prepare<E: Engine>(
+    engine: &E,
+    instances: &[&Instance],
+    opts: &PrepareOptions,
+) -> Prepare {
+    let mut out = Prepare::default();
+    let mut specs = Vec::new();
+    let spec_opts = SpecOptions {
+        ca_cert: opts.ca_cert.is_some(),
+        ..SpecOptions::new(opts.flavour)
+    };
+    for inst in instances {
+        match TestSpec::with_options(inst, &spec_opts) {
+            Ok(spec) => {
+                out.warnings.extend(
+                    spec.warnings
+                        .iter()
+                        .map(|w| format!("{}: {w}", inst.instance_id)),
+                );
+                specs.push((*inst, spec));
+            }
+            Err(e) => {
+                out.setups.insert(
+                    inst.instance_id.clone(),
+                    Arc::new(Setup {
+                        instance: (*inst).clone(),
+                        image: Err(format!("no test spec: {e}")),
+                        eval_script: String::new(),
+                        log_parser: crate::logparse::parser_for_repo(&inst.repo).to_string(),
+                    }),
+                );
+            }
+        }
+    }
+    let plan_opts = PlanOptions {
+        namespace: opts.namespace.clone(),
+        ..Default::default()
+    };
+    let only_specs: Vec<TestSpec> = specs.iter().map(|(_, s)| s.clone()).collect();
+    let mut plan = images::plan(&only_specs, &plan_opts);
+    if let Some(pem) = &opts.ca_cert {
+        for inst in &mut plan.instances {
+            if let Some(chain) = &mut inst.build {
+                chain.env.files.push(Entry {
+                    path: "ca.crt".into(),
+                    contents: pem.clone(),
+                    mode: 0o644,
+                });
+            }
+        }
+    }
+    let build = BuildOptions {
+        logs_dir: opts.build_logs.clone(),
+        repos: RepoCache::new(opts.repo_cache.clone(), opts.repos.clone()),
+        base: BaseOptions {
+            log_file: Some(
+                opts.build_logs
+                    .join("base")
+                    .join("debian-bootstrap")
+                    .join("build_image.log"),
+            ),
+            ..BaseOptions::default()
+        },
+        parallel: opts.parallel.max(1),
+    };
+    out.images = images::ensure(engine, &plan, &build).await;
+    for (inst, spec) in specs {
+        let image = match out.images.images.get(&inst.instance_id) {
+            Some(img) => Ok(img.clone()),
+            None => Err(match out.images.failed.get(&inst.instance_id) {
+                Some(f) => {
+                    let log = f
+                        .log_path
+                        .as_ref()
+                        .map(|p| format!(" (log: {})", p.display()))
+                        .unwrap_or_default();
+                    format!(
+                        "image {} ({} layer) not available: {}{log}",
+                        f.image,
+                        f.layer.as_str(),
+                        f.message
+                    )
+                }
+                None => "no image was prepared".to_string(),
+            }),
+        };
+        out.setups.insert(
+            inst.instance_id.clone(),
+            Arc::new(Setup {
+                instance: inst.clone(),
+                image,
+                eval_script: spec.eval_script,
+                log_parser: spec.log_parser,
+            }),
+        );
+    }
+    out
+}
