@@ -3,11 +3,6 @@
 mod common;
 mod spec;
 mod correlate;
-mod mini;
-mod engine;
-mod reward;
-mod images;
 mod grading;
-mod fuzz;
-mod faults;
+mod mini;
 mod runner;
