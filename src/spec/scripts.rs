@@ -596,6 +596,8 @@ struct Debian {
     env_commands: Vec<String>,
     /// Commands for `setup_repo.sh` before `pre_install` (requirements from the checkout).
     deferred: Vec<String>,
+    /// The era's setuptools pin, also a constraint on the repository's build requirements.
+    setuptools: &'static str,
 }
 
 impl Debian {
@@ -610,14 +612,14 @@ impl Debian {
         let venv = spec.packages.is_some() || !pip_packages.is_empty() || spec.install.is_some();
         let mut env_commands = Vec::new();
         let mut deferred = Vec::new();
+        let setuptools = setuptools_pin(&spec.python, release);
         if venv {
             // An isolated venv: with the system site-packages visible, pip would take the
             // image's own pytest as satisfying `pytest`, and `/usr/bin/pytest` (system Python)
             // would then run the tests without the packages installed here.
             env_commands.push(format!("python3 -m venv {VENV_DIR}"));
             env_commands.push(format!(
-                "python -m pip install {PIP_PIN} {} {WHEEL_PIN}",
-                setuptools_pin(&spec.python, release)
+                "python -m pip install {PIP_PIN} {setuptools} {WHEEL_PIN}"
             ));
         }
         let checkout_get = format!("cat \"{REPO_DIR}/$1\"");
@@ -677,6 +679,7 @@ impl Debian {
             venv,
             env_commands,
             deferred,
+            setuptools,
         }
     }
 
@@ -705,7 +708,12 @@ impl Debian {
         }
         l.extend(self.deferred.iter().cloned());
         l.extend(ctx.spec.pre_install.iter().map(|c| offline_tolerant(c)));
-        l.extend(ctx.install().map(no_build_isolation));
+        if let Some(install) = ctx.install() {
+            if install.contains("pip install") {
+                l.push(build_requirements(self.setuptools));
+            }
+            l.push(no_build_isolation(install));
+        }
         l.extend(commit_setup());
         script_text("set -euxo pipefail", &l)
     }
@@ -739,6 +747,24 @@ impl Debian {
         ]);
         script_text("set -uxo pipefail", &l)
     }
+}
+
+/// Installs the repository's `[build-system] requires` (after `pre_install`, which may pin
+/// them), with the era's setuptools as a constraint: the install then runs without build
+/// isolation, at image build and again, offline, in the eval script.
+fn build_requirements(setuptools: &str) -> String {
+    let reader = r#"import re
+t = open("pyproject.toml").read()
+m = re.search(r"^\[build-system\](.*?)(?=^\[|\Z)", t, re.S | re.M)
+b = re.sub(r"(?m)#.*$", "", m.group(1)) if m else ""
+r = re.search(r"requires\s*=\s*\[(.*?)\]", b, re.S)
+print("\n".join(re.findall(r"[\"']([^\"']+)[\"']", r.group(1))) if r else "")"#;
+    format!(
+        "if [ -f pyproject.toml ]; then python - > /tmp/swe_build_reqs.txt <<'EOF_SWE_BUILD'\n{reader}\nEOF_SWE_BUILD\n\
+         echo {setuptools} > /tmp/swe_build_constraints.txt\n\
+         if [ -s /tmp/swe_build_reqs.txt ]; then python -m pip install -r /tmp/swe_build_reqs.txt -c /tmp/swe_build_constraints.txt || echo 'swe-eval: build requirements not all installed'; fi\n\
+         fi"
+    )
 }
 
 /// setuptools for the spec's era, within what the image's interpreter can run: old specs
