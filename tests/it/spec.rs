@@ -393,9 +393,7 @@ fn debian_flavour_pins_build_tools_and_skips_build_isolation() {
     let ts = TestSpec::new(&inst, Flavour::Debian).unwrap();
     assert_eq!(ts.debian_release, Some(DebianRelease::Bullseye));
     assert!(ts.warnings.is_empty(), "{:?}", ts.warnings);
-    assert!(ts
-        .setup_env_script
-        .contains("python3 -m venv /opt/testbed"));
+    assert!(ts.setup_env_script.contains("python3 -m venv /opt/testbed"));
     assert!(ts.setup_env_script.contains("setuptools==68.0.0"));
     assert!(ts
         .eval_script
