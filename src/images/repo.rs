@@ -4,9 +4,10 @@
 //! fetched once into a bare cache, then each instance gets a fresh repository holding
 //! `base_commit` and its ancestors only.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::ImageError;
 
@@ -102,6 +103,9 @@ impl RepoCache {
         let bare = self
             .dir
             .join(format!("{}.git", repo.replacen('/', "__", 1)));
+        // Instances of one repository are prepared in parallel; one fetch at a time per cache.
+        let lock = repo_lock(&bare);
+        let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
         let fail = |message: String| ImageError::Repo {
             repo: repo.to_string(),
             message,
@@ -184,6 +188,16 @@ impl RepoCache {
     }
 }
 
+/// The in-process lock of one bare cache.
+fn repo_lock(bare: &Path) -> Arc<Mutex<()>> {
+    static LOCKS: OnceLock<Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>> = OnceLock::new();
+    let mut map = LOCKS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    map.entry(bare.to_path_buf()).or_default().clone()
+}
+
 fn has_commit(repo: &Path, commit: &str) -> bool {
     git(
         &["cat-file", "-e", &format!("{commit}^{{commit}}")],
@@ -213,5 +227,46 @@ mod tests {
         assert_eq!(s.source("a/b"), "https://github.com/a/b.git");
         assert!(s.add_override("nonsense").is_err());
         assert!(s.add_override("a=b").is_err());
+    }
+}
+
+#[cfg(test)]
+mod race_tests {
+    use super::*;
+
+    fn git_ok(dir: &Path, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .current_dir(dir)
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    #[test]
+    fn parallel_snapshots_share_one_cache() {
+        let tmp = tempfile::tempdir().unwrap();
+        let up = tmp.path().join("up");
+        std::fs::create_dir_all(&up).unwrap();
+        git_ok(&up, &["init", "-q"]);
+        std::fs::write(up.join("a"), "1").unwrap();
+        git_ok(&up, &["add", "."]);
+        git_ok(&up, &["commit", "-q", "-m", "1"]);
+        let c = git_ok(&up, &["rev-parse", "HEAD"]);
+        let mut s = RepoSources::default();
+        s.add_override(&format!("o/n={}", up.display())).unwrap();
+        let cache = RepoCache::new(tmp.path().join("cache"), s);
+        std::thread::scope(|sc| {
+            for i in 0..4 {
+                let (cache, c, dest) = (&cache, &c, tmp.path().join(format!("d{i}")));
+                sc.spawn(move || cache.snapshot("o/n", c, &dest).unwrap());
+            }
+        });
     }
 }

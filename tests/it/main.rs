@@ -5,4 +5,5 @@ mod spec;
 mod correlate;
 mod grading;
 mod mini;
-mod runner;
+mod engine;
+mod images;

@@ -1,0 +1,382 @@
+//! The Docker engine adapter on the real daemon: exit codes and output, deadlines, bounded
+//! output, network off, resource limits, labels and reaping. Jobs run in the offline Debian
+//! base image (bootstrapped once, then cached by tag). A machine without a daemon fails these
+//! tests with the adapter's own message on how to start one.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use swe_eval::engine::{DockerEngine, Engine, FileIn, JobSpec, Limits, LABEL_RUN_ID, LABEL_TOOL};
+use swe_eval::images::{ensure_base, BaseOptions};
+use swe_eval::spec::DebianRelease;
+use tokio::sync::OnceCell;
+
+/// The connected engine, or a failure carrying the Connect error's advice.
+pub async fn engine() -> DockerEngine {
+    match DockerEngine::connect().await {
+        Ok(e) => e,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+static BASE: OnceCell<String> = OnceCell::const_new();
+
+/// The bookworm base image (bootstrapped on first use, then reused by tag).
+pub async fn base_image() -> String {
+    BASE.get_or_init(|| async {
+        let e = engine().await;
+        let t0 = Instant::now();
+        let out = ensure_base(&e, DebianRelease::Bookworm, &[], &BaseOptions::default())
+            .await
+            .unwrap_or_else(|err| panic!("base bootstrap: {err}\n{}", err.log().unwrap_or("")));
+        if out.built {
+            eprintln!(
+                "bootstrapped {} in {:.1?} (import {:.1?})",
+                out.image,
+                t0.elapsed(),
+                out.import
+            );
+        }
+        out.image
+    })
+    .await
+    .clone()
+}
+
+/// A run id unique to this test process and test.
+pub fn run_id(test: &str) -> String {
+    format!("it-{}-{test}", std::process::id())
+}
+
+pub fn labels(run: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (LABEL_TOOL.to_string(), "1".to_string()),
+        (LABEL_RUN_ID.to_string(), run.to_string()),
+    ])
+}
+
+pub fn job(image: &str, run: &str, script: &str) -> JobSpec {
+    JobSpec {
+        image: image.to_string(),
+        name: format!("swe-eval-{run}"),
+        labels: labels(run),
+        files: vec![],
+        command: vec!["/bin/bash".into(), "-c".into(), script.into()],
+        env: vec![],
+        working_dir: None,
+        limits: Limits::default(),
+        network: false,
+        timeout: Duration::from_secs(60),
+        max_output_bytes: 1 << 20,
+    }
+}
+
+async fn containers_of(e: &DockerEngine, run: &str) -> usize {
+    e.list_containers(labels(run)).await.unwrap().len()
+}
+
+#[tokio::test]
+async fn exit_code_output_and_files() {
+    let (e, img) = (engine().await, base_image().await);
+    let run = run_id("exit3");
+    let mut j = job(
+        &img,
+        &run,
+        "cat /swe-eval/in.txt; /swe-eval/run.sh; echo to-stderr >&2; exit 3",
+    );
+    j.files = vec![
+        FileIn {
+            path: "/swe-eval/in.txt".into(),
+            contents: b"from the host\n".to_vec(),
+            mode: 0o644,
+        },
+        FileIn {
+            path: "/swe-eval/run.sh".into(),
+            contents: b"#!/bin/sh\necho ran\n".to_vec(),
+            mode: 0o755,
+        },
+    ];
+    let out = e.run_job(j).await.unwrap();
+    assert_eq!(out.exit_code, Some(3));
+    assert!(!out.timed_out && !out.oom_killed);
+    assert_eq!(
+        String::from_utf8_lossy(&out.output),
+        "from the host\nran\nto-stderr\n"
+    );
+    assert_eq!(out.truncated_bytes, 0);
+    assert_eq!(containers_of(&e, &run).await, 0, "container removed");
+}
+
+#[tokio::test]
+async fn deadline_kills_fast_and_removes() {
+    let (e, img) = (engine().await, base_image().await);
+    let run = run_id("sleep");
+    let mut j = job(&img, &run, "echo started; sleep 600");
+    j.timeout = Duration::from_secs(2);
+    let t0 = Instant::now();
+    let out = e.run_job(j).await.unwrap();
+    let took = t0.elapsed();
+    assert!(out.timed_out);
+    assert_eq!(out.exit_code, None);
+    assert_eq!(String::from_utf8_lossy(&out.output), "started\n");
+    // Deadline plus create/kill/remove, never a stop timeout (10 s by default in Docker).
+    assert!(took < Duration::from_secs(8), "took {took:?}");
+    assert_eq!(containers_of(&e, &run).await, 0);
+}
+
+#[tokio::test]
+async fn endless_output_is_bounded() {
+    let (e, img) = (engine().await, base_image().await);
+    let run = run_id("yes");
+    let mut j = job(
+        &img,
+        &run,
+        "echo FIRST; yes 'a line of output that never ends'",
+    );
+    j.timeout = Duration::from_secs(3);
+    j.max_output_bytes = 64 * 1024;
+    let out = e.run_job(j).await.unwrap();
+    assert!(out.timed_out);
+    assert!(out.output.len() <= 64 * 1024, "{}", out.output.len());
+    assert!(out.truncated_bytes > 0);
+    assert!(out.output.starts_with(b"FIRST\n"), "head kept");
+    assert_eq!(containers_of(&e, &run).await, 0);
+}
+
+#[tokio::test]
+async fn network_is_off_unless_asked() {
+    let (e, img) = (engine().await, base_image().await);
+    let run = run_id("net");
+    let script = r#"
+cut -d: -f1 /proc/net/dev | tail -n +3 | tr -d ' ' | sort | tr '\n' ' '; echo
+python3 - <<'EOF'
+import socket
+s = socket.socket()
+s.settimeout(3)
+try:
+    s.connect(("151.101.2.132", 80))
+    print("CONNECTED")
+except OSError as e:
+    print("BLOCKED", type(e).__name__)
+EOF
+"#;
+    let out = e.run_job(job(&img, &run, script)).await.unwrap();
+    let text = String::from_utf8_lossy(&out.output);
+    assert_eq!(out.exit_code, Some(0), "{text}");
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("lo "), "only loopback: {text}");
+    assert!(lines.next().unwrap_or("").starts_with("BLOCKED"), "{text}");
+}
+
+#[tokio::test]
+async fn limits_are_applied() {
+    let (e, img) = (engine().await, base_image().await);
+    let run = run_id("limits");
+    // cgroup v1 and v2 file names.
+    let script = r#"
+for f in memory/memory.limit_in_bytes memory.max pids/pids.max pids.max cpu/cpu.cfs_quota_us cpu.max memory/memory.memsw.limit_in_bytes; do
+  [ -r /sys/fs/cgroup/$f ] && echo "$f=$(cat /sys/fs/cgroup/$f)"
+done
+true
+"#;
+    let mut j = job(&img, &run, script);
+    j.limits = Limits {
+        cpus: Some(0.5),
+        memory_bytes: Some(256 << 20),
+        pids: Some(100),
+    };
+    let out = e.run_job(j).await.unwrap();
+    let text = String::from_utf8_lossy(&out.output).to_string();
+    let get = |keys: &[&str]| {
+        text.lines()
+            .find_map(|l| keys.iter().find_map(|k| l.strip_prefix(&format!("{k}="))))
+            .map(str::to_string)
+    };
+    assert_eq!(
+        get(&["memory/memory.limit_in_bytes", "memory.max"]).as_deref(),
+        Some("268435456"),
+        "{text}"
+    );
+    assert_eq!(
+        get(&["pids/pids.max", "pids.max"]).as_deref(),
+        Some("100"),
+        "{text}"
+    );
+    let cpu = get(&["cpu/cpu.cfs_quota_us", "cpu.max"]).unwrap_or_default();
+    assert!(cpu.starts_with("50000"), "half a CPU: {text}");
+    if let Some(memsw) = get(&["memory/memory.memsw.limit_in_bytes"]) {
+        assert_eq!(memsw, "268435456", "no swap beyond memory");
+    }
+}
+
+#[tokio::test]
+async fn memory_exhaustion_is_an_oom_kill_and_fork_bombs_hit_the_pids_limit() {
+    let (e, img) = (engine().await, base_image().await);
+    let run = run_id("oom");
+    let mut j = job(
+        &img,
+        &run,
+        "python3 -c 'x = bytearray(600 << 20); print(len(x))'",
+    );
+    j.limits.memory_bytes = Some(128 << 20);
+    let out = e.run_job(j).await.unwrap();
+    assert!(
+        out.oom_killed,
+        "exit {:?}: {}",
+        out.exit_code,
+        String::from_utf8_lossy(&out.output)
+    );
+    assert_ne!(out.exit_code, Some(0));
+
+    let run = run_id("pids");
+    // A fork bomb that counts its successes instead of exploding.
+    let script = r#"python3 - <<'EOF'
+import os, time
+started = 0
+for _ in range(200):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(30)
+        os._exit(0)
+    started += 1
+print(f"started={started}", flush=True)
+os._exit(0)
+EOF"#;
+    let mut j = job(&img, &run, script);
+    j.limits.pids = Some(50);
+    j.timeout = Duration::from_secs(20);
+    let out = e.run_job(j).await.unwrap();
+    let text = String::from_utf8_lossy(&out.output);
+    let started: usize = text
+        .lines()
+        .find_map(|l| l.strip_prefix("started="))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no count: {text}"));
+    assert!(started < 50, "at most the pids limit: {text}");
+}
+
+#[tokio::test]
+async fn labels_list_and_reap() {
+    let (e, img) = (engine().await, base_image().await);
+    let run = run_id("reap");
+    let mut j = job(&img, &run, "sleep 120");
+    j.labels.insert("swe-eval.instance".into(), "x__y-1".into());
+    let e2 = e.clone();
+    let running = tokio::spawn(async move { e2.run_job(j).await });
+    // Poll until the daemon shows it (bounded: creation takes well under 30 s).
+    let mut found = Vec::new();
+    for _ in 0..300 {
+        found = e.list_containers(labels(&run)).await.unwrap();
+        if !found.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        found.len(),
+        1,
+        "the job's container is listed by its run label"
+    );
+    let c = &found[0];
+    assert_eq!(c.name, format!("swe-eval-{run}"));
+    assert_eq!(
+        c.labels.get("swe-eval.instance").map(String::as_str),
+        Some("x__y-1")
+    );
+    assert_eq!(c.labels.get(LABEL_TOOL).map(String::as_str), Some("1"));
+    // Reaping removes it at once (no stop timeout); the job then ends instead of waiting 120 s.
+    let t0 = Instant::now();
+    for c in &found {
+        e.remove_container(&c.id).await.unwrap();
+    }
+    let ended = tokio::time::timeout(Duration::from_secs(20), running).await;
+    assert!(ended.is_ok(), "the job ended after the reap");
+    assert!(t0.elapsed() < Duration::from_secs(20));
+    assert_eq!(containers_of(&e, &run).await, 0);
+    // A reap of what is already gone is not an error.
+    e.remove_container(&found[0].id).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_missing_image_is_its_own_error() {
+    let e = engine().await;
+    let run = run_id("noimage");
+    let err = e
+        .run_job(job("swe-eval/does-not-exist:none", &run, "true"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, swe_eval::engine::EngineError::ImageMissing { .. }),
+        "{err}"
+    );
+    assert!(!err.is_transient());
+}
+
+#[tokio::test]
+async fn a_missing_daemon_says_how_to_start_one() {
+    // Point this process's client at a socket nobody listens on, in a child process so the
+    // other tests keep the real daemon.
+    if std::env::var_os("SWE_EVAL_IT_NO_DAEMON").is_some() {
+        let err = DockerEngine::connect().await.unwrap_err();
+        println!("CONNECT-ERROR: {err}");
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new(exe)
+        .args([
+            "engine::a_missing_daemon_says_how_to_start_one",
+            "--exact",
+            "--nocapture",
+        ])
+        .env("SWE_EVAL_IT_NO_DAEMON", "1")
+        .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains(
+            "CONNECT-ERROR: cannot reach the Docker daemon at unix:///nonexistent/docker.sock"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("dockerd"), "{text}");
+}
+
+/// Figures, not a check: `cargo test --test it -- --ignored engine::measure_trivial_jobs --nocapture`.
+#[tokio::test]
+#[ignore]
+async fn measure_trivial_jobs() {
+    let (e, img) = (engine().await, base_image().await);
+    for parallel in [1usize, 2] {
+        let n = 20;
+        let t0 = Instant::now();
+        let mut totals = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+        let runs: Vec<_> = (0..n)
+            .map(|i| job(&img, &run_id(&format!("true-{parallel}-{i}")), "true"))
+            .collect();
+        let outs: Vec<_> = futures_util::stream::iter(runs.into_iter().map(|j| e.run_job(j)))
+            .buffer_unordered(parallel)
+            .collect()
+            .await;
+        for o in outs {
+            let o = o.unwrap();
+            assert_eq!(o.exit_code, Some(0));
+            totals.0 += o.setup;
+            totals.1 += o.run;
+            totals.2 += o.teardown;
+        }
+        let wall = t0.elapsed();
+        println!(
+            "parallel {parallel}: {n} jobs in {wall:.2?} = {:.0} ms/job wall; mean setup {:.0} ms, run {:.0} ms, teardown {:.0} ms",
+            wall.as_secs_f64() * 1000.0 / n as f64,
+            totals.0.as_secs_f64() * 1000.0 / n as f64,
+            totals.1.as_secs_f64() * 1000.0 / n as f64,
+            totals.2.as_secs_f64() * 1000.0 / n as f64,
+        );
+    }
+}
