@@ -7,3 +7,4 @@ mod grading;
 mod mini;
 mod engine;
 mod images;
+mod runner;
