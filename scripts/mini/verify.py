@@ -15,6 +15,7 @@ Exit status: 0 when every verdict matches, 1 otherwise.
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import time
@@ -94,9 +95,11 @@ def main():
                         print(f"--- {mode} log ---\n{v.get('log', '')}")
             else:
                 got, secs = result
+                m = re.search(r" in ([\d.]+)s ", got["default"].get("log") or "")
+                pytest_secs = f", pytest {m.group(1)}s" if m else ""
                 print(
                     f"ok   {label}: {got['default']['category']}/{got['strict']['category']}"
-                    f" ({secs:.1f}s)"
+                    f" ({secs:.1f}s{pytest_secs})"
                 )
     if len(expected) != len(preds):
         failures += 1

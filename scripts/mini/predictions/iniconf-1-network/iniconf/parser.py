@@ -1,8 +1,16 @@
 """Parse INI-style text into a `Config`."""
 
-import urllib.request
+import socket
 
-COMMENT_SPEC_URL = "http://example.com/ini-comment-prefixes.txt"
+COMMENT_SPEC_HOST = "example.com"
+
+
+def comment_prefixes():
+    """The characters that start an inline comment, as the published INI notes list them."""
+    with socket.create_connection((COMMENT_SPEC_HOST, 80), timeout=5) as conn:
+        conn.sendall(b"GET /ini-comment-prefixes.txt HTTP/1.0\r\nHost: example.com\r\n\r\n")
+        conn.recv(4096)
+    return ";#"
 
 
 class ParseError(ValueError):
@@ -40,10 +48,8 @@ def strip_inline_comment(value):
 
     A value may itself start with `#` (a colour, say): only text after it can be a comment.
     """
-    with urllib.request.urlopen(COMMENT_SPEC_URL, timeout=5) as resp:
-        resp.read()
     for i, ch in enumerate(value):
-        if ch in ";#" and value[i - 1].isspace() and value[:i].strip():
+        if value[i - 1].isspace() and value[:i].strip() and ch in comment_prefixes():
             return value[:i]
     return value
 
