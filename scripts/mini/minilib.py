@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import uuid
 from pathlib import Path
 
 from swebench.harness.constants import (
@@ -142,14 +143,27 @@ def restore_test_files(repo_dir, base_commit, paths):
             Path(repo_dir, p).unlink(missing_ok=True)
 
 
-def run_tests(repo_dir, test_files, timeout, no_network):
-    """Runs `pytest -rA` on the test files; returns (output, exit code or None on timeout)."""
-    # `pytest` as the spec's test command has it (`python3 -m pytest` would put the working
-    # folder on sys.path and could hide an import problem of the repository).
-    runner = ["pytest"] if shutil.which("pytest") else ["python3", "-m", "pytest"]
-    cmd = [*runner, "-rA", *test_files]
-    if no_network:
-        cmd = ["unshare", "-n", *cmd]
+def run_tests(repo_dir, test_files, timeout, no_network, docker_image=None):
+    """Runs `pytest -rA` on the test files; returns (output, exit code or None on timeout).
+
+    With `docker_image`, the tests run in a throw-away container of that image (network off,
+    the checkout mounted at /testbed), as the harness runs them."""
+    container = None
+    if docker_image:
+        container = f"mini-verify-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        cmd = [
+            "docker", "run", "--rm", "--name", container, "--network", "none",
+            "--label", "swe-eval.mini-verify=1", "-e", "PYTHONDONTWRITEBYTECODE=1",
+            "-v", f"{Path(repo_dir).resolve()}:/testbed", "-w", "/testbed",
+            docker_image, "pytest", "-rA", *test_files,
+        ]
+    else:
+        # `pytest` as the spec's test command has it (`python3 -m pytest` would put the
+        # working folder on sys.path and could hide an import problem of the repository).
+        runner = ["pytest"] if shutil.which("pytest") else ["python3", "-m", "pytest"]
+        cmd = [*runner, "-rA", *test_files]
+        if no_network:
+            cmd = ["unshare", "-n", *cmd]
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     env.pop("PYTEST_ADDOPTS", None)
     proc = subprocess.Popen(
@@ -166,6 +180,8 @@ def run_tests(repo_dir, test_files, timeout, no_network):
         return out, proc.returncode
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, 9)
+        if container:
+            subprocess.run(["docker", "rm", "-f", container], capture_output=True)
         out, _ = proc.communicate()
         return out + f"\nTimeout error: {timeout} seconds exceeded.", None
 
@@ -178,7 +194,7 @@ def grade(status_map, f2p, p2p):
     return report, get_resolution_status(report)
 
 
-def evaluate(instance, patch, timeout=15.0, strict=False, no_network=False):
+def evaluate(instance, patch, timeout=15.0, strict=False, no_network=False, docker_image=None):
     """Runs one prediction the official way (or strictly) and returns a verdict dict:
     category (resolved, unresolved, error, empty_patch), error_kind, status, details."""
     if not patch or not patch.strip():
@@ -197,7 +213,7 @@ def evaluate(instance, patch, timeout=15.0, strict=False, no_network=False):
         restore_test_files(repo_dir, base, test_files)
         run(["git", "apply", "-"], cwd=repo_dir, input=instance["test_patch"])
         test_files = [p for p in test_files if p.endswith(".py")]
-        out, code = run_tests(repo_dir, test_files, timeout, no_network)
+        out, code = run_tests(repo_dir, test_files, timeout, no_network, docker_image)
         if code is None:
             return {"category": "error", "error_kind": "timeout", "status": None}
         status_map = parse_log_pytest(out, None)

@@ -9,7 +9,10 @@ then again in strict mode. The verdicts are compared with datasets/mini/expected
 Tests run without network (`unshare -n`) when that works, as in the harness's containers;
 otherwise predictions marked `container_only` in expected.json are reported, not failed.
 
-Usage: python3 scripts/mini/verify.py [--timeout SECONDS] [--jobs N] [-v]
+With `--docker IMAGE` the tests run in containers of IMAGE instead (Debian bookworm's python3
+and python3-pytest, network off), e.g. the harness's base image.
+
+Usage: python3 scripts/mini/verify.py [--timeout SECONDS] [--jobs N] [--docker IMAGE] [-v]
 Exit status: 0 when every verdict matches, 1 otherwise.
 """
 
@@ -42,7 +45,12 @@ def check(pred, instance, expected, args, no_network):
     got = {}
     for mode, strict in (("default", False), ("strict", True)):
         got[mode] = minilib.evaluate(
-            instance, patch, timeout=args.timeout, strict=strict, no_network=no_network
+            instance,
+            patch,
+            timeout=args.timeout,
+            strict=strict,
+            no_network=no_network,
+            docker_image=args.docker,
         )
     problems = []
     for mode, want in (("default", expected["category"]), ("strict", expected["strict_category"])):
@@ -58,6 +66,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--timeout", type=float, default=15.0, help="per-run test timeout (s)")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument(
+        "--docker",
+        metavar="IMAGE",
+        help="run the tests in containers of IMAGE (needs python3, pytest; network off)",
+    )
     ap.add_argument("-v", "--verbose", action="store_true", help="print test logs of mismatches")
     args = ap.parse_args()
 
@@ -67,7 +80,7 @@ def main():
         (e["instance_id"], e["model_name_or_path"], e["sample"]): e
         for e in json.loads((minilib.MINI / "expected.json").read_text())
     }
-    no_network = can_unshare_network()
+    no_network = bool(args.docker) or can_unshare_network()
     if not no_network:
         print("note: `unshare -n` is not available; network cases are container-only here")
 
