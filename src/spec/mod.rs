@@ -133,7 +133,7 @@ impl fmt::Debug for SpecOptions<'_> {
     }
 }
 
-impl SpecOptions<'_> {
+impl SpecOptions<'static> {
     pub fn new(flavour: Flavour) -> SpecOptions<'static> {
         SpecOptions {
             flavour,
