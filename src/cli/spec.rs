@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use super::{CliResult, Outcome};
 use crate::dataset;
 use crate::fsutil::write_atomic;
-use crate::spec::{Flavour, SpecOptions, TestSpec};
+use crate::images::repo::RepoSources;
+use crate::spec::{Flavour, GitRepoFiles, RepoFiles, SpecOptions, TestSpec};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -31,6 +32,14 @@ pub struct Args {
     /// Debian flavour: the base image environment images start from.
     #[arg(long)]
     pub base_image: Option<String>,
+    /// A local clone of a repository (`owner/name=PATH`, repeatable). Specs that read
+    /// `requirements.txt`/`environment.yml` take them from it, so the conda environment
+    /// script and its image tag are the official ones, with no network.
+    #[arg(long = "repo", value_name = "OWNER/NAME=PATH")]
+    pub repos: Vec<String>,
+    /// A folder of local clones, `<owner>__<name>` or `<owner>/<name>` (as `swe-eval run`).
+    #[arg(long)]
+    pub mirrors: Option<PathBuf>,
 }
 
 impl clap::ValueEnum for Flavour {
@@ -53,6 +62,13 @@ pub fn run(args: Args) -> CliResult {
         Some(p) => Some(std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?),
         None => None,
     };
+    let mut sources = RepoSources {
+        mirrors: args.mirrors.clone(),
+        ..Default::default()
+    };
+    for flag in &args.repos {
+        sources.add_override(flag)?;
+    }
     let opts = SpecOptions {
         flavour: args.flavour,
         arch: "x86_64",
@@ -70,6 +86,14 @@ pub fn run(args: Args) -> CliResult {
         if !wanted.is_empty() && !wanted.contains(&inst.instance_id.as_str()) {
             continue;
         }
+        // Only a local repository (not a URL or a bundle) can serve files without the network.
+        let local = Some(PathBuf::from(sources.source(&inst.repo)))
+            .filter(|p| p.is_dir())
+            .map(|dir| GitRepoFiles { dir });
+        let opts = SpecOptions {
+            repo_files: local.as_ref().map(|g| g as &dyn RepoFiles),
+            ..opts
+        };
         let spec = match TestSpec::with_options(inst, &opts) {
             Ok(s) => s,
             Err(e) => {

@@ -97,10 +97,34 @@ pub enum SpecError {
     UnknownFlavour(String),
 }
 
-/// Reads a file of the instance's repository at its environment-setup commit (or base
-/// commit), e.g. from a local mirror with `git show <commit>:<path>`.
+/// Reads a file of a repository at a commit (the instance's environment-setup commit, or its
+/// base commit when the row has none), e.g. from a local clone with `git show`. `None` when
+/// the file (or the commit) is not there.
 pub trait RepoFiles {
-    fn read(&self, path: &str) -> Option<String>;
+    fn read(&self, commit: &str, path: &str) -> Option<String>;
+}
+
+/// [`RepoFiles`] from a local git repository (bare or not): `git -C <dir> show <commit>:<path>`.
+#[derive(Debug, Clone)]
+pub struct GitRepoFiles {
+    pub dir: std::path::PathBuf,
+}
+
+impl RepoFiles for GitRepoFiles {
+    fn read(&self, commit: &str, path: &str) -> Option<String> {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&self.dir)
+            .args(["show", &format!("{commit}:{path}")])
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()?;
+        // Requirements files are text; a non-UTF-8 byte is replaced rather than the file lost.
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    }
 }
 
 /// Everything that shapes a [`TestSpec`] besides the row.

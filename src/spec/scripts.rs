@@ -276,11 +276,12 @@ impl Ctx<'_> {
     /// repository files is at hand.
     fn requirements(&self, files: Option<&dyn RepoFiles>) -> Option<String> {
         let files = files?;
-        let repo = &self.inst.repo;
-        table().requirements_paths(repo).iter().find_map(|path| {
-            let text = files.read(path)?;
-            Some(assemble_requirements(&text, path, files))
-        })
+        let commit = self.env_commit();
+        let read = |path: &str| files.read(commit, path);
+        table()
+            .requirements_paths(&self.inst.repo)
+            .iter()
+            .find_map(|path| Some(assemble_requirements(&read(path)?, path, &read)))
     }
 
     /// The repository's `environment.yml`, renamed to the `testbed` environment.
@@ -290,7 +291,7 @@ impl Ctx<'_> {
             .environment_yml_paths(&self.inst.repo)
             .iter()
             .find_map(|path| {
-                let text = files.read(path)?;
+                let text = files.read(self.env_commit(), path)?;
                 let renamed: Vec<String> = text
                     .split('\n')
                     .map(|l| {
@@ -323,7 +324,7 @@ fn script_text(set_line: &str, commands: &[String]) -> String {
 
 /// A `requirements.txt` with its `-r` includes inlined first, editable/comment/`.[test` lines
 /// dropped and yanked packages replaced, as `get_requirements` does.
-fn assemble_requirements(text: &str, path: &str, files: &dyn RepoFiles) -> String {
+fn assemble_requirements(text: &str, path: &str, read: &dyn Fn(&str) -> Option<String>) -> String {
     let excluded = |l: &str| {
         let t = l.trim();
         ["-e .", "#", ".[test"].iter().any(|p| t.starts_with(p))
@@ -340,7 +341,7 @@ fn assemble_requirements(text: &str, path: &str, files: &dyn RepoFiles) -> Strin
             } else {
                 format!("{dir}/{name}")
             };
-            if let Some(t) = files.read(&sub) {
+            if let Some(t) = read(&sub) {
                 additional.extend(t.split('\n').filter(|l| !excluded(l)).map(str::to_string));
             }
         } else if !excluded(line) {
@@ -868,19 +869,12 @@ mod tests {
         );
     }
 
-    struct Files(Vec<(&'static str, &'static str)>);
-    impl RepoFiles for Files {
-        fn read(&self, path: &str) -> Option<String> {
-            self.0
-                .iter()
-                .find(|(p, _)| *p == path)
-                .map(|(_, t)| t.to_string())
-        }
+    fn files(path: &str) -> Option<String> {
+        (path == "reqs/base.txt").then(|| "six\n# c\n-e .\n".to_string())
     }
 
     #[test]
     fn requirements_inline_includes_first() {
-        let files = Files(vec![("reqs/base.txt", "six\n# c\n-e .\n")]);
         let text = "-r base.txt\npytest\n.[test]\nmock";
         assert_eq!(
             assemble_requirements(text, "reqs/dev.txt", &files),
@@ -917,14 +911,8 @@ mod fetch_tests {
             .status()
             .unwrap();
         assert!(status.success());
-        struct Dir(std::path::PathBuf);
-        impl RepoFiles for Dir {
-            fn read(&self, path: &str) -> Option<String> {
-                std::fs::read_to_string(self.0.join(path)).ok()
-            }
-        }
-        let want =
-            assemble_requirements(main, "tests/requirements/py3.txt", &Dir(tmp.path().into()));
+        let read = |path: &str| std::fs::read_to_string(tmp.path().join(path)).ok();
+        let want = assemble_requirements(main, "tests/requirements/py3.txt", &read);
         let non_blank = |s: &str| {
             s.lines()
                 .filter(|l| !l.is_empty())

@@ -149,7 +149,11 @@ fn synthetic(repo: &str, version: &str) -> Instance {
 struct MapFiles(BTreeMap<String, String>);
 
 impl RepoFiles for MapFiles {
-    fn read(&self, path: &str) -> Option<String> {
+    fn read(&self, commit: &str, path: &str) -> Option<String> {
+        assert_eq!(
+            commit, "0123456789abcdef0123456789abcdef01234567",
+            "env setup commit"
+        );
         self.0.get(path).cloned()
     }
 }
@@ -676,4 +680,67 @@ fn debian_release_choice_table() {
             );
         }
     }
+}
+
+/// `swe-eval spec --repo django/django=PATH` reads requirements from the local clone (git, at
+/// the row's commit): the conda environment script and its image tag are then exactly what
+/// swebench 4.1.0 renders from the same files, with no network.
+#[test]
+fn cli_reads_requirements_from_a_local_clone_like_the_official_harness() {
+    let oracle = oracle();
+    let entry = &oracle["specs"]["django/django"]["3.0"];
+    let files: BTreeMap<String, String> = serde_json::from_value(entry["files"].clone()).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let (home, repo) = (tmp.path().join("home"), tmp.path().join("django"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&repo).unwrap();
+    let d = "2020-01-01T00:00:00Z";
+    git(&repo, &home, &["init", "-q"], d);
+    for (path, text) in &files {
+        let p = repo.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    git(&repo, &home, &["add", "."], d);
+    git(&repo, &home, &["commit", "-qm", "base"], d);
+    let base = git(&repo, &home, &["rev-parse", "HEAD"], d);
+    // A later commit changes the requirements: the row's commit must be the one read.
+    std::fs::write(repo.join("tests/requirements/py3.txt"), "later\n").unwrap();
+    git(
+        &repo,
+        &home,
+        &["commit", "-qam", "later"],
+        "2021-01-01T00:00:00Z",
+    );
+
+    let row = serde_json::json!({
+        "instance_id": "django__django-1",
+        "repo": "django/django",
+        "version": "3.0",
+        "base_commit": base,
+        "test_patch": "diff --git a/tests/a/tests.py b/tests/a/tests.py\n--- a/tests/a/tests.py\n+++ b/tests/a/tests.py\n@@ -1 +1 @@\n-a\n+b\n",
+    });
+    let data = tmp.path().join("rows.jsonl");
+    std::fs::write(&data, format!("{row}\n")).unwrap();
+    let out = tmp.path().join("out");
+    let run = std::process::Command::new(common::bin())
+        .args(["spec", "--dataset"])
+        .arg(&data)
+        .arg("--output")
+        .arg(&out)
+        .arg("--repo")
+        .arg(format!("django/django={}", repo.display()))
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let dir = out.join("django__django-1");
+    let env = std::fs::read_to_string(dir.join("setup_env.sh")).unwrap();
+    assert_eq!(env, entry["rendered"]["env_script"].as_str().unwrap());
+    let meta: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("spec.json")).unwrap()).unwrap();
+    assert_eq!(meta["env_image"], entry["rendered"]["env_image_key"]);
 }
