@@ -85,31 +85,42 @@ pub fn read_logs(
         .collect()
 }
 
-/// Grades every prediction from its saved log (no I/O).
+/// Grades every prediction from its saved log (no I/O), in parallel over the cores.
 pub fn grade_all(
     ds: &Dataset,
     preds: &[Prediction],
     saved: &[SavedLog],
     problems: &mut Vec<String>,
 ) -> Vec<Option<Verdict>> {
-    preds
-        .iter()
+    use rayon::prelude::*;
+    let results: Vec<Result<Option<Verdict>, String>> = preds
+        .par_iter()
         .zip(saved)
         .map(|(p, log)| {
-            let inst = ds.get(&p.instance_id)?;
+            let Some(inst) = ds.get(&p.instance_id) else {
+                return Ok(None);
+            };
             if matches!(log, SavedLog::Output(_))
                 && (inst.fail_to_pass.is_none() || inst.pass_to_pass.is_none())
             {
-                problems.push(format!(
+                return Err(format!(
                     "{}: dataset row has no FAIL_TO_PASS/PASS_TO_PASS; not graded",
                     p.instance_id
                 ));
-                return None;
             }
             let input = GradeInput::for_instance(inst, p.model_patch.as_deref(), log.outcome());
             grading::grade(&input)
-                .map_err(|e| problems.push(format!("{}: {e}", p.instance_id)))
-                .ok()
+                .map(Some)
+                .map_err(|e| format!("{}: {e}", p.instance_id))
+        })
+        .collect();
+    results
+        .into_iter()
+        .map(|r| {
+            r.unwrap_or_else(|e| {
+                problems.push(e);
+                None
+            })
         })
         .collect()
 }

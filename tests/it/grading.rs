@@ -304,20 +304,22 @@ fn statuses(pairs: &[(&str, TestStatus)]) -> StatusMap {
     pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
 }
 
+/// (reason, statuses, F2P, P2P, mode, expected resolved, expected F2P success/failure sizes)
+type RuleCase = (
+    &'static str,
+    StatusMap,
+    Vec<String>,
+    Vec<String>,
+    Mode,
+    bool,
+    (usize, usize),
+);
+
 #[test]
 fn grading_rules_table() {
     use TestStatus::*;
     let t = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    // (reason, statuses, F2P, P2P, mode, expected resolved, expected F2P success/failure sizes)
-    let cases: Vec<(
-        &str,
-        StatusMap,
-        Vec<String>,
-        Vec<String>,
-        Mode,
-        bool,
-        (usize, usize),
-    )> = vec![
+    let cases: Vec<RuleCase> = vec![
         (
             "all pass resolves",
             statuses(&[("a", Passed), ("b", Passed)]),
