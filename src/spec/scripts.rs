@@ -807,8 +807,9 @@ fn conda_to_pip(pkgs: &str) -> String {
 /// Installs the plain dependencies of an `environment.yml` from PyPI one by one (conda-only
 /// names fail and are skipped).
 fn yml_pip_install(path: &str) -> String {
+    // Only the `dependencies:` block (not `channels:`), no URLs; `name=1.2` becomes `name==1.2`.
     format!(
-        r#"sed -n -E 's/^[[:space:]]*-[[:space:]]+([A-Za-z0-9_.-]+)[[:space:]]*(([<>=!~]=?)[[:space:]]*([^[:space:]#]+))?.*$/\1\3\4/p' {path} | grep -v -E '^(python|pip)([<>=!~]|$)' | sed -E 's/^([A-Za-z0-9_.-]+)=([^=])/\1==\2/' | while read -r pkg; do python -m pip install "$pkg" || echo "swe-eval: skipped $pkg"; done"#
+        r#"awk '/^dependencies:/{{d=1;next}} /^[^[:space:]-]/{{d=0}} d' {path} | grep -v -e '://' -e 'git+' | sed -n -E 's/^[[:space:]]*-[[:space:]]+([A-Za-z0-9_.-]+)[[:space:]]*(([<>=!~]=?)[[:space:]]*([^[:space:]#]+))?.*$/\1\3\4/p' | grep -v -E '^(python|pip)([<>=!~]|$)' | sed -E 's/^([A-Za-z0-9_.-]+)=([^=])/\1==\2/' | while read -r pkg; do python -m pip install "$pkg" || echo "swe-eval: skipped $pkg"; done"#
     )
 }
 
@@ -922,5 +923,31 @@ mod fetch_tests {
         let got = std::fs::read_to_string(&out).unwrap();
         assert_eq!(non_blank(&got), non_blank(&want));
         assert!(got.contains("types-setuptools\n") && !got.contains("-e ."));
+    }
+
+    /// The `environment.yml` fallback installs the `dependencies:` entries by name, with
+    /// conda pins as pip pins, and nothing from `channels:`, URLs, python or pip.
+    #[test]
+    fn environment_yml_dependencies_become_pip_installs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let yml = tmp.path().join("environment.yml");
+        std::fs::write(
+            &yml,
+            "name: xarray-tests\nchannels:\n  - conda-forge\n  - nodefaults\ndependencies:\n  - boto3\n  - numpy>=1.21\n  - pandas=1.5  # pinned\n  - pip\n  - python=3.10\n  - pip:\n      - numbagg\n      - git+https://github.com/x/y\nvariables:\n  - not-a-dep\n",
+        )
+        .unwrap();
+        let log = tmp.path().join("log");
+        let script = format!(
+            "python() {{ echo \"$4\" >> {}; }}\n{}",
+            log.display(),
+            yml_pip_install(yml.to_str().unwrap())
+        );
+        let status = std::process::Command::new("bash")
+            .args(["-euo", "pipefail", "-c", &script])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let got = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(got, "boto3\nnumpy>=1.21\npandas==1.5\nnumbagg\n");
     }
 }
