@@ -8,3 +8,5 @@ mod mini;
 mod engine;
 mod images;
 mod runner;
+mod fuzz;
+mod faults;
