@@ -186,6 +186,8 @@ pub struct TestSpec {
     pub version: String,
     pub base_commit: String,
     pub flavour: Flavour,
+    /// `x86_64` or `arm64`, as in the image names.
+    pub arch: String,
     /// The spec's Python version (e.g. `3.9`).
     pub python_version: String,
     /// Debian flavour: the release chosen for the spec's Python.
@@ -253,7 +255,7 @@ impl TestSpec {
         official_image_name(
             &self.instance_id,
             namespace.unwrap_or(DEFAULT_NAMESPACE),
-            "x86_64",
+            &self.arch,
         )
     }
 

@@ -106,6 +106,7 @@ pub(super) fn build(inst: &Instance, opts: &SpecOptions<'_>) -> Result<TestSpec,
     let mut out = skeleton(inst, test_patch, row_image);
     out.version = version;
     out.flavour = flavour;
+    out.arch = opts.arch.to_string();
     out.python_version = spec.python.clone();
     out.test_cmd = test_cmd.clone();
     out.log_parser = log_parser;
@@ -207,6 +208,7 @@ fn skeleton(inst: &Instance, test_patch: &str, row_image: Option<String>) -> Tes
         version: inst.version.clone().unwrap_or_default(),
         base_commit: inst.base_commit.clone(),
         flavour: Flavour::Official,
+        arch: "x86_64".to_string(),
         python_version: String::new(),
         debian_release: None,
         warnings: Vec::new(),
