@@ -334,4 +334,14 @@ mod tests {
         let m = matplotlib("PASSED t.py::c[MouseButton.LEFT]\n");
         assert!(m.contains_key("t.py::c[1]"));
     }
+
+    proptest::proptest! {
+        #[test]
+        fn no_parser_panics_on_arbitrary_text(log in "(PASSED|FAILED|ERROR|SKIPPED|XFAIL| |\\.\\.\\.|ok|FAIL:|\\[|\\]|/|_|\\.py:|\n|\\PC){0,60}") {
+            for name in crate::logparse::PARSER_NAMES {
+                let _ = crate::logparse::parse(name, &log).unwrap();
+                let _ = crate::logparse::parse_test_log(name, &log).unwrap();
+            }
+        }
+    }
 }
