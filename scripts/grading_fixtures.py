@@ -207,6 +207,10 @@ CASES = [
     ("section_empty_whole_log_fallback", "pallets/flask",
         "PASSED tests/test_basic.py::test_one\nPASSED tests/test_basic.py::test_new\n"
         "PASSED tests/test_basic.py::test_old\n" + wrap("collected 0 items\n"), FLASK_F2P, FLASK_P2P, PATCH),
+    ("carriage_returns_split_lines", "pallets/flask", wrap(
+        "PASSED tests/test_basic.py::test_one\rPASSED tests/test_basic.py::test_new\r\n"
+        "progress 50%\rFAILED tests/test_basic.py::test_old - x\n== 2 passed, 1 failed in 0.1s ==\n"),
+        FLASK_F2P, FLASK_P2P, PATCH),
     ("empty_lists_resolve", "pallets/flask", wrap("== no tests ran in 0.01s ==\n"), [], [], PATCH),
     ("django_partial", "django/django", REPOS["django/django"],
         ["test_ok (migrations.test_a.Tests)", "test_fail (migrations.test_a.Tests)"],

@@ -7,6 +7,7 @@
 //! official harness uses for a repository; [`test_section`] and [`test_exit_code`] read the
 //! markers the eval script prints around the test command.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 mod python;
@@ -227,11 +228,25 @@ pub enum LogReading {
     },
 }
 
-/// Reads a whole test log as the official `get_logs_eval` does.
+/// The log as Python's text-mode `open()` returns it (universal newlines): `\r\n` and lone
+/// `\r` become `\n`. The official harness reads `test_output.txt` that way before parsing, so
+/// a carriage return (progress bars) splits lines for its parsers.
+pub fn universal_newlines(log: &str) -> Cow<'_, str> {
+    if log.contains('\r') {
+        Cow::Owned(log.replace("\r\n", "\n").replace('\r', "\n"))
+    } else {
+        Cow::Borrowed(log)
+    }
+}
+
+/// Reads a whole test log as the official `get_logs_eval` does (after
+/// [`universal_newlines`], as it reads the log file in text mode).
 pub fn parse_test_log(parser_name: &str, log: &str) -> Result<LogReading, UnknownParser> {
     canonical_parser(parser_name).ok_or_else(|| UnknownParser {
         name: parser_name.to_string(),
     })?;
+    let log = universal_newlines(log);
+    let log = log.as_ref();
     if let Some(m) = bad_marker(log) {
         return Ok(LogReading::BadMarker(m));
     }
