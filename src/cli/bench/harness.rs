@@ -1,10 +1,250 @@
-//! `swe-eval bench harness`: not written yet.
+//! `swe-eval bench harness`: the harness's own overhead per prediction (everything but the test
+//! command) on a real engine, and the orchestrator's memory with thousands of predictions
+//! queued.
+//!
+//! Trivial tasks: a one-file repository, a patch that applies with `git apply`, and an eval
+//! script whose test command is `true` between the official markers. Three phases:
+//! 1. `--predictions` distinct predictions at `--workers`: wall time per prediction (the
+//!    figure to compare with the official harness) and the mean job latency.
+//! 2. `--queued` predictions queued on the real engine, stopped gracefully after
+//!    `--queued-run` of them finished: peak memory (VmHWM) with the whole queue held.
+//! 3. The same number run to the end on the fake engine (every file written): peak memory.
 
-use crate::cli::CliResult;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc;
+
+use crate::cli::{BoxError, CliResult, Outcome};
+use crate::engine::fake::{exited, FakeEngine};
+use crate::engine::{DockerEngine, Engine};
+use crate::runner::{self, trivial, Plan, RunConfig, RunEvent, RunReport};
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Predictions timed on the real engine.
+    #[arg(long, default_value_t = 50)]
+    pub predictions: usize,
+    /// Containers at once.
+    #[arg(long, short = 'j', default_value_t = 2)]
+    pub workers: usize,
+    /// Predictions queued for the memory measurement.
+    #[arg(long, default_value_t = 5000)]
+    pub queued: usize,
+    /// How many of the queued predictions run on the real engine before a graceful stop
+    /// (0 skips that phase).
+    #[arg(long, default_value_t = 40)]
+    pub queued_run: usize,
+    /// Skip the fake-engine run of all queued predictions.
+    #[arg(long)]
+    pub no_fake: bool,
+    /// Also write the figures as JSON here.
+    #[arg(long)]
+    pub json: Option<std::path::PathBuf>,
+}
 
-pub fn run(_args: Args) -> CliResult {
-    Err("`swe-eval bench harness` is not implemented yet".into())
+/// The figures of one phase.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Phase {
+    pub name: String,
+    pub predictions: usize,
+    pub completed: usize,
+    pub workers: usize,
+    pub wall_secs: f64,
+    /// Wall time divided by completed predictions.
+    pub secs_per_prediction: f64,
+    /// Mean of each job's own time (container create to removal, grading, files).
+    pub mean_job_secs: f64,
+    /// Peak resident memory of this process so far (VmHWM), MiB.
+    pub peak_rss_mib: f64,
+    /// Resident memory at the end of the phase (VmRSS), MiB.
+    pub rss_mib: f64,
+}
+
+/// Peak and current resident memory of this process, MiB (Linux `/proc/self/status`).
+pub fn memory_mib() -> (f64, f64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .map_or(0.0, |kb| kb / 1024.0)
+    };
+    (field("VmHWM:"), field("VmRSS:"))
+}
+
+/// `n` trivial predictions over `n` instances sharing `image`, each patch distinct.
+fn trivial_plan(n: usize, image: &str, command: &str) -> Plan {
+    let mut plan = Plan::default();
+    for i in 0..n {
+        let id = format!("bench__trivial-{i}");
+        plan.setups
+            .insert(id.clone(), trivial::setup(&id, image, command));
+        plan.predictions.push(trivial::prediction(
+            &id,
+            "bench",
+            0,
+            &trivial::fix(&i.to_string()),
+        ));
+        plan.instance_ids.push(id);
+    }
+    plan
+}
+
+/// Runs `plan`; with `stop_after`, sends one interrupt once that many verdicts are in.
+async fn timed<E: Engine>(
+    engine: Arc<E>,
+    name: &str,
+    plan: Plan,
+    cfg: RunConfig,
+    stop_after: Option<usize>,
+) -> Result<(Phase, RunReport), BoxError> {
+    let n = plan.predictions.len();
+    let workers = cfg.workers;
+    let (itx, irx) = mpsc::unbounded_channel();
+    let (etx, mut erx) = mpsc::unbounded_channel();
+    let watcher = tokio::spawn(async move {
+        let (mut done, mut job_secs) = (0usize, 0.0f64);
+        while let Some(ev) = erx.recv().await {
+            if let RunEvent::Verdict { verdict, .. } = ev {
+                done += 1;
+                job_secs += verdict.total_secs;
+                if Some(done) == stop_after {
+                    let _ = itx.send(());
+                }
+            }
+        }
+        (done, job_secs)
+    });
+    let t = Instant::now();
+    let report = runner::run(engine, plan, cfg, irx, etx).await?;
+    let wall = t.elapsed().as_secs_f64();
+    let (done, job_secs) = watcher.await?;
+    let (peak, rss) = memory_mib();
+    let phase = Phase {
+        name: name.to_string(),
+        predictions: n,
+        completed: done,
+        workers,
+        wall_secs: wall,
+        secs_per_prediction: wall / done.max(1) as f64,
+        mean_job_secs: job_secs / done.max(1) as f64,
+        peak_rss_mib: peak,
+        rss_mib: rss,
+    };
+    Ok((phase, report))
+}
+
+fn print(p: &Phase) {
+    println!(
+        "{:<34} {:>5}/{:<5} done  {:>7.2} s  {:>6.3} s/prediction  job {:>6.3} s  peak RSS {:>6.1} MiB",
+        p.name, p.completed, p.predictions, p.wall_secs, p.secs_per_prediction, p.mean_job_secs, p.peak_rss_mib
+    );
+}
+
+pub fn run(args: Args) -> CliResult {
+    let rt = tokio::runtime::Runtime::new()?;
+    rt.block_on(run_async(args))
+}
+
+async fn run_async(args: Args) -> CliResult {
+    let mut phases = Vec::new();
+    let engine = Arc::new(DockerEngine::connect().await?);
+    eprintln!("preparing the trivial image...");
+    let image = trivial::ensure_image(&*engine).await?;
+    let config = |dir: &std::path::Path, run_id: &str| {
+        let mut c = RunConfig::new(run_id, dir.to_path_buf());
+        c.workers = args.workers.max(1);
+        c.timeout = Duration::from_secs(120);
+        c
+    };
+
+    // Warm-up (page cache, image layers), not counted.
+    let warm = tempfile::tempdir()?;
+    timed(
+        engine.clone(),
+        "warm-up",
+        trivial_plan(2, &image, "true"),
+        config(warm.path(), "warm"),
+        None,
+    )
+    .await?;
+
+    let dir = tempfile::tempdir()?;
+    let (p, r) = timed(
+        engine.clone(),
+        "real engine, trivial tasks",
+        trivial_plan(args.predictions, &image, "true"),
+        config(dir.path(), "bench"),
+        None,
+    )
+    .await?;
+    print(&p);
+    if r.count(runner::Category::Resolved) + r.count(runner::Category::Unresolved)
+        != args.predictions
+    {
+        eprintln!(
+            "warning: not every trivial prediction was graded: {:?}",
+            r.counts
+        );
+    }
+    phases.push(p);
+
+    if args.queued_run > 0 {
+        let dir = tempfile::tempdir()?;
+        let (p, _) = timed(
+            engine.clone(),
+            &format!("real engine, {} queued", args.queued),
+            trivial_plan(args.queued, &image, "true"),
+            config(dir.path(), "bench-queued"),
+            Some(args.queued_run),
+        )
+        .await?;
+        print(&p);
+        phases.push(p);
+    }
+
+    if !args.no_fake {
+        let fake = FakeEngine::new();
+        fake.add_image(&image);
+        // Answers as the driver would for a resolved trivial task (markers carry the nonce).
+        fake.on_image(&image, |job| {
+            let driver = job.files.iter().find(|f| f.path == runner::driver::DRIVER_PATH);
+            let text = driver.map(|f| String::from_utf8_lossy(&f.contents).into_owned()).unwrap_or_default();
+            let nonce = text.lines().find_map(|l| l.strip_prefix("N=")).unwrap_or("").to_string();
+            Ok(exited(
+                0,
+                &format!(
+                    ">>>>> Applied Patch\n>>>>> swe-eval {nonce} apply ok git apply -v\n>>>>> swe-eval {nonce} eval start\n\
+                     + : '>>>>> Start Test Output'\nPASSED t::test_f\nPASSED t::test_ok\n=== 2 passed in 0.01s ===\n\
+                     + : '>>>>> End Test Output'\n>>>>> Test Exit Code: 0\n>>>>> swe-eval {nonce} eval end 0\n"
+                ),
+            ))
+        });
+        let dir = tempfile::tempdir()?;
+        let (p, r) = timed(
+            Arc::new(fake),
+            &format!("fake engine, {} run to the end", args.queued),
+            trivial_plan(args.queued, &image, "true"),
+            config(dir.path(), "bench-fake"),
+            None,
+        )
+        .await?;
+        print(&p);
+        if r.count(runner::Category::Resolved) != args.queued {
+            eprintln!(
+                "warning: fake run resolved {} of {}",
+                r.count(runner::Category::Resolved),
+                args.queued
+            );
+        }
+        phases.push(p);
+    }
+
+    if let Some(path) = &args.json {
+        crate::fsutil::write_json_atomic(path, &phases)?;
+    }
+    Ok(Outcome::Clean)
 }
