@@ -15,8 +15,9 @@
 //!   apart from the model's failures, and is re-run by the next resume.
 //! - **Cancellation.** The first interrupt stops dispatching and lets running jobs finish; the
 //!   second aborts them and kills this run's containers by label. Either way everything
-//!   finished is written. Containers of this run, or of runs whose process is gone, are reaped
-//!   at start and at end.
+//!   finished is written. Each container is labelled with its run id and owning process; at
+//!   start the containers of processes that are gone (a run killed with SIGKILL) are reaped,
+//!   at the end this process's own.
 //! - **Memory.** Logs go to disk as each job ends; the dispatcher keeps only verdicts (a few
 //!   hundred bytes each) and the queue of jobs (their patches).
 
@@ -226,7 +227,15 @@ pub async fn run<E: Engine>(
     };
     let mut st = State::new(&config, plan.predictions.len());
 
-    let (reaped, _) = reap(&*engine, &config.run_id, true, &mut st.problems).await;
+    let owner = store::owner_id();
+    let (reaped, _) = reap(
+        &*engine,
+        Reap::Stale {
+            run_id: &config.run_id,
+        },
+        &mut st.problems,
+    )
+    .await;
     emit(RunEvent::Reaped {
         count: reaped.len(),
         at_start: true,
@@ -241,7 +250,7 @@ pub async fn run<E: Engine>(
         labels: BTreeMap::from([
             (LABEL_TOOL.to_string(), "1".to_string()),
             (LABEL_RUN_ID.to_string(), config.run_id.clone()),
-            (LABEL_OWNER.to_string(), store::owner_id()),
+            (LABEL_OWNER.to_string(), owner.clone()),
         ]),
         timeout: config.timeout,
         limits: config.limits.clone(),
@@ -279,7 +288,7 @@ pub async fn run<E: Engine>(
                             st.finish(done, &emit);
                         }
                     }
-                    let (n, _) = reap(&*engine, &config.run_id, false, &mut st.problems).await;
+                    let (n, _) = reap(&*engine, Reap::Mine { owner: &owner }, &mut st.problems).await;
                     emit(RunEvent::Reaped { count: n.len(), at_start: false });
                     break;
                 }
@@ -326,7 +335,7 @@ pub async fn run<E: Engine>(
 
     // Jobs remove their own containers; whatever is still there (a daemon that restarted
     // mid-job, a killed job) goes now. What cannot be removed is reported as unstopped.
-    let (removed, unstopped) = reap(&*engine, &config.run_id, false, &mut st.problems).await;
+    let (removed, unstopped) = reap(&*engine, Reap::Mine { owner: &owner }, &mut st.problems).await;
     if !removed.is_empty() {
         emit(RunEvent::Reaped {
             count: removed.len(),
@@ -574,13 +583,22 @@ fn panicked(job: &job::Job, run_id: &str, message: &str) -> job::JobDone {
     }
 }
 
-/// Removes this run's containers, and at start also those of runs whose process is gone.
-/// Returns the names removed and those that could not be; failures are noted and the run
-/// goes on.
+/// Which containers a reap removes.
+#[derive(Debug, Clone, Copy)]
+enum Reap<'a> {
+    /// At start: containers whose owning process (on this host) is gone, whatever their run,
+    /// and unowned ones of this run id. A live process's containers are never touched, even
+    /// under the same run id (another output folder may use it).
+    Stale { run_id: &'a str },
+    /// At the end or on a kill: this process's own containers.
+    Mine { owner: &'a str },
+}
+
+/// Removes containers as `which` says. Returns the names removed and those that could not
+/// be; failures are noted and the run goes on.
 async fn reap<E: Engine>(
     engine: &E,
-    run_id: &str,
-    at_start: bool,
+    which: Reap<'_>,
     problems: &mut Vec<String>,
 ) -> (Vec<String>, Vec<String>) {
     let all = match engine
@@ -595,12 +613,15 @@ async fn reap<E: Engine>(
     };
     let (mut removed, mut failed) = (Vec::new(), Vec::new());
     for c in all {
-        let ours = c.labels.get(LABEL_RUN_ID).is_some_and(|r| r == run_id);
-        let dead = at_start
-            && c.labels
-                .get(LABEL_OWNER)
-                .is_some_and(|o| store::owner_is_dead(o));
-        if ours || dead {
+        let owner = c.labels.get(LABEL_OWNER);
+        let doomed = match which {
+            Reap::Stale { run_id } => match owner {
+                Some(o) => store::owner_is_dead(o),
+                None => c.labels.get(LABEL_RUN_ID).is_some_and(|r| r == run_id),
+            },
+            Reap::Mine { owner: me } => owner.is_some_and(|o| o == me),
+        };
+        if doomed {
             match engine.remove_container(&c.id).await {
                 Ok(()) => removed.push(c.name),
                 Err(e) => {

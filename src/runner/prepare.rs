@@ -111,6 +111,33 @@ pub async fn prepare<E: Engine>(
         parallel: opts.parallel.max(1),
     };
     out.images = images::ensure(engine, &plan, &build).await;
+    // Failures of the daemon (not of a recipe) get two more tries, after a pause.
+    let mut wait = std::time::Duration::from_secs(2);
+    for _ in 0..2 {
+        let again: Vec<_> = plan
+            .instances
+            .iter()
+            .filter(|i| {
+                out.images
+                    .failed
+                    .get(&i.instance_id)
+                    .is_some_and(|f| f.transient)
+            })
+            .cloned()
+            .collect();
+        if again.is_empty() {
+            break;
+        }
+        tokio::time::sleep(wait).await;
+        wait *= 2;
+        let retry = images::ensure(engine, &images::ImagePlan { instances: again }, &build).await;
+        for (id, image) in retry.images {
+            out.images.failed.remove(&id);
+            out.images.images.insert(id, image);
+        }
+        out.images.failed.extend(retry.failed);
+        out.images.created.extend(retry.created);
+    }
     for (inst, spec) in specs {
         let image = match out.images.images.get(&inst.instance_id) {
             Some(img) => Ok(img.clone()),

@@ -232,14 +232,14 @@ pub fn owner_is_dead(owner: &str) -> bool {
     start_time(pid).is_none_or(|s| s != start)
 }
 
-fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "unknown-host".into())
 }
 
 /// The process start time (field 22 of /proc/<pid>/stat), which tells a reused pid apart.
-fn start_time(pid: u32) -> Option<String> {
+pub(crate) fn start_time(pid: u32) -> Option<String> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) may hold spaces; it ends at the last ')'.
     let after = &stat[stat.rfind(')')? + 1..];

@@ -495,6 +495,11 @@ async fn second_interrupt_kills_this_runs_containers() {
         (LABEL_TOOL.to_string(), "1".to_string()),
         (LABEL_RUN_ID.to_string(), "r".to_string()),
     ]);
+    let labels = {
+        let mut l = labels;
+        l.insert(LABEL_OWNER.to_string(), store::owner_id());
+        l
+    };
     // Stands for the running job's container, which the fake does not list by itself.
     e.add_container(Resource {
         id: "c1".into(),
@@ -514,29 +519,32 @@ async fn second_interrupt_kills_this_runs_containers() {
 }
 
 #[tokio::test]
-async fn reap_at_start_removes_this_runs_and_dead_runs_containers_only() {
+async fn reap_at_start_removes_containers_of_dead_processes_only() {
     let dir = tempfile::tempdir().unwrap();
     let e = fake();
-    let c = |id: &str, run: &str, owner: &str| Resource {
-        id: id.into(),
-        name: id.into(),
-        labels: BTreeMap::from([
+    let c = |id: &str, run: &str, owner: Option<String>| {
+        let mut labels = BTreeMap::from([
             (LABEL_TOOL.to_string(), "1".to_string()),
             (LABEL_RUN_ID.to_string(), run.to_string()),
-            (LABEL_OWNER.to_string(), owner.to_string()),
-        ]),
+        ]);
+        if let Some(o) = owner {
+            labels.insert(LABEL_OWNER.to_string(), o);
+        }
+        Resource {
+            id: id.into(),
+            name: id.into(),
+            labels,
+        }
     };
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .unwrap()
-        .trim()
-        .to_string();
-    e.add_container(c("same-run", "r", "elsewhere:1:1"));
-    e.add_container(c(
-        "dead-run",
-        "other",
-        &format!("{host}:{}:1", std::process::id()),
-    ));
-    e.add_container(c("live-run", "other", &store::owner_id()));
+    let host = store::hostname();
+    let dead = format!("{host}:{}:1", std::process::id());
+    let live_other = format!("{host}:1:{}", store::start_time(1).unwrap());
+    e.add_container(c("same-run-dead", "r", Some(dead.clone())));
+    e.add_container(c("same-run-live", "r", Some(live_other.clone())));
+    e.add_container(c("other-host", "r", Some("elsewhere:1:1".into())));
+    e.add_container(c("unowned-same-run", "r", None));
+    e.add_container(c("unowned-other-run", "other", None));
+    e.add_container(c("dead-other-run", "other", Some(dead)));
     let (r, events) = go(&e, plan(vec![], vec![]), config(dir.path(), "r")).await;
     assert!(r.problems.is_empty());
     let removed: Vec<_> = e
@@ -547,11 +555,15 @@ async fn reap_at_start_removes_this_runs_and_dead_runs_containers_only() {
             _ => None,
         })
         .collect();
-    assert_eq!(removed, ["same-run", "dead-run"]);
+    assert_eq!(
+        removed,
+        ["same-run-dead", "unowned-same-run", "dead-other-run"],
+        "a live process's containers are never touched"
+    );
     assert!(events.iter().any(|e| matches!(
         e,
         RunEvent::Reaped {
-            count: 2,
+            count: 3,
             at_start: true
         }
     )));
