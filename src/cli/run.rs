@@ -65,6 +65,16 @@ pub struct Args {
     /// verdict is recorded in every mode.
     #[arg(long)]
     pub strict: bool,
+    #[command(flatten)]
+    pub images: ImageArgs,
+    /// Give the test containers network access (off by default).
+    #[arg(long)]
+    pub network: bool,
+}
+
+/// Where images and repositories come from; shared by `run` and `validate`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ImageArgs {
     /// Take a repository from a local clone, bundle or URL instead of GitHub (repeatable).
     #[arg(long = "repo", value_name = "OWNER/NAME=PATH_OR_URL")]
     pub repos: Vec<String>,
@@ -84,9 +94,6 @@ pub struct Args {
     /// [default: official; debian for the mini benchmark].
     #[arg(long)]
     pub flavour: Option<String>,
-    /// Give the test containers network access (off by default).
-    #[arg(long)]
-    pub network: bool,
 }
 
 /// The run's inputs, loaded and checked.
@@ -155,30 +162,31 @@ pub fn load_inputs(
     })
 }
 
-/// Image and repository options shared by `run`, `validate` and `bench harness`.
+/// Image and repository options from the flags (`mini_mirrors` when the input is the mini
+/// benchmark, which also makes Debian the default flavour).
 pub fn prepare_options(
     output: &Path,
-    flavour: Option<&str>,
-    mini: bool,
-    namespace: Option<String>,
-    repos: &[String],
-    mirrors: Option<PathBuf>,
-    ca_cert: Option<&Path>,
+    a: &ImageArgs,
+    mini_mirrors: Option<PathBuf>,
     workers: usize,
 ) -> Result<PrepareOptions, BoxError> {
-    let flavour: Flavour = match flavour {
+    let flavour: Flavour = match a.flavour.as_deref() {
         Some(f) => f.parse()?,
-        None if mini => Flavour::Debian,
+        None if mini_mirrors.is_some() => Flavour::Debian,
         None => Flavour::Official,
+    };
+    let mirrors = match &a.mirrors {
+        Some(m) => Some(std::path::absolute(m)?),
+        None => mini_mirrors,
     };
     let mut sources = RepoSources {
         mirrors,
         ..Default::default()
     };
-    for r in repos {
-        sources.add_override(r)?;
+    for r in &a.repos {
+        sources.add_override(&absolute_repo_flag(r))?;
     }
-    let ca_cert = match ca_cert {
+    let ca_cert = match &a.ca_cert {
         Some(p) => Some(
             std::fs::read(p).map_err(|e| format!("cannot read --ca-cert {}: {e}", p.display()))?,
         ),
@@ -186,7 +194,7 @@ pub fn prepare_options(
     };
     Ok(PrepareOptions {
         flavour,
-        namespace,
+        namespace: a.namespace.clone(),
         ca_cert,
         repos: sources,
         repo_cache: repo_cache_dir(output),
@@ -223,6 +231,29 @@ pub fn needed<'a>(ds: &'a Dataset, preds: &[Prediction]) -> Vec<&'a Instance> {
         .collect()
 }
 
+/// Prepares specs and images for the instances with predictions, telling the user what fails.
+pub async fn prepare_verbose<E: Engine>(
+    engine: &E,
+    ds: &Dataset,
+    preds: &[Prediction],
+    opts: &PrepareOptions,
+) -> prepare::Prepare {
+    let needed = needed(ds, preds);
+    eprintln!(
+        "preparing images for {} instances ({} flavour)...",
+        needed.len(),
+        opts.flavour
+    );
+    let prepared = prepare::prepare(engine, &needed, opts).await;
+    for w in &prepared.warnings {
+        eprintln!("note: {w}");
+    }
+    for (id, f) in &prepared.images.failed {
+        eprintln!("warning: {id}: image {} failed: {}", f.image, f.message);
+    }
+    prepared
+}
+
 /// Runs the plan with Ctrl-C wired in and the progress bar drawn; returns the report.
 pub async fn execute<E: Engine>(
     engine: Arc<E>,
@@ -254,10 +285,6 @@ pub fn run(args: Args) -> CliResult {
 async fn run_async(mut args: Args) -> CliResult {
     // Git and the image builder run in other folders: relative paths must not change meaning.
     args.output = std::path::absolute(&args.output)?;
-    if let Some(m) = &args.mirrors {
-        args.mirrors = Some(std::path::absolute(m)?);
-    }
-    args.repos = args.repos.iter().map(|r| absolute_repo_flag(r)).collect();
     let inputs = load_inputs(
         args.dataset.as_deref(),
         args.predictions.as_deref(),
@@ -273,32 +300,16 @@ async fn run_async(mut args: Args) -> CliResult {
             .clone()
             .unwrap_or_else(|| if mini { "mini".into() } else { time_run_id() });
     let workers = args.workers.unwrap_or_else(runner::default_workers).max(1);
-    let cache_level: CacheLevel = args.cache_level.parse()?;
+    let cache_level: CacheLevel = args.images.cache_level.parse()?;
     let opts = prepare_options(
         &args.output,
-        args.flavour.as_deref(),
-        mini,
-        args.namespace.clone(),
-        &args.repos,
-        args.mirrors.clone().or(inputs.mini_mirrors.clone()),
-        args.ca_cert.as_deref(),
+        &args.images,
+        inputs.mini_mirrors.clone(),
         workers,
     )?;
 
     let engine = Arc::new(DockerEngine::connect().await?);
-    let needed = needed(&inputs.dataset, &inputs.predictions);
-    eprintln!(
-        "preparing images for {} instances ({} flavour)...",
-        needed.len(),
-        opts.flavour
-    );
-    let prepared = prepare::prepare(&*engine, &needed, &opts).await;
-    for w in &prepared.warnings {
-        eprintln!("note: {w}");
-    }
-    for (id, f) in &prepared.images.failed {
-        eprintln!("warning: {id}: image {} failed: {}", f.image, f.message);
-    }
+    let prepared = prepare_verbose(&*engine, &inputs.dataset, &inputs.predictions, &opts).await;
 
     let mut config = RunConfig::new(&run_id, args.output.clone());
     config.workers = workers;
