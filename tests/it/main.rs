@@ -10,3 +10,4 @@ mod images;
 mod runner;
 mod fuzz;
 mod faults;
+mod run_e2e;
