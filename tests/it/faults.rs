@@ -382,3 +382,445 @@ fn grade_output_on_a_full_disk() {
     assert_no_temporaries(fs.path());
     eprintln!("faults: grade on a full disk: {partial} of 8 reports written whole before the disk filled, 0 torn; 8/8 after the rerun");
 }
+
+// ---------------------------------------------------------------------------------------
+// Faults on the real Docker engine, through `swe-eval run` (helpers in `hostile.rs`).
+
+use crate::hostile::{self, Task};
+use std::os::unix::fs::MetadataExt;
+use std::time::{Duration, Instant};
+use swe_eval::runner::Category;
+
+/// Polls `cond` every 100 ms until it holds or `limit` passes; says which.
+fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    cond()
+}
+
+/// Waits for a child with a bound, killing it if it overruns.
+fn wait_bounded(child: &mut std::process::Child, limit: Duration) -> std::process::ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            panic!("swe-eval run still going after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Tasks whose tests take `secs` seconds, all fixed correctly.
+fn slow_tasks(prefix: &str, n: usize, secs: u32) -> Vec<Task> {
+    (0..n)
+        .map(|i| {
+            Task::new(
+                &format!("{prefix}-{i}"),
+                &format!("sleep {secs}"),
+                hostile::PYTEST,
+                &hostile::fix(),
+            )
+        })
+        .collect()
+}
+
+/// Identity of a file on disk: a rewrite (atomic rename) changes the inode.
+fn identity(p: &Path) -> (u64, i64, i64, Vec<u8>) {
+    let m = std::fs::metadata(p).unwrap();
+    (
+        m.ino(),
+        m.mtime(),
+        m.mtime_nsec(),
+        std::fs::read(p).unwrap(),
+    )
+}
+
+#[test]
+fn sigkill_mid_run_then_resume() {
+    if !hostile::docker_answers(None) {
+        return;
+    }
+    let image = hostile::trivial_image();
+    let dir = hostile::TestDir::new();
+    let tasks = slow_tasks("kill", 8, 2);
+    let (ds, preds) = hostile::write_inputs(dir.path(), &image, &tasks);
+    let out = dir.path().join("out");
+    let run_id = format!("it-sigkill-{}", std::process::id());
+    let args = ["-j", "2", "-t", "120"];
+
+    let mut child = hostile::run_command(&ds, &preds, &out, &run_id, &args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let some_done = wait_for(Duration::from_secs(120), || {
+        hostile::verdicts(&out, &run_id).len() >= 2
+    });
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert!(some_done, "no verdict within 120 s");
+    let before: Vec<(PathBuf, (u64, i64, i64, Vec<u8>))> = hostile::verdicts(&out, &run_id)
+        .into_iter()
+        .map(|(d, _)| (d.clone(), identity(&d.join("verdict.json"))))
+        .collect();
+    assert!(
+        before.len() < tasks.len(),
+        "killed too late: every verdict was written"
+    );
+    let orphans = hostile::containers(None, &run_id).len();
+
+    let o = hostile::run_command(&ds, &preds, &out, &run_id, &args)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", hostile::text(&o));
+    let after = hostile::verdicts(&out, &run_id);
+    let mut ids: Vec<&str> = after.iter().map(|(_, v)| v.instance_id.as_str()).collect();
+    ids.dedup();
+    assert_eq!(ids.len(), tasks.len(), "every verdict exactly once");
+    assert_eq!(after.len(), tasks.len());
+    for (_, v) in &after {
+        assert_eq!(v.category, Category::Resolved, "{v:?}");
+    }
+    for (d, id) in &before {
+        assert_eq!(
+            &identity(&d.join("verdict.json")),
+            id,
+            "{} was recomputed",
+            d.display()
+        );
+    }
+    // The closing report (stdout) counts what was resumed and what ran.
+    let report = String::from_utf8_lossy(&o.stdout);
+    let expect = format!(
+        "{} resumed, {} containers run",
+        before.len(),
+        tasks.len() - before.len()
+    );
+    assert!(
+        report.contains(&expect),
+        "expected `{expect}` in:\n{report}"
+    );
+    let rows = std::fs::read_to_string(out.join(format!("{run_id}.predictions.jsonl"))).unwrap();
+    assert_eq!(rows.lines().count(), tasks.len(), "{rows}");
+    assert_eq!(
+        hostile::containers(None, &run_id),
+        Vec::<String>::new(),
+        "containers of the killed run left behind"
+    );
+    eprintln!(
+        "faults: SIGKILL after {} of {} verdicts ({orphans} containers orphaned): resumed {}, ran {}, lost 0, recomputed 0, left 0 containers",
+        before.len(),
+        tasks.len(),
+        before.len(),
+        tasks.len() - before.len()
+    );
+}
+
+/// Peak resident memory (VmHWM, KiB) of a live process, if it can be read.
+fn vm_hwm_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[test]
+fn endless_jobs_stop_at_the_timeout() {
+    if !hostile::docker_answers(None) {
+        return;
+    }
+    let image = hostile::trivial_image();
+    let dir = hostile::TestDir::new();
+    let fix = hostile::fix();
+    let tasks = vec![
+        Task::new("t-sleep", "", "sleep 600", &fix),
+        Task::new(
+            "t-yes",
+            "",
+            "yes 'PASSED test_m.py::test_f spam spam spam'",
+            &fix,
+        ),
+        Task::new("t-forkbomb", "", "bash -c ':(){ :|:& };:'; sleep 600", &fix),
+        Task::new("t-ok", "", hostile::PYTEST, &fix),
+    ];
+    let (ds, preds) = hostile::write_inputs(dir.path(), &image, &tasks);
+    let out = dir.path().join("out");
+    let run_id = format!("it-timeout-{}", std::process::id());
+    let timeout_secs = 8;
+    let mut child = hostile::run_command(
+        &ds,
+        &preds,
+        &out,
+        &run_id,
+        &["-j", "4", "-t", &timeout_secs.to_string()],
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let pid = child.id();
+    // The peak only grows; the last reading before the process ends is its peak.
+    let mut peak = 0;
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if let Some(k) = vm_hwm_kib(pid) {
+            peak = peak.max(k);
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(180),
+            "the run did not end"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(
+        matches!(status.code(), Some(0) | Some(3)),
+        "{status:?}\n{err}"
+    );
+
+    let got = hostile::verdicts(&out, &run_id);
+    assert_eq!(got.len(), tasks.len(), "{err}");
+    for (d, v) in &got {
+        if v.instance_id == "t-ok" {
+            assert_eq!(v.category, Category::Resolved, "{v:?}");
+            continue;
+        }
+        assert!(v.timed_out, "{}: not timed out: {v:?}", v.instance_id);
+        assert_eq!(v.category, Category::Error, "{v:?}");
+        assert_eq!(
+            v.error_reason,
+            Some(swe_eval::grading::ErrorReason::Timeout),
+            "{v:?}"
+        );
+        assert!(
+            v.total_secs < (timeout_secs + 60) as f64,
+            "{}: took {} s",
+            v.instance_id,
+            v.total_secs
+        );
+        // What was kept of an endless output is bounded (8 MiB by default, plus the driver's lines).
+        let log = std::fs::metadata(d.join("test_output.txt")).map_or(0, |m| m.len());
+        assert!(
+            log < 10 << 20,
+            "{}: test_output.txt is {log} bytes",
+            v.instance_id
+        );
+    }
+    assert_eq!(
+        hostile::containers(None, &run_id),
+        Vec::<String>::new(),
+        "containers left behind"
+    );
+    // The orchestrator held at most an output buffer per job, not the endless output.
+    assert!(peak > 0, "could not read VmHWM of the run");
+    assert!(peak < 200 * 1024, "orchestrator peak memory {peak} KiB");
+    eprintln!("faults: 3 endless jobs stopped at {timeout_secs} s, containers removed; orchestrator peak RSS {} MiB", peak / 1024);
+}
+
+/// A Docker daemon of the test's own (own socket, data root and exec root), so restarting it
+/// disturbs no other test or user of the machine's daemon. Stopped and removed when dropped,
+/// whatever the test's outcome.
+struct PrivateDaemon {
+    root: PathBuf,
+    host: String,
+    child: Option<std::process::Child>,
+}
+
+impl PrivateDaemon {
+    /// Starts one, or `None` (with the reason printed) when this machine cannot.
+    fn start() -> Option<PrivateDaemon> {
+        let have = Command::new("dockerd")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !have {
+            eprintln!("skipped: dockerd is not installed");
+            return None;
+        }
+        // A short path: the socket's path must fit in sun_path.
+        let root = PathBuf::from(format!("/tmp/swe-eval-dockerd-{}", std::process::id()));
+        std::fs::create_dir_all(&root).ok()?;
+        let host = format!("unix://{}/docker.sock", root.display());
+        let mut d = PrivateDaemon {
+            root,
+            host,
+            child: None,
+        };
+        if !d.launch() {
+            eprintln!(
+                "skipped: a private dockerd did not start; its log:\n{}",
+                std::fs::read_to_string(d.root.join("dockerd.log")).unwrap_or_default()
+            );
+            return None;
+        }
+        Some(d)
+    }
+
+    /// Starts dockerd (as scripts/ensure-docker.sh does, on private paths) and waits for it.
+    fn launch(&mut self) -> bool {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.root.join("dockerd.log"))
+            .unwrap();
+        let r = &self.root;
+        let child = Command::new("dockerd")
+            .arg(format!("--host={}", self.host))
+            .arg(format!("--data-root={}", r.join("data").display()))
+            .arg(format!("--exec-root={}", r.join("exec").display()))
+            .arg(format!("--pidfile={}", r.join("docker.pid").display()))
+            .args(["--bridge=none", "--iptables=false", "--ip6tables=false"])
+            // Containers of a stopping daemon are killed after 1 s, not 15.
+            .arg("--shutdown-timeout=1")
+            .stdin(std::process::Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn();
+        let Ok(child) = child else { return false };
+        self.child = Some(child);
+        wait_for(Duration::from_secs(60), || {
+            hostile::docker(
+                Some(&self.host),
+                &["info", "--format", "{{.ServerVersion}}"],
+            )
+            .is_some_and(|o| o.status.success())
+        })
+    }
+
+    /// SIGTERM, as a service manager stops the daemon; waits for it to exit.
+    fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &c.id().to_string()])
+                .status();
+            let stopped = wait_for(Duration::from_secs(30), || {
+                c.try_wait().ok().flatten().is_some()
+            });
+            if !stopped {
+                let _ = c.kill();
+            }
+            let _ = c.wait();
+        }
+    }
+
+    /// Copies an image from the machine's daemon.
+    fn load_image(&self, image: &str) {
+        let save = Command::new("docker")
+            .args(["save", image])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let load = Command::new("docker")
+            .env("DOCKER_HOST", &self.host)
+            .args(["load", "-q"])
+            .stdin(save.stdout.unwrap())
+            .output()
+            .unwrap();
+        assert!(load.status.success(), "{}", hostile::text(&load));
+    }
+}
+
+impl Drop for PrivateDaemon {
+    fn drop(&mut self) {
+        let _ = Command::new("docker")
+            .env("DOCKER_HOST", &self.host)
+            .args(["rm", "-f", "-v"])
+            .args(
+                hostile::docker(Some(&self.host), &["ps", "-aq"])
+                    .map(|o| {
+                        String::from_utf8_lossy(&o.stdout)
+                            .lines()
+                            .map(str::to_string)
+                            .collect::<Vec<_>>()
+                    })
+                    .unwrap_or_default(),
+            )
+            .output();
+        self.stop();
+        // Mounts a stopped daemon may leave under its roots, then the folder.
+        let _ = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "grep -o ' {0}/[^ ]*' /proc/mounts | sort -r | xargs -r -n1 umount -l",
+                self.root.display()
+            ))
+            .status();
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+#[test]
+fn docker_daemon_restart_mid_run() {
+    if !hostile::docker_answers(None) {
+        return;
+    }
+    let image = hostile::trivial_image();
+    let Some(mut daemon) = PrivateDaemon::start() else {
+        return;
+    };
+    daemon.load_image(&image);
+    let dir = hostile::TestDir::new();
+    let tasks = slow_tasks("restart", 6, 4);
+    let (ds, preds) = hostile::write_inputs(dir.path(), &image, &tasks);
+    let out = dir.path().join("out");
+    let run_id = format!("it-restart-{}", std::process::id());
+    let mut child = hostile::run_command(&ds, &preds, &out, &run_id, &["-j", "2", "-t", "120"])
+        .env("DOCKER_HOST", &daemon.host)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Restart while jobs are running in containers.
+    let running = wait_for(Duration::from_secs(120), || {
+        let filter = format!("label={}={run_id}", swe_eval::engine::LABEL_RUN_ID);
+        hostile::docker(Some(&daemon.host), &["ps", "-q", "--filter", &filter])
+            .is_some_and(|o| !o.stdout.is_empty())
+    });
+    assert!(running, "no job started within 120 s");
+    let cut_off = hostile::verdicts(&out, &run_id).len();
+    daemon.stop();
+    assert!(daemon.launch(), "dockerd did not come back");
+    let status = wait_bounded(&mut child, Duration::from_secs(300));
+    let o = child.wait_with_output().unwrap();
+    let report = hostile::text(&o);
+    assert!(matches!(status.code(), Some(0) | Some(3)), "{report}");
+
+    let got = hostile::verdicts(&out, &run_id);
+    assert_eq!(
+        got.len(),
+        tasks.len(),
+        "every prediction has a verdict\n{report}"
+    );
+    let retries: u32 = got.iter().map(|(_, v)| v.infra_retries).sum();
+    for (_, v) in &got {
+        // A job cut off by the restart is retried: it is never the model's failure.
+        assert_eq!(
+            v.category,
+            Category::Resolved,
+            "{}: {v:?}\n{report}",
+            v.instance_id
+        );
+    }
+    assert!(
+        retries >= 1,
+        "the cut-off jobs were not counted as infrastructure retries\n{report}"
+    );
+    assert_eq!(
+        hostile::containers(Some(&daemon.host), &run_id),
+        Vec::<String>::new()
+    );
+    eprintln!(
+        "faults: dockerd restarted with {cut_off} of {} verdicts written: all {} resolved, {retries} infrastructure retries, 0 model failures",
+        tasks.len(),
+        tasks.len()
+    );
+}
