@@ -11,3 +11,4 @@ mod runner;
 mod fuzz;
 mod faults;
 mod run_e2e;
+mod hostile;
