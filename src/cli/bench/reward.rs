@@ -47,11 +47,38 @@ pub struct Args {
     pub json: Option<PathBuf>,
 }
 
+/// Time of each step of one end-to-end run.
+#[derive(Debug, Default, Clone, Copy)]
+struct Steps {
+    load_dataset: Duration,
+    load_predictions: Duration,
+    rewards: Duration,
+    write: Duration,
+}
+
+impl Steps {
+    fn total(&self) -> Duration {
+        self.load_dataset + self.load_predictions + self.rewards + self.write
+    }
+}
+
 /// One end-to-end run: load, score, serialize, write. Returns the similarities.
-fn rust_once(dataset: &Path, preds: &Path, out: &Path) -> Result<Vec<f64>, crate::cli::BoxError> {
+fn rust_once(
+    dataset: &Path,
+    preds: &Path,
+    out: &Path,
+) -> Result<(Vec<f64>, Steps), crate::cli::BoxError> {
+    let mut steps = Steps::default();
+    let t = Instant::now();
     let (ds, _) = crate::dataset::load_dataset(dataset)?;
+    steps.load_dataset = t.elapsed();
+    let t = Instant::now();
     let loaded = crate::predictions::load_path(preds)?;
+    steps.load_predictions = t.elapsed();
+    let t = Instant::now();
     let results = batch::unidiff_rewards(&ds, &loaded.items);
+    steps.rewards = t.elapsed();
+    let t = Instant::now();
     let mut records = Vec::with_capacity(results.len());
     let mut sims = Vec::with_capacity(results.len());
     for (p, r) in loaded.items.iter().zip(&results) {
@@ -61,7 +88,8 @@ fn rust_once(dataset: &Path, preds: &Path, out: &Path) -> Result<Vec<f64>, crate
         }
     }
     crate::fsutil::write_atomic(out, &batch::to_jsonl(&records))?;
-    Ok(sims)
+    steps.write = t.elapsed();
+    Ok((sims, steps))
 }
 
 fn peak_rss_kb() -> Option<u64> {
@@ -115,22 +143,55 @@ pub fn run(args: Args) -> CliResult {
     let tmp = tempfile::tempdir()?;
 
     // Rust, end to end, several times.
-    let mut times = Vec::new();
+    let mut runs = Vec::new();
     let mut sims = Vec::new();
     for _ in 0..args.iterations.max(1) {
-        let t = Instant::now();
-        sims = pool.install(|| rust_once(&dataset, &preds, &tmp.path().join("rust.jsonl")))?;
-        times.push(t.elapsed());
+        let (s, steps) =
+            pool.install(|| rust_once(&dataset, &preds, &tmp.path().join("rust.jsonl")))?;
+        sims = s;
+        runs.push(steps);
     }
-    times.sort();
-    let best = times[0];
-    let median = times[times.len() / 2];
+    runs.sort_by_key(Steps::total);
+    let best = runs[0].total();
+    let median = runs[runs.len() / 2].total();
+    let b = runs[0];
+    println!(
+        "rust:   best run: load dataset {:.1} ms, load predictions {:.1} ms, rewards {:.1} ms, write {:.1} ms",
+        secs(b.load_dataset) * 1e3,
+        secs(b.load_predictions) * 1e3,
+        secs(b.rewards) * 1e3,
+        secs(b.write) * 1e3
+    );
     println!(
         "rust:   {} rewards, end to end best {:.1} ms, median {:.1} ms ({threads} threads, {} runs)",
         sims.len(),
         secs(best) * 1e3,
         secs(median) * 1e3,
-        times.len()
+        runs.len()
+    );
+
+    // One core, one prediction at a time: the total, and where the time goes.
+    let (ds, _) = crate::dataset::load_dataset(&dataset)?;
+    let loaded = crate::predictions::load_path(&preds)?;
+    let mut each: Vec<(Duration, &str)> = Vec::new();
+    for p in &loaded.items {
+        if let Some(inst) = ds.get(&p.instance_id) {
+            let t = Instant::now();
+            std::hint::black_box(reward::unidiff_reward(&inst.patch, p.patch()));
+            each.push((t.elapsed(), &p.instance_id));
+        }
+    }
+    let serial: Duration = each.iter().map(|(d, _)| *d).sum();
+    each.sort_by(|x, y| y.0.cmp(&x.0));
+    let slowest: Vec<String> = each
+        .iter()
+        .take(3)
+        .map(|(d, id)| format!("{id} {:.1} ms", secs(*d) * 1e3))
+        .collect();
+    println!(
+        "rust:   one core, rewards only: {:.1} ms; slowest: {}",
+        secs(serial) * 1e3,
+        slowest.join(", ")
     );
 
     // Python, the same work in one process.
@@ -226,8 +287,10 @@ pub fn run(args: Args) -> CliResult {
     );
     if let Some(path) = &args.json {
         let doc = json!({
-            "rows": sims.len(), "threads": threads,
+            "rows": sims.len(), "threads": threads, "rust_one_core_rewards_s": secs(serial),
             "rust_best_s": secs(best), "rust_median_s": secs(median),
+            "rust_best_steps_s": {"load_dataset": secs(b.load_dataset), "load_predictions": secs(b.load_predictions),
+                "rewards": secs(b.rewards), "write": secs(b.write)},
             "python": python, "pathological": patho, "peak_rss_kb": peak,
         });
         crate::fsutil::write_json_atomic(path, &doc)?;
