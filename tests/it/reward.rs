@@ -267,7 +267,11 @@ fn diff_strategy() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
+    // Each case is a batch of 60 inputs answered by one Python process; PROPTEST_CASES=100
+    // checks 6,000 inputs per property.
+    #![proptest_config(ProptestConfig::with_cases(
+        std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(8)
+    ))]
 
     /// Each proptest case is a batch of 60 random pairs checked in one Python run.
     #[test]
