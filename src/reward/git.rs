@@ -145,3 +145,82 @@ pub fn read_files(dir: &Path, commit: &str, paths: &[String]) -> Result<Files, G
     let _ = child.wait();
     Ok(files)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repositories_are_found_by_argument_then_in_mirrors() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("django__django")).unwrap();
+        std::fs::create_dir_all(dir.path().join("astropy.git")).unwrap();
+        let src = RepoSource {
+            repos: vec![RepoSource::parse_repo_arg("psf/requests=/src/requests").unwrap()],
+            mirrors: Some(dir.path().to_path_buf()),
+        };
+        assert_eq!(
+            src.locate("psf/requests").unwrap(),
+            PathBuf::from("/src/requests")
+        );
+        assert_eq!(
+            src.locate("django/django").unwrap(),
+            dir.path().join("django__django")
+        );
+        assert_eq!(
+            src.locate("astropy/astropy").unwrap(),
+            dir.path().join("astropy.git")
+        );
+        let err = src.locate("sympy/sympy").unwrap_err().to_string();
+        assert!(
+            err.contains("sympy/sympy") && err.contains("--mirrors"),
+            "{err}"
+        );
+        assert!(RepoSource::parse_repo_arg("no-equals-sign").is_err());
+    }
+
+    #[test]
+    fn missing_commit_is_an_error_and_missing_files_are_left_out() {
+        if Command::new("git").arg("--version").output().is_err() {
+            eprintln!("skipped: git not found");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let out = Command::new("git")
+                .arg("-C")
+                .arg(dir.path())
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        git(&["init", "-q"]);
+        std::fs::write(dir.path().join("a.txt"), b"caf\xe9\n").unwrap();
+        git(&["add", "."]);
+        git(&[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "c",
+        ]);
+        let head = git(&["rev-parse", "HEAD"]);
+        let files = read_files(dir.path(), &head, &["a.txt".into(), "gone.txt".into()]).unwrap();
+        assert_eq!(files.len(), 1);
+        assert_eq!(
+            files["a.txt"], "caf\u{fffd}\n",
+            "invalid UTF-8 is replaced, not refused"
+        );
+        let err =
+            read_files(dir.path(), "0123456789abcdef0123456789abcdef01234567", &[]).unwrap_err();
+        assert!(matches!(err, GitError::NoCommit { .. }), "{err}");
+    }
+}
