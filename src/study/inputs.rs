@@ -337,18 +337,27 @@ pub fn load_outcomes(path: &Path) -> Result<Loaded<OutcomeRow>, LoadError> {
             });
         }
         if is_per_run(&obj) {
+            // A task missing from one run but present in another had no valid patch in that
+            // run; the source counts it unresolved, so it becomes a row without a verdict.
+            let mut all: Vec<&String> = Vec::new();
+            let mut seen = HashSet::new();
+            for run in obj.values().filter_map(Value::as_object) {
+                all.extend(run.keys().filter(|id| seen.insert(*id)));
+            }
             let mut items = Vec::new();
-            for (k, run) in obj.values().enumerate() {
-                for (id, v) in run.as_object().into_iter().flatten() {
-                    let resolved = v.as_bool().unwrap_or_else(|| v.as_f64() == Some(1.0));
-                    items.push(OutcomeRow {
-                        instance_id: id.clone(),
-                        sample: Some(k as u32),
-                        verdict: if resolved {
+            for (k, run) in obj.values().filter_map(Value::as_object).enumerate() {
+                for id in &all {
+                    let verdict = match run.get(*id) {
+                        None => Verdict::NoVerdict("missing_from_run".into()),
+                        Some(v) if v.as_bool() == Some(true) || v.as_f64() == Some(1.0) => {
                             Verdict::Resolved
-                        } else {
-                            Verdict::Unresolved
-                        },
+                        }
+                        Some(_) => Verdict::Unresolved,
+                    };
+                    items.push(OutcomeRow {
+                        instance_id: (*id).clone(),
+                        sample: Some(k as u32),
+                        verdict,
                     });
                 }
             }

@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 
+use rayon::prelude::*;
 use serde::Serialize;
 
 pub mod bestofn;
@@ -245,32 +246,65 @@ fn stats_of(scores: &[f64], resolved: &[bool], ci: Option<[f64; 2]>, opts: &Opti
     }
 }
 
-/// Both scores' statistics over the observations picked by `idx`; the bootstrap stream is
-/// keyed by `key` so that each group's interval is reproducible on its own.
-fn group_stats(obs: &[Observation], idx: &[usize], key: &str, opts: &Options) -> [Stats; 2] {
+/// Both scores' statistics over the observations picked by `idx`, with their intervals.
+fn group_stats(
+    obs: &[Observation],
+    idx: &[usize],
+    cis: [Option<[f64; 2]>; 2],
+    opts: &Options,
+) -> [Stats; 2] {
     let resolved: Vec<bool> = idx.iter().map(|&i| obs[i].verdict.resolved()).collect();
-    let cols: Vec<Vec<f64>> = Score::BOTH
-        .iter()
-        .map(|s| idx.iter().map(|&i| s.of(&obs[i])).collect())
-        .collect();
-    let seed = stats::stream_seed(opts.seed, fnv1a(key));
-    let cis = stats::bootstrap_auroc_ci(
-        &[cols[0].as_slice(), cols[1].as_slice()],
-        &resolved,
-        opts.bootstrap,
-        seed,
-    );
+    let col = |s: Score| -> Vec<f64> { idx.iter().map(|&i| s.of(&obs[i])).collect() };
     [
-        stats_of(&cols[0], &resolved, cis[0], opts),
-        stats_of(&cols[1], &resolved, cis[1], opts),
+        stats_of(&col(Score::Similarity), &resolved, cis[0], opts),
+        stats_of(&col(Score::Reward), &resolved, cis[1], opts),
     ]
 }
 
-/// A stable string hash (FNV-1a): group names key bootstrap streams across runs and builds.
-fn fnv1a(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-    })
+/// Bootstrap intervals of both scores, overall (`[k][0][0]`), per repository (`[k][1][r]`)
+/// and per difficulty (`[k][2][d]`) for score k, from one set of resamples stratified by
+/// (repository, difficulty).
+fn all_intervals(
+    obs: &[Observation],
+    repo_of: &[u32],
+    n_repos: usize,
+    diff_of: &[u32],
+    n_diffs: usize,
+    opts: &Options,
+) -> Vec<Vec<Vec<Option<[f64; 2]>>>> {
+    let resolved: Vec<bool> = obs.iter().map(|o| o.verdict.resolved()).collect();
+    let zeros = vec![0u32; obs.len()];
+    let strata: Vec<u32> = repo_of
+        .iter()
+        .zip(diff_of)
+        .map(|(&r, &d)| r * n_diffs as u32 + d)
+        .collect();
+    let cols: Vec<Vec<f64>> = Score::BOTH
+        .iter()
+        .map(|s| obs.iter().map(|o| s.of(o)).collect())
+        .collect();
+    let mut series = Vec::new();
+    for col in &cols {
+        series.push(stats::Series {
+            scores: col,
+            groups: &zeros,
+            n_groups: 1,
+        });
+        series.push(stats::Series {
+            scores: col,
+            groups: repo_of,
+            n_groups: n_repos,
+        });
+        series.push(stats::Series {
+            scores: col,
+            groups: diff_of,
+            n_groups: n_diffs,
+        });
+    }
+    let mut flat =
+        stats::bootstrap_auroc_ci_grouped(&series, &resolved, &strata, opts.bootstrap, opts.seed)
+            .into_iter();
+    (0..2).map(|_| flat.by_ref().take(3).collect()).collect()
 }
 
 fn thin(roc: Vec<stats::RocPoint>) -> Vec<stats::RocPoint> {
@@ -300,29 +334,49 @@ fn groups_by(
 /// Runs the whole study on joined observations.
 pub fn analyze(joined: &Joined, opts: &Options) -> Summary {
     let obs = &joined.observations;
-    let all: Vec<usize> = (0..obs.len()).collect();
-    let [sim_all, rew_all] = group_stats(obs, &all, "", opts);
-    let mut per = [
-        BTreeMap::new(),
-        BTreeMap::new(),
-        BTreeMap::new(),
-        BTreeMap::new(),
-    ];
     let by_repo = groups_by(obs, |o| o.repo.clone());
     let by_diff = groups_by(obs, |o| {
         o.difficulty
             .clone()
             .unwrap_or_else(|| "unknown".to_string())
     });
-    for (name, idx) in &by_repo {
-        let [s, r] = group_stats(obs, idx, &format!("repo:{name}"), opts);
-        per[0].insert(name.clone(), s);
-        per[1].insert(name.clone(), r);
-    }
-    for (name, idx) in &by_diff {
-        let [s, r] = group_stats(obs, idx, &format!("difficulty:{name}"), opts);
-        per[2].insert(name.clone(), s);
-        per[3].insert(name.clone(), r);
+    let ids = |groups: &BTreeMap<String, Vec<usize>>| {
+        let mut of = vec![0u32; obs.len()];
+        for (g, idx) in groups.values().enumerate() {
+            for &i in idx {
+                of[i] = g as u32;
+            }
+        }
+        of
+    };
+    let (repo_of, diff_of) = (ids(&by_repo), ids(&by_diff));
+    let ci = all_intervals(obs, &repo_of, by_repo.len(), &diff_of, by_diff.len(), opts);
+    let pair = |level: usize, g: usize| [ci[0][level][g], ci[1][level][g]];
+    let all: Vec<usize> = (0..obs.len()).collect();
+    let [sim_all, rew_all] = group_stats(obs, &all, pair(0, 0), opts);
+    let mut per = [
+        BTreeMap::new(),
+        BTreeMap::new(),
+        BTreeMap::new(),
+        BTreeMap::new(),
+    ];
+    // Groups are independent: compute them in parallel.
+    let groups: Vec<(usize, usize, &String, &Vec<usize>)> = [&by_repo, &by_diff]
+        .iter()
+        .enumerate()
+        .flat_map(|(level, m)| {
+            m.iter()
+                .enumerate()
+                .map(move |(g, (k, v))| (level, g, k, v))
+        })
+        .collect();
+    let done: Vec<[Stats; 2]> = groups
+        .par_iter()
+        .map(|&(level, g, _, idx)| group_stats(obs, idx, pair(level + 1, g), opts))
+        .collect();
+    for ((level, _, name, _), [s, r]) in groups.into_iter().zip(done) {
+        per[2 * level].insert(name.clone(), s);
+        per[2 * level + 1].insert(name.clone(), r);
     }
     let [repo_s, repo_r, diff_s, diff_r] = per;
     let resolved: Vec<bool> = obs.iter().map(|o| o.verdict.resolved()).collect();
@@ -378,9 +432,10 @@ pub fn analyze(joined: &Joined, opts: &Options) -> Summary {
             seed: opts.seed,
             thresholds: opts.thresholds.clone(),
             auroc: "Mann-Whitney U / (n_resolved * n_unresolved); ties count one half",
-            bootstrap_method: "percentile interval over resamples of all predictions with \
-                               replacement; resamples with one class only are dropped; each group \
-                               has its own seeded streams",
+            bootstrap_method: "percentile interval; each (repository, difficulty) cell is \
+                               resampled with replacement to its own size (a stratified \
+                               bootstrap, so per-group intervals come from the same resamples); \
+                               a resample lacking a class is dropped for that group",
             calibration_bins: "ten equal-width bins over [0, 1] as scikit-learn's \
                                calibration_curve(strategy=\"uniform\"): [0, 0.1], (0.1, 0.2], ...; \
                                scores below 0 (malformed patch, reward -1) in a bin of their own",
@@ -428,15 +483,15 @@ fn blind_spots(obs: &[Observation], k: usize) -> BlindSpots {
     }
 }
 
-/// How an AUROC reads, in words (the usual rough bands).
+/// How an AUROC reads, in words (the usual rough bands), as an adverb for the headline.
 pub fn auroc_words(a: f64) -> &'static str {
     match a {
-        a if a >= 0.9 => "strong",
-        a if a >= 0.8 => "good",
-        a if a >= 0.7 => "fair",
-        a if a >= 0.6 => "weak",
-        a if a > 0.5 => "barely better than chance",
-        _ => "no better than chance",
+        a if a >= 0.9 => "strongly",
+        a if a >= 0.8 => "well",
+        a if a >= 0.7 => "fairly",
+        a if a >= 0.6 => "weakly",
+        a if a > 0.5 => "barely",
+        _ => "not at all",
     }
 }
 
@@ -450,7 +505,7 @@ fn headline(s: &Summary) -> String {
                 .unwrap_or_default();
             format!(
                 "Resemblance tracks correctness {}: similarity AUROC {a:.3}{ci} over {} \
-                 predictions, i.e. a resolved prediction is more similar to the human patch \
+                 predictions: a resolved prediction is more similar to the human patch \
                  than an unresolved one {:.0}% of the time.",
                 auroc_words(a),
                 s.n,

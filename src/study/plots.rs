@@ -237,7 +237,7 @@ pub fn distribution(obs: &[Observation], score: Score) -> String {
         .flat_map(|cls| (0..=BINS).map(move |s| (cls, s)))
         .map(|(cls, s)| share(cls, s))
         .fold(0.05f64, f64::max);
-    c.y = [0.0, (ymax * 1.1).min(1.0)];
+    c.y = [0.0, (ymax * 1.3).min(1.0)];
     let mut xt = ticks01(0.2);
     if has_neg {
         xt.insert(0, (-0.1, "-1".into()));
@@ -246,7 +246,11 @@ pub fn distribution(obs: &[Observation], score: Score) -> String {
     c.axes(
         &xt,
         &yt,
-        &format!("{} (bar at -1: malformed patch)", score.name()),
+        &if has_neg {
+            format!("{} (bar at -1: malformed or empty patch)", score.name())
+        } else {
+            score.name().to_string()
+        },
         "share of outcome",
     );
     let bw = 1.0 / BINS as f64;
@@ -298,8 +302,8 @@ pub fn roc(s: &Summary) -> String {
     );
     c.polyline(&[(0.0, 0.0), (1.0, 1.0)], GREY, 1.0, Some("5,4"));
     for (st, color, dash) in [
-        (&s.reward, PURPLE, Some("7,3")),
         (&s.similarity, BLUE, None),
+        (&s.reward, PURPLE, Some("7,4")),
     ] {
         let mut pts = vec![(0.0, 0.0)];
         pts.extend(st.roc.iter().map(|p| (p.fpr, p.tpr)));
@@ -346,7 +350,7 @@ pub fn calibration(s: &Summary) -> String {
                 )
             })
             .collect();
-        c.polyline(&pts, color, 2.0, None);
+        c.polyline(&pts, color, 2.0, (color == PURPLE).then_some("7,4"));
         c.dots(&pts, color);
     }
     c.legend(

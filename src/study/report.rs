@@ -498,13 +498,13 @@ h1 { font-size: 24px; margin-bottom: 8px; }
 .big { font-size: 44px; font-weight: bold; color: #2166ac; white-space: nowrap; }
 .big small { display: block; font-size: 14px; font-weight: normal; color: #555; }
 .headline p { font-size: 17px; margin: 0; line-height: 1.45; }
-.plots { display: grid; grid-template-columns: repeat(2, 1fr); gap: 12px; }
+.plots { display: grid; grid-template-columns: repeat(2, minmax(0, 1fr)); gap: 12px; }
 .plots figure { margin: 0; border: 1px solid #ddd; }
 .plots svg { width: 100%; height: auto; display: block; }
 table { border-collapse: collapse; margin: 8px 0 18px; font-size: 13px; }
 th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: left; }
 th { background: #f0f0f0; }
-.pair { display: grid; grid-template-columns: 1fr 1fr; gap: 8px; }
+.pair { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 8px; }
 .pair pre { background: #fafafa; border: 1px solid #ddd; padding: 6px; font-size: 11px; overflow: auto; max-height: 360px; margin: 0; }
 .pair h5 { margin: 4px 0; }
 .note { color: #666; font-size: 13px; }
@@ -519,7 +519,12 @@ fn html(s: &Summary, plots: &[(&str, &str, String)], patches: &Patches) -> Strin
     let o = &s.similarity.overall;
     let big = o.auroc.map_or_else(
         || "n/a<small>similarity AUROC</small>".to_string(),
-        |a| format!("{a:.3}<small>similarity AUROC: {}</small>", auroc_words(a)),
+        |a| {
+            format!(
+                "{a:.3}<small>similarity AUROC<br>tracks {}</small>",
+                auroc_words(a)
+            )
+        },
     );
     let _ = writeln!(
         out,

@@ -392,70 +392,229 @@ pub fn stream_seed(seed: u64, stream: u64) -> u64 {
 
 /// Percentile bootstrap 95% intervals of the AUROC of several scores over the same outcomes,
 /// all from the same resamples (so the intervals of similarity and reward are comparable).
-///
-/// Each resample draws n indices with replacement; a resample with one class only is dropped
-/// (as one does with scikit-learn). The AUROC of a resample needs no sort: the tie groups of
-/// each score are fixed beforehand, so it is O(n + groups) by counting per group. Resamples
-/// run in parallel; resample b uses the stream `stream_seed(seed, b)`.
+/// One group, one stratum: plain resampling of all n predictions with replacement.
 pub fn bootstrap_auroc_ci(
     scores: &[&[f64]],
     resolved: &[bool],
     resamples: usize,
     seed: u64,
 ) -> Vec<Option<[f64; 2]>> {
-    let n = resolved.len();
-    let none = vec![None; scores.len()];
-    if n < 2 || resamples == 0 {
-        return none;
-    }
-    // Per score: code[i] = 2 * group + resolved, the slot that point i counts into.
-    let plans: Vec<(Vec<u32>, usize)> = scores
+    let zeros = vec![0u32; resolved.len()];
+    let series: Vec<Series<'_>> = scores
         .iter()
-        .map(|s| {
-            let (gid, groups) = tie_groups(s);
-            let code = gid
-                .iter()
-                .zip(resolved)
-                .map(|(g, &r)| 2 * g + r as u32)
-                .collect();
-            (code, 2 * groups)
+        .map(|s| Series {
+            scores: s,
+            groups: &zeros,
+            n_groups: 1,
         })
         .collect();
+    bootstrap_auroc_ci_grouped(&series, resolved, &zeros, resamples, seed)
+        .into_iter()
+        .map(|mut v| v.pop().flatten())
+        .collect()
+}
+
+/// A score split into groups (group ids `0..n_groups`, e.g. repositories), for
+/// [`bootstrap_auroc_ci_grouped`].
+#[derive(Debug, Clone, Copy)]
+pub struct Series<'a> {
+    pub scores: &'a [f64],
+    pub groups: &'a [u32],
+    pub n_groups: usize,
+}
+
+/// The order in which a resample's AUROCs are summed: points sorted by (group, score), packed
+/// as `slot << 2 | first_of_tie_run << 1 | resolved` (one memory stream in the hot loop), where
+/// `slot` indexes the resample's counts; plus where each group's segment starts.
+struct Plan {
+    entries: Vec<u32>,
+    /// (first entry, group id) of each non-empty group, in entry order.
+    segments: Vec<(usize, u32)>,
+    n_groups: usize,
+}
+
+impl Plan {
+    /// `slot_of[i]`: where point i is counted.
+    fn new(s: &Series<'_>, resolved: &[bool], slot_of: &[u32]) -> Plan {
+        let mut order: Vec<u32> = (0..s.scores.len() as u32).collect();
+        order.sort_by(|&a, &b| {
+            let (a, b) = (a as usize, b as usize);
+            s.groups[a]
+                .cmp(&s.groups[b])
+                .then(s.scores[a].total_cmp(&s.scores[b]))
+        });
+        let mut segments = Vec::new();
+        let entries = order
+            .iter()
+            .enumerate()
+            .map(|(k, &i)| {
+                let i = i as usize;
+                let new_group = k == 0 || s.groups[order[k - 1] as usize] != s.groups[i];
+                if new_group {
+                    segments.push((k, s.groups[i]));
+                }
+                let new_run = new_group || s.scores[order[k - 1] as usize] != s.scores[i];
+                slot_of[i] << 2 | (new_run as u32) << 1 | resolved[i] as u32
+            })
+            .collect();
+        Plan {
+            entries,
+            segments,
+            n_groups: s.n_groups,
+        }
+    }
+
+    /// Appends the AUROC of each group for the multiplicities `counts` (NaN where a group
+    /// lacks a class). One pass over the points: O(n).
+    fn aurocs(&self, counts: &[u16], out: &mut Vec<f64>) {
+        let base = out.len();
+        out.resize(base + self.n_groups, f64::NAN);
+        for (k, &(start, g)) in self.segments.iter().enumerate() {
+            let end = self.segments.get(k + 1).map_or(self.entries.len(), |s| s.0);
+            // Branch-free: within a group tie runs are short and irregular, so a branch per run
+            // start would mispredict about every other point; masks close the run instead.
+            let mut acc = GroupAcc::default();
+            let (mut neg, mut pos) = (0u64, 0u64);
+            for &e in &self.entries[start..end] {
+                let run_start = 0u64.wrapping_sub(((e >> 1) & 1) as u64);
+                let (done_neg, done_pos) = (neg & run_start, pos & run_start);
+                acc.twice_u += done_pos * (2 * acc.neg_below + done_neg);
+                acc.neg_below += done_neg;
+                acc.pos += done_pos;
+                neg &= !run_start;
+                pos &= !run_start;
+                let c = counts[(e >> 2) as usize] as u64;
+                let resolved = 0u64.wrapping_sub((e & 1) as u64);
+                pos += c & resolved;
+                neg += c & !resolved;
+            }
+            acc.run = [neg, pos];
+            acc.close_run();
+            out[base + g as usize] = acc.auroc();
+        }
+    }
+}
+
+/// Running sums of one group's AUROC: the current tie run's [negatives, positives], negatives
+/// below it, positives so far, and twice the U statistic.
+#[derive(Default)]
+struct GroupAcc {
+    run: [u64; 2],
+    neg_below: u64,
+    pos: u64,
+    twice_u: u64,
+}
+
+impl GroupAcc {
+    fn close_run(&mut self) {
+        let [neg, pos] = self.run;
+        self.twice_u += pos * (2 * self.neg_below + neg);
+        self.neg_below += neg;
+        self.pos += pos;
+        self.run = [0, 0];
+    }
+
+    fn auroc(&self) -> f64 {
+        if self.pos == 0 || self.neg_below == 0 {
+            return f64::NAN;
+        }
+        self.twice_u as f64 / 2.0 / (self.pos as f64 * self.neg_below as f64)
+    }
+}
+
+/// Percentile bootstrap 95% intervals of the AUROC of each group of each series, all from the
+/// same resamples.
+///
+/// Resampling is stratified: each stratum (e.g. a repository and difficulty cell) is redrawn
+/// with replacement to its own size, so that every group made of whole strata keeps its size
+/// and its intervals are those of a bootstrap within the group. With one stratum this is the
+/// plain bootstrap. A resample in which a group lacks a class is dropped for that group (as one
+/// does with scikit-learn). Per resample, the draws only count how often each prediction was
+/// picked; each series' AUROCs then take one pass in presorted order, so no resample sorts
+/// anything: O(n) per resample. Resamples run in parallel; resample b uses the stream
+/// `stream_seed(seed, b)`, so the result does not depend on the number of threads.
+pub fn bootstrap_auroc_ci_grouped(
+    series: &[Series<'_>],
+    resolved: &[bool],
+    strata: &[u32],
+    resamples: usize,
+    seed: u64,
+) -> Vec<Vec<Option<[f64; 2]>>> {
+    let n = resolved.len();
+    let empty = || series.iter().map(|s| vec![None; s.n_groups]).collect();
+    // Entries pack a position in 30 bits.
+    if n < 2 || resamples == 0 || n >= 1 << 30 {
+        return empty();
+    }
+    // Members of each stratum, contiguous; a point is counted at its position there, so the
+    // draws of one stratum touch one stretch of memory. Within a stratum, members follow the
+    // first series' score, so that the passes in score order read the counts nearly in order.
+    let mut members: Vec<u32> = (0..n as u32).collect();
+    let first = series.first().map(|s| s.scores);
+    members.sort_by(|&a, &b| {
+        let (a, b) = (a as usize, b as usize);
+        strata[a]
+            .cmp(&strata[b])
+            .then_with(|| first.map_or(Ordering::Equal, |s| s[a].total_cmp(&s[b])))
+    });
+    let mut slot_of = vec![0u32; n];
+    let mut cells: Vec<(usize, usize)> = Vec::new();
+    for (k, &i) in members.iter().enumerate() {
+        slot_of[i as usize] = k as u32;
+        if k == 0 || strata[members[k - 1] as usize] != strata[i as usize] {
+            cells.push((k, 0));
+        }
+        if let Some(c) = cells.last_mut() {
+            c.1 += 1;
+        }
+    }
+    let plans: Vec<Plan> = series
+        .iter()
+        .map(|s| Plan::new(s, resolved, &slot_of))
+        .collect();
+    let width: usize = series.iter().map(|s| s.n_groups).sum();
     let per_resample: Vec<Vec<f64>> = (0..resamples)
         .into_par_iter()
         .map_init(
-            || {
-                plans
-                    .iter()
-                    .map(|(_, len)| vec![0u32; *len])
-                    .collect::<Vec<_>>()
-            },
-            |bufs, b| {
-                for buf in bufs.iter_mut() {
-                    buf.fill(0);
-                }
+            || vec![0u16; n],
+            |counts, b| {
+                counts.fill(0);
                 let mut rng = SplitMix(stream_seed(seed, b as u64));
-                for _ in 0..n {
-                    let i = rng.below(n);
-                    for (buf, (code, _)) in bufs.iter_mut().zip(&plans) {
-                        buf[code[i] as usize] += 1;
+                for &(start, len) in &cells {
+                    let cell = &mut counts[start..start + len];
+                    for _ in 0..len {
+                        {
+                            let c = &mut cell[rng.below(len)];
+                            // A point drawn 65,535 times in one resample is beyond any real
+                            // odds; saturating keeps even that from wrapping.
+                            *c = c.saturating_add(1);
+                        }
                     }
                 }
-                bufs.iter()
-                    .map(|buf| auc_from_group_counts(buf).unwrap_or(f64::NAN))
-                    .collect()
+                let mut out = Vec::with_capacity(width);
+                for p in &plans {
+                    p.aurocs(counts, &mut out);
+                }
+                out
             },
         )
         .collect();
-    (0..scores.len())
-        .map(|k| {
-            let mut v: Vec<f64> = per_resample
-                .iter()
-                .map(|r| r[k])
-                .filter(|x| !x.is_nan())
-                .collect();
-            v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(Ordering::Equal));
-            Some([percentile_sorted(&v, 0.025)?, percentile_sorted(&v, 0.975)?])
+    let mut col = 0;
+    series
+        .iter()
+        .map(|s| {
+            (0..s.n_groups)
+                .map(|_| {
+                    let mut v: Vec<f64> = per_resample
+                        .iter()
+                        .map(|r| r[col])
+                        .filter(|x| !x.is_nan())
+                        .collect();
+                    col += 1;
+                    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(Ordering::Equal));
+                    Some([percentile_sorted(&v, 0.025)?, percentile_sorted(&v, 0.975)?])
+                })
+                .collect()
         })
         .collect()
 }
@@ -467,7 +626,8 @@ mod tests {
     #[test]
     fn auroc_table() {
         // (scores, resolved, expected, why)
-        let cases: &[(&[f64], &[bool], Option<f64>, &str)] = &[
+        type Case<'a> = (&'a [f64], &'a [bool], Option<f64>, &'a str);
+        let cases: &[Case<'_>] = &[
             (&[0.1, 0.9], &[false, true], Some(1.0), "perfect separation"),
             (&[0.9, 0.1], &[false, true], Some(0.0), "perfectly wrong"),
             (
@@ -494,7 +654,7 @@ mod tests {
     fn kendall_matches_brute_force() {
         let x = [0.1, 0.4, 0.4, 0.0, 0.9, 0.4, 0.2, 0.9];
         let y = [0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0];
-        let (mut c, mut d, mut tx, mut ty) = (0.0, 0.0, 0.0, 0.0);
+        let (mut c, mut d, mut tx, mut ty) = (0.0f64, 0.0, 0.0, 0.0);
         for i in 0..x.len() {
             for j in i + 1..x.len() {
                 let s = (x[i] - x[j]) * (y[i] - y[j]);
@@ -509,7 +669,7 @@ mod tests {
                 }
             }
         }
-        let want = (c - d) / (((c + d + tx) * (c + d + ty)) as f64).sqrt();
+        let want = (c - d) / ((c + d + tx) * (c + d + ty)).sqrt();
         let got = kendall_tau_b(&x, &y).unwrap();
         assert!((got - want).abs() < 1e-12, "{got} vs {want}");
     }

@@ -268,8 +268,8 @@ fn input_formats_and_the_join() {
            "error_ids":[],"submitted_ids":["a__a-1","a__a-2","b__b-3","y__y-4"]}"#,
     );
     let mut problems = Vec::new();
-    let r = inputs::load_rewards_files(&[rewards_csv.clone()], &mut problems).unwrap();
-    let o = inputs::load_outcome_files(&[summary.clone()], &mut problems).unwrap();
+    let r = inputs::load_rewards_files(std::slice::from_ref(&rewards_csv), &mut problems).unwrap();
+    let o = inputs::load_outcome_files(std::slice::from_ref(&summary), &mut problems).unwrap();
     assert!(problems.is_empty(), "{problems:?}");
     let j = inputs::join(r, o, None);
     assert_eq!(j.observations.len(), 3);
@@ -548,12 +548,42 @@ fn html_report_renders_in_headless_chromium() {
     }
 }
 
+/// Rewards by `swe-eval reward`, or `None` (with a message) while that command is not there.
+fn reward_cmd(dataset: &Path, preds: &Path, out: &Path) -> Option<PathBuf> {
+    let (ok, _, stderr) = run_bin(&[
+        "reward",
+        "--dataset",
+        dataset.to_str().unwrap(),
+        "--predictions",
+        preds.to_str().unwrap(),
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    if ok && out.is_file() {
+        Some(out.to_path_buf())
+    } else {
+        eprintln!(
+            "`swe-eval reward` did not run ({}); using stored rewards",
+            stderr.trim()
+        );
+        None
+    }
+}
+
 #[test]
 fn pydantic_deep_similarity_auroc_is_0_7704() {
     let shared = crate::require_shared!();
     let preds = shared.join("predictions/pydantic-deep_minimax-m2.5");
-    let rewards = shared.join("reward-fixtures/swerl_unidiff_rewards.jsonl");
+    let dataset = shared.join("partial-verified/swebench_verified_partial.jsonl");
     let tmp = tempfile::tempdir().unwrap();
+    // End to end: reward, then correlate. The stored reference rewards stand in only when the
+    // reward command is missing.
+    let rewards = reward_cmd(
+        &dataset,
+        &preds.join("all_preds.jsonl"),
+        &tmp.path().join("r.jsonl"),
+    )
+    .unwrap_or_else(|| shared.join("reward-fixtures/swerl_unidiff_rewards.jsonl"));
     let out = tmp.path().join("out");
     let (ok, _, stderr) = run_bin(&[
         "correlate",
@@ -562,10 +592,7 @@ fn pydantic_deep_similarity_auroc_is_0_7704() {
         "--results",
         preds.join("harness_summary_report.json").to_str().unwrap(),
         "--dataset",
-        shared
-            .join("partial-verified/swebench_verified_partial.jsonl")
-            .to_str()
-            .unwrap(),
+        dataset.to_str().unwrap(),
         "--predictions",
         preds.join("all_preds.jsonl").to_str().unwrap(),
         "--output",
@@ -590,4 +617,69 @@ fn pydantic_deep_similarity_auroc_is_0_7704() {
     );
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("diff --git"), "blind spots show patches");
+}
+
+/// Seven runs of mini-swe-agent on the same 100 tasks are seven samples per instance.
+#[test]
+fn mini_swe_agent_best_of_seven() {
+    let shared = crate::require_shared!();
+    let dir = shared.join("predictions/mini-swe-agent_claude-sonnet-4.5");
+    let dataset = shared.join("partial-verified/swebench_verified_partial.jsonl");
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = [
+        "full_i0_run1",
+        "full_i0_run2",
+        "full_i0_run3",
+        "full_i0_run4",
+        "full_i0_run5",
+        "full_i1c",
+        "full_i1d",
+    ];
+    let mut args: Vec<String> = vec!["correlate".into()];
+    for run in runs {
+        let preds = dir.join(run).join("preds.json");
+        let Some(r) = reward_cmd(&dataset, &preds, &tmp.path().join(format!("{run}.jsonl"))) else {
+            eprintln!("skipped: best of n on real runs needs `swe-eval reward`");
+            return;
+        };
+        args.extend(["--rewards".into(), r.display().to_string()]);
+        args.extend(["--predictions".into(), preds.display().to_string()]);
+    }
+    let out = tmp.path().join("out");
+    args.extend([
+        "--results".into(),
+        dir.join("per_run_results.json").display().to_string(),
+        "--dataset".into(),
+        dataset.display().to_string(),
+        "--output".into(),
+        out.display().to_string(),
+    ]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (ok, stdout, stderr) = run_bin(&args);
+    assert!(ok, "{stderr}");
+    let s = summary_of(&out);
+    assert_eq!(
+        (s["n"].as_u64(), s["max_samples"].as_u64()),
+        (Some(700), Some(7))
+    );
+    assert_eq!(s["n_unmatched"].as_u64(), Some(0));
+    assert_eq!(
+        s["n_no_verdict"].as_u64(),
+        Some(4),
+        "tasks missing from a run (no valid patch)"
+    );
+    let b = s["reward"]["best_of_n"].as_array().unwrap();
+    assert_eq!(b.len(), 7);
+    let get = |n: usize, k: &str| b[n - 1][k].as_f64().unwrap();
+    // The source's own summary.json: 529 of 700 resolved over the seven runs; run 1 resolves
+    // 79; over the five i0 runs 16 tasks are never resolved (pass@5 = 84%).
+    assert!((get(7, "random") - 529.0 / 700.0).abs() < 1e-12);
+    assert_eq!(get(1, "first"), 0.79);
+    assert_eq!(get(7, "first"), 0.79);
+    assert!((get(5, "oracle") - 0.84).abs() < 1e-12);
+    for n in 1..=7 {
+        assert!(get(n, "random") <= get(n, "oracle") && get(n, "max_score") <= get(n, "oracle"));
+        assert_eq!(b[n - 1]["instances"].as_u64(), Some(100));
+    }
+    eprintln!("{stdout}");
 }
