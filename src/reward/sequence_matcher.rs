@@ -339,8 +339,7 @@ impl<'s> SequenceMatcher<'s> {
         // Positions of the previous row, to reset its entries before reusing the buffer.
         let mut prev_range: (usize, usize) = (0, 0);
         let mut has_prev = false;
-        for i in alo..ahi {
-            let x = a[i];
+        for (i, &x) in a.iter().enumerate().take(ahi).skip(alo) {
             let (lo, hi) = self.range_of(x, blo, bhi);
             {
                 let s = &mut *self.scratch;
@@ -547,7 +546,8 @@ impl<'s> SequenceMatcher<'s> {
             }
             group.push(c);
         }
-        if !group.is_empty() && !(group.len() == 1 && group[0].tag == Tag::Equal) {
+        let only_equal = group.len() == 1 && group[0].tag == Tag::Equal;
+        if !group.is_empty() && !only_equal {
             groups.push(group);
         }
         groups

@@ -217,7 +217,7 @@ pub fn run(args: Args) -> CliResult {
         }
     }
     let serial: Duration = each.iter().map(|(d, _)| *d).sum();
-    each.sort_by(|x, y| y.0.cmp(&x.0));
+    each.sort_by_key(|&(d, _)| std::cmp::Reverse(d));
     let slowest: Vec<String> = each
         .iter()
         .take(3)
