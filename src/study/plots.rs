@@ -149,7 +149,7 @@ impl Chart {
     }
 
     /// A legend box in the plot's top-left (or bottom-right) corner.
-    fn legend(&mut self, items: &[(&str, String)], bottom_right: bool) {
+    fn legend(&mut self, items: &[(&str, String)], place: Place) {
         let [l, t, r, b] = self.area;
         let w = 12.0
             + 7.0
@@ -159,10 +159,10 @@ impl Chart {
                     .max()
                     .unwrap_or(0) as f64;
         let h = 8.0 + 18.0 * items.len() as f64;
-        let (x, y) = if bottom_right {
-            (r - w - 8.0, b - h - 8.0)
-        } else {
-            (l + 8.0, t + 8.0)
+        let (x, y) = match place {
+            Place::TopLeft => (l + 8.0, t + 8.0),
+            Place::BottomRight => (r - w - 8.0, b - h - 8.0),
+            Place::Right => (r + 10.0, t),
         };
         let _ = writeln!(
             self.out,
@@ -186,6 +186,14 @@ impl Chart {
     }
 }
 
+/// Where a legend goes: inside the plot area, or right of it (the area must leave room).
+#[derive(Clone, Copy)]
+enum Place {
+    TopLeft,
+    BottomRight,
+    Right,
+}
+
 fn ticks01(step: f64) -> Vec<(f64, String)> {
     let k = (1.0 / step).round() as usize;
     (0..=k)
@@ -197,7 +205,7 @@ fn pct_ticks(lo: f64, hi: f64) -> Vec<(f64, String)> {
     let span = hi - lo;
     let step = if span > 0.5 {
         0.2
-    } else if span > 0.2 {
+    } else if span > 0.25 {
         0.1
     } else {
         0.05
@@ -272,7 +280,7 @@ pub fn distribution(obs: &[Observation], score: Score) -> String {
             (GREEN, format!("resolved (n={})", tot[1])),
             (RED, format!("not resolved (n={})", tot[0])),
         ],
-        false,
+        Place::TopLeft,
     );
     c.finish()
 }
@@ -315,7 +323,7 @@ pub fn roc(s: &Summary) -> String {
             (PURPLE, auroc_label("reward", s.reward.overall.auroc)),
             (GREY, "chance (0.5)".to_string()),
         ],
-        true,
+        Place::BottomRight,
     );
     c.finish()
 }
@@ -359,7 +367,7 @@ pub fn calibration(s: &Summary) -> String {
             (PURPLE, "reward".to_string()),
             (GREY, "score = rate".to_string()),
         ],
-        false,
+        Place::TopLeft,
     );
     c.finish()
 }
@@ -370,6 +378,8 @@ pub fn best_of_n(s: &Summary) -> String {
     let (r, sim) = (&s.reward.best_of_n, &s.similarity.best_of_n);
     let max_n = r.len().max(1);
     c.x = [0.7, max_n as f64 + 0.3];
+    // Room on the right for the legend: the lines fill the whole area.
+    c.area[2] = W - 190.0;
     let series: Vec<(&str, &str, Vec<f64>)> = vec![
         (
             "oracle (pass@n)",
@@ -436,7 +446,7 @@ pub fn best_of_n(s: &Summary) -> String {
         .iter()
         .map(|(l, col, _)| (*col, l.to_string()))
         .collect();
-    c.legend(&legend, true);
+    c.legend(&legend, Place::Right);
     c.finish()
 }
 
