@@ -69,26 +69,39 @@ pub struct Scratch {
 /// `i`, and the first position where a state's strings end is the lowest `j` CPython keeps.
 #[derive(Debug, Default)]
 struct Automaton {
-    len: Vec<u32>,
-    link: Vec<u32>,
-    /// Lowest end position in `b` (absolute) of the strings of each state.
-    first_end: Vec<u32>,
-    /// Head of each state's edge list in `edges` (`NONE` when it has none).
-    head: Vec<u32>,
-    /// Edges as (id, target, next edge of the same state).
+    states: Vec<State>,
+    /// Edges beyond each state's first, as (id, target, next edge of the same state).
     edges: Vec<(u32, u32, u32)>,
     /// The root's edges, dense by id (the root is visited most).
     root: Vec<u32>,
 }
 
+/// One state, with its first edge inline: most states have exactly one.
+#[derive(Debug, Clone, Copy)]
+struct State {
+    len: u32,
+    link: u32,
+    /// Lowest end position in `b` (absolute) of the strings of this state.
+    first_end: u32,
+    first_id: u32,
+    first_to: u32,
+    /// Head of the other edges in `edges` (`NONE` when there are none).
+    more: u32,
+}
+
 const NONE: u32 = u32::MAX;
 
 impl Automaton {
+    #[inline]
     fn edge(&self, state: u32, x: u32) -> u32 {
         if state == 0 {
             return self.root.get(x as usize).copied().unwrap_or(NONE);
         }
-        let mut e = self.head[state as usize];
+        let s = &self.states[state as usize];
+        if s.first_id == x {
+            return s.first_to;
+        }
+        let mut e = s.more;
         while e != NONE {
             let (id, to, next) = self.edges[e as usize];
             if id == x {
@@ -105,7 +118,13 @@ impl Automaton {
             self.root[x as usize] = to;
             return;
         }
-        let mut e = self.head[state as usize];
+        let s = &mut self.states[state as usize];
+        if s.first_id == x || s.first_id == NONE {
+            s.first_id = x;
+            s.first_to = to;
+            return;
+        }
+        let mut e = s.more;
         while e != NONE {
             let edge = &mut self.edges[e as usize];
             if edge.0 == x {
@@ -114,60 +133,63 @@ impl Automaton {
             }
             e = edge.2;
         }
-        self.edges.push((x, to, self.head[state as usize]));
-        self.head[state as usize] = (self.edges.len() - 1) as u32;
+        let head = self.states[state as usize].more;
+        self.edges.push((x, to, head));
+        self.states[state as usize].more = (self.edges.len() - 1) as u32;
     }
 
     fn new_state(&mut self, len: u32, link: u32, first_end: u32) -> u32 {
-        self.len.push(len);
-        self.link.push(link);
-        self.first_end.push(first_end);
-        self.head.push(NONE);
-        (self.len.len() - 1) as u32
+        self.states.push(State {
+            len,
+            link,
+            first_end,
+            first_id: NONE,
+            first_to: NONE,
+            more: NONE,
+        });
+        (self.states.len() - 1) as u32
     }
 
     fn build(&mut self, b: &[u32], blo: usize, bhi: usize, alphabet: usize) {
-        self.len.clear();
-        self.link.clear();
-        self.first_end.clear();
-        self.head.clear();
+        self.states.clear();
         self.edges.clear();
         self.root.clear();
         self.root.resize(alphabet, NONE);
         self.new_state(0, NONE, 0);
         let mut last = 0u32;
         for (j, &x) in b.iter().enumerate().take(bhi).skip(blo) {
-            let cur = self.new_state(self.len[last as usize] + 1, NONE, j as u32);
+            let cur = self.new_state(self.states[last as usize].len + 1, NONE, j as u32);
             let mut p = last;
             while p != NONE && self.edge(p, x) == NONE {
                 self.set_edge(p, x, cur);
-                p = self.link[p as usize];
+                p = self.states[p as usize].link;
             }
             if p == NONE {
-                self.link[cur as usize] = 0;
+                self.states[cur as usize].link = 0;
             } else {
                 let q = self.edge(p, x);
-                if self.len[p as usize] + 1 == self.len[q as usize] {
-                    self.link[cur as usize] = q;
+                let (plen, q_state) = (self.states[p as usize].len, self.states[q as usize]);
+                if plen + 1 == q_state.len {
+                    self.states[cur as usize].link = q;
                 } else {
-                    let clone = self.new_state(
-                        self.len[p as usize] + 1,
-                        self.link[q as usize],
-                        self.first_end[q as usize],
-                    );
-                    let mut e = self.head[q as usize];
+                    // The clone takes q's edges: its inline one, and copies of the others.
+                    let clone = self.new_state(plen + 1, q_state.link, q_state.first_end);
+                    self.states[clone as usize].first_id = q_state.first_id;
+                    self.states[clone as usize].first_to = q_state.first_to;
+                    let mut e = q_state.more;
                     while e != NONE {
                         let (id, to, next) = self.edges[e as usize];
-                        self.edges.push((id, to, self.head[clone as usize]));
-                        self.head[clone as usize] = (self.edges.len() - 1) as u32;
+                        let head = self.states[clone as usize].more;
+                        self.edges.push((id, to, head));
+                        self.states[clone as usize].more = (self.edges.len() - 1) as u32;
                         e = next;
                     }
                     while p != NONE && self.edge(p, x) == q {
                         self.set_edge(p, x, clone);
-                        p = self.link[p as usize];
+                        p = self.states[p as usize].link;
                     }
-                    self.link[q as usize] = clone;
-                    self.link[cur as usize] = clone;
+                    self.states[q as usize].link = clone;
+                    self.states[cur as usize].link = clone;
                 }
             }
             last = cur;
@@ -313,14 +335,15 @@ impl<'s> SequenceMatcher<'s> {
                     l = 0;
                     break;
                 }
-                v = sam.link[v as usize];
-                l = sam.len[v as usize] as usize;
+                let st = &sam.states[v as usize];
+                v = st.link;
+                l = sam.states[v as usize].len as usize;
             }
             // Strictly longer only: the first (lowest) i wins ties, as in CPython's loop.
             if l > bestsize {
                 bestsize = l;
                 besti = i + 1 - l;
-                bestj = sam.first_end[v as usize] as usize + 1 - l;
+                bestj = sam.states[v as usize].first_end as usize + 1 - l;
             }
         }
         (besti, bestj, bestsize)
