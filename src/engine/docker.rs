@@ -18,13 +18,16 @@ use bollard::query_parameters::{
     UploadToContainerOptionsBuilder, WaitContainerOptionsBuilder,
 };
 use bollard::Docker;
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 
 use super::bounded::HeadTail;
 use super::{tarball, Engine, EngineError, EngineInfo, JobOutput, JobSpec, Resource, LABEL_TOOL};
 
 /// How long the output stream may take to close after the main process ended or was killed.
 const DRAIN_GRACE: Duration = Duration::from_secs(5);
+
+/// How long a container may take to stop after SIGKILL before the job is an engine failure.
+const KILL_GRACE: Duration = Duration::from_secs(30);
 
 /// Client-side limit on waiting for a response's headers; long streams (builds, pulls, waits)
 /// are not limited by it once their headers arrived.
@@ -203,9 +206,12 @@ impl DockerEngine {
         tokio::pin!(deadline);
         let mut stream_open = true;
         let mut log_error = None;
+        let mut kill: Option<tokio::task::JoinHandle<Result<(), DockerError>>> = None;
         // Read output and wait for the exit together, until the exit or the deadline.
         let exited: Result<(), EngineError> = loop {
             tokio::select! {
+                // Exit, then deadline, then output: a job that prints without pause must not
+                // starve the deadline (the output branch is always ready).
                 biased;
                 w = wait.next() => {
                     break match w {
@@ -215,22 +221,35 @@ impl DockerEngine {
                         Some(Err(e)) => Err(EngineError::Wait { name: name.into(), message: e.to_string() }),
                     };
                 }
+                _ = &mut deadline => {
+                    if let Some(kill) = kill.take() {
+                        // Still running KILL_GRACE after SIGKILL: say why, if the kill failed.
+                        let why = match kill.now_or_never() {
+                            Some(Ok(Err(e))) => format!("kill at deadline: {e}"),
+                            _ => format!("still running {KILL_GRACE:?} after SIGKILL"),
+                        };
+                        break Err(EngineError::Wait { name: name.into(), message: why });
+                    }
+                    out.timed_out = true;
+                    // The kill runs on its own while this loop keeps reading: a job blocked on
+                    // a full output pipe must be drained to die, and the wait says when it has.
+                    let docker = self.docker.clone();
+                    let target = id.to_string();
+                    kill = Some(tokio::spawn(async move {
+                        let opts = KillContainerOptionsBuilder::default().signal("SIGKILL").build();
+                        match docker.kill_container(&target, Some(opts)).await {
+                            // 409: it stopped between the deadline and the kill.
+                            Err(e) if status_of(&e) == Some(409) => Ok(()),
+                            r => r,
+                        }
+                    }));
+                    deadline.as_mut().reset(tokio::time::Instant::now() + KILL_GRACE);
+                }
                 chunk = stream.next(), if stream_open => match chunk {
                     Some(Ok(o)) => buf.push(&o.into_bytes()),
                     Some(Err(e)) => { log_error = Some(e.to_string()); stream_open = false; }
                     None => stream_open = false,
                 },
-                _ = &mut deadline => {
-                    out.timed_out = true;
-                    let kill = KillContainerOptionsBuilder::default().signal("SIGKILL").build();
-                    match self.docker.kill_container(id, Some(kill)).await {
-                        Ok(()) => {}
-                        // 409: it stopped between the deadline and the kill.
-                        Err(e) if status_of(&e) == Some(409) => {}
-                        Err(e) => break Err(EngineError::Wait { name: name.into(), message: format!("kill at deadline: {e}") }),
-                    }
-                    break Ok(());
-                }
             }
         };
         out.run = started.elapsed();
@@ -284,6 +303,10 @@ impl DockerEngine {
 }
 
 fn split_tag(image: &str) -> (&str, &str) {
+    // A digest reference is pulled whole; bollard then sends no tag.
+    if image.contains('@') {
+        return (image, "");
+    }
     // A colon after the last slash separates the tag; one before it is a registry port.
     match image.rfind(':') {
         Some(i) if !image[i..].contains('/') => (&image[..i], &image[i + 1..]),
@@ -575,6 +598,7 @@ mod tests {
             ("127.0.0.1:5000/x/y", "t")
         );
         assert_eq!(split_tag("ubuntu"), ("ubuntu", "latest"));
+        assert_eq!(split_tag("r/x@sha256:ab"), ("r/x@sha256:ab", ""));
     }
 
     #[test]

@@ -135,10 +135,24 @@ impl EngineError {
     /// True for failures of the infrastructure that are worth retrying (daemon restarts,
     /// transient API errors); false for failures a retry cannot fix.
     pub fn is_transient(&self) -> bool {
-        !matches!(
-            self,
-            EngineError::ImageMissing { .. } | EngineError::Build { .. }
-        )
+        match self {
+            EngineError::ImageMissing { .. } | EngineError::Build { .. } => false,
+            // A registry that does not have the image, or refuses us, will not change its mind.
+            EngineError::Pull { message, .. } => {
+                let m = message.to_lowercase();
+                ![
+                    "not found",
+                    "manifest unknown",
+                    "does not exist",
+                    "unauthorized",
+                    "denied",
+                    "invalid reference",
+                ]
+                .iter()
+                .any(|p| m.contains(p))
+            }
+            _ => true,
+        }
     }
 }
 
@@ -190,4 +204,59 @@ pub trait Engine: Send + Sync + 'static {
         &self,
         labels: BTreeMap<String, String>,
     ) -> impl Future<Output = Result<Vec<Resource>, EngineError>> + Send;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transient_errors_are_the_ones_a_retry_can_fix() {
+        let pull = |m: &str| EngineError::Pull {
+            image: "i".into(),
+            message: m.into(),
+        };
+        let cases = [
+            (
+                EngineError::ImageMissing { image: "i".into() },
+                false,
+                "image absent",
+            ),
+            (
+                EngineError::Build {
+                    tag: "t".into(),
+                    message: "m".into(),
+                    log: String::new(),
+                },
+                false,
+                "broken recipe",
+            ),
+            (
+                pull("manifest unknown: manifest unknown"),
+                false,
+                "registry lacks it",
+            ),
+            (pull("Not Found"), false, "registry lacks it"),
+            (pull("connection refused"), true, "registry down"),
+            (
+                EngineError::Start {
+                    name: "n".into(),
+                    message: "EOF".into(),
+                },
+                true,
+                "daemon restart",
+            ),
+            (
+                EngineError::Connect {
+                    endpoint: "e".into(),
+                    message: "m".into(),
+                },
+                true,
+                "daemon restart",
+            ),
+        ];
+        for (e, want, why) in cases {
+            assert_eq!(e.is_transient(), want, "{e}: {why}");
+        }
+    }
 }

@@ -127,8 +127,15 @@ async fn env_and_instance_images_from_a_local_repo_and_a_failed_build_fails_only
     base_image().await;
     let tmp = tempfile::tempdir().unwrap();
     let (upstream, first, second) = make_repo(tmp.path());
-    let tag = format!("{}", std::process::id());
-    let alias = format!("swe-eval-it/base:{tag}");
+    // Fixed names, cleared first: a run that died before its cleanup leaves nothing that
+    // accumulates, and this run really builds.
+    let tag = "it";
+    let alias = "swe-eval-it/base:bookworm".to_string();
+    for name in ["env.good", "env.bad", "inst.1", "inst.2", "inst.3"] {
+        e.remove_image(&format!("swe-eval-it/{name}:{tag}"))
+            .await
+            .unwrap();
+    }
     let good_env = format!("swe-eval-it/env.good:{tag}");
     let bad_env = format!("swe-eval-it/env.bad:{tag}");
     let mut sources = RepoSources::default();
@@ -393,4 +400,35 @@ async fn a_prebuilt_row_image_is_pulled_through_a_namespace_override() {
         !e.image_exists(&remote).await.unwrap(),
         "pulled instance image removed at level env"
     );
+}
+
+/// Figures, not a check (minutes; needs root and Debian's mirror):
+/// `cargo test --test it -- --ignored images::measure_bullseye_bootstrap --nocapture`.
+#[tokio::test]
+#[ignore]
+async fn measure_bullseye_bootstrap() {
+    let e = engine().await;
+    let t0 = std::time::Instant::now();
+    let out =
+        swe_eval::images::ensure_base(&e, DebianRelease::Bullseye, &[], &BaseOptions::default())
+            .await
+            .unwrap_or_else(|err| panic!("{err}\n{}", err.log().unwrap_or("")));
+    println!(
+        "{}: built {} in {:.1?} (debootstrap+tar {:.1?}, import {:.1?})",
+        out.image,
+        out.built,
+        t0.elapsed(),
+        out.bootstrap,
+        out.import
+    );
+    let o = e
+        .run_job(job(
+            &out.image,
+            &run_id("bullseye"),
+            "python3 --version; python3 -m pytest --version",
+        ))
+        .await
+        .unwrap();
+    println!("{}", String::from_utf8_lossy(&o.output));
+    assert_eq!(o.exit_code, Some(0));
 }
