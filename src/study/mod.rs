@@ -246,19 +246,15 @@ fn stats_of(scores: &[f64], resolved: &[bool], ci: Option<[f64; 2]>, opts: &Opti
     }
 }
 
-/// Both scores' statistics over the observations picked by `idx`, with their intervals.
-fn group_stats(
-    obs: &[Observation],
-    idx: &[usize],
-    cis: [Option<[f64; 2]>; 2],
-    opts: &Options,
-) -> [Stats; 2] {
+/// Both scores' statistics over the observations picked by `idx` (intervals are added later).
+fn group_stats(obs: &[Observation], idx: &[usize], opts: &Options) -> [Stats; 2] {
     let resolved: Vec<bool> = idx.iter().map(|&i| obs[i].verdict.resolved()).collect();
-    let col = |s: Score| -> Vec<f64> { idx.iter().map(|&i| s.of(&obs[i])).collect() };
-    [
-        stats_of(&col(Score::Similarity), &resolved, cis[0], opts),
-        stats_of(&col(Score::Reward), &resolved, cis[1], opts),
-    ]
+    let one = |s: Score| {
+        let col: Vec<f64> = idx.iter().map(|&i| s.of(&obs[i])).collect();
+        stats_of(&col, &resolved, None, opts)
+    };
+    let (a, b) = rayon::join(|| one(Score::Similarity), || one(Score::Reward));
+    [a, b]
 }
 
 /// Bootstrap intervals of both scores, overall (`[k][0][0]`), per repository (`[k][1][r]`)
@@ -283,28 +279,34 @@ fn all_intervals(
         .iter()
         .map(|s| obs.iter().map(|o| s.of(o)).collect())
         .collect();
+    // A grouping with a single group is the overall level again: its pass is skipped and
+    // the overall interval reused (e.g. every difficulty `unknown` without --dataset).
+    let levels: [(&[u32], usize); 3] = [(&zeros, 1), (repo_of, n_repos), (diff_of, n_diffs)];
+    let needed: Vec<usize> = (0..3).filter(|&l| l == 0 || levels[l].1 > 1).collect();
     let mut series = Vec::new();
     for col in &cols {
-        series.push(stats::Series {
-            scores: col,
-            groups: &zeros,
-            n_groups: 1,
-        });
-        series.push(stats::Series {
-            scores: col,
-            groups: repo_of,
-            n_groups: n_repos,
-        });
-        series.push(stats::Series {
-            scores: col,
-            groups: diff_of,
-            n_groups: n_diffs,
-        });
+        for &l in &needed {
+            series.push(stats::Series {
+                scores: col,
+                groups: levels[l].0,
+                n_groups: levels[l].1,
+            });
+        }
     }
     let mut flat =
         stats::bootstrap_auroc_ci_grouped(&series, &resolved, &strata, opts.bootstrap, opts.seed)
             .into_iter();
-    (0..2).map(|_| flat.by_ref().take(3).collect()).collect()
+    (0..2)
+        .map(|_| {
+            let got: Vec<_> = flat.by_ref().take(needed.len()).collect();
+            (0..3)
+                .map(|l| match needed.iter().position(|&x| x == l) {
+                    Some(k) => got[k].clone(),
+                    None => vec![got[0][0]; levels[l].1],
+                })
+                .collect()
+        })
+        .collect()
 }
 
 fn thin(roc: Vec<stats::RocPoint>) -> Vec<stats::RocPoint> {
@@ -350,18 +352,11 @@ pub fn analyze(joined: &Joined, opts: &Options) -> Summary {
         of
     };
     let (repo_of, diff_of) = (ids(&by_repo), ids(&by_diff));
-    let ci = all_intervals(obs, &repo_of, by_repo.len(), &diff_of, by_diff.len(), opts);
-    let pair = |level: usize, g: usize| [ci[0][level][g], ci[1][level][g]];
-    let all: Vec<usize> = (0..obs.len()).collect();
-    let [sim_all, rew_all] = group_stats(obs, &all, pair(0, 0), opts);
-    let mut per = [
-        BTreeMap::new(),
-        BTreeMap::new(),
-        BTreeMap::new(),
-        BTreeMap::new(),
-    ];
-    // Groups are independent: compute them in parallel.
-    let groups: Vec<(usize, usize, &String, &Vec<usize>)> = [&by_repo, &by_diff]
+    let all_idx: Vec<usize> = (0..obs.len()).collect();
+    let overall = BTreeMap::from([(String::new(), all_idx)]);
+    // (level, group number, name, members); level 0 is everything, 1 repositories,
+    // 2 difficulties.
+    let groups: Vec<(usize, usize, &String, &Vec<usize>)> = [&overall, &by_repo, &by_diff]
         .iter()
         .enumerate()
         .flat_map(|(level, m)| {
@@ -370,15 +365,43 @@ pub fn analyze(joined: &Joined, opts: &Options) -> Summary {
                 .map(move |(g, (k, v))| (level, g, k, v))
         })
         .collect();
-    let done: Vec<[Stats; 2]> = groups
-        .par_iter()
-        .map(|&(level, g, _, idx)| group_stats(obs, idx, pair(level + 1, g), opts))
-        .collect();
-    for ((level, _, name, _), [s, r]) in groups.into_iter().zip(done) {
+    // The bootstrap and the other statistics are independent: run them side by side, and the
+    // groups in parallel.
+    let (ci, done) = rayon::join(
+        || all_intervals(obs, &repo_of, by_repo.len(), &diff_of, by_diff.len(), opts),
+        || {
+            groups
+                .par_iter()
+                .map(|&(_, _, _, idx)| group_stats(obs, idx, opts))
+                .collect::<Vec<[Stats; 2]>>()
+        },
+    );
+    let mut per = [
+        BTreeMap::new(),
+        BTreeMap::new(),
+        BTreeMap::new(),
+        BTreeMap::new(),
+        BTreeMap::new(),
+        BTreeMap::new(),
+    ];
+    for ((level, g, name, _), mut pair) in groups.into_iter().zip(done) {
+        for (k, st) in pair.iter_mut().enumerate() {
+            st.auroc_ci95 = ci[k][level][g];
+        }
+        let [s, r] = pair;
         per[2 * level].insert(name.clone(), s);
         per[2 * level + 1].insert(name.clone(), r);
     }
-    let [repo_s, repo_r, diff_s, diff_r] = per;
+    let [mut all_s, mut all_r, repo_s, repo_r, diff_s, diff_r] = per;
+    let take = |m: &mut BTreeMap<String, Stats>| m.pop_first().map(|(_, v)| v);
+    let (sim_all, rew_all) = match (take(&mut all_s), take(&mut all_r)) {
+        (Some(a), Some(b)) => (a, b),
+        // No observations at all: the statistics of nothing.
+        _ => {
+            let [a, b] = group_stats(obs, &[], opts);
+            (a, b)
+        }
+    };
     let resolved: Vec<bool> = obs.iter().map(|o| o.verdict.resolved()).collect();
     let study = |score: Score, overall: Stats, per_repo, per_difficulty| {
         let col: Vec<f64> = obs.iter().map(|o| score.of(o)).collect();

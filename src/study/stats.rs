@@ -118,7 +118,12 @@ pub fn point_biserial(scores: &[f64], resolved: &[bool]) -> Option<f64> {
 
 /// Spearman's rho: Pearson's r between average ranks.
 pub fn spearman(scores: &[f64], resolved: &[bool]) -> Option<f64> {
-    pearson(&average_ranks(scores), &average_ranks(&as_f64(resolved)))
+    // The outcome has two values: its average ranks need no sort.
+    let n0 = resolved.iter().filter(|&&r| !r).count() as f64;
+    let n1 = resolved.len() as f64 - n0;
+    let (r0, r1) = ((n0 + 1.0) / 2.0, n0 + (n1 + 1.0) / 2.0);
+    let ry: Vec<f64> = resolved.iter().map(|&r| if r { r1 } else { r0 }).collect();
+    pearson(&average_ranks(scores), &ry)
 }
 
 /// Kendall's tau-b in O(n log n) (Knight's algorithm: sort by x then y, count the swaps a
