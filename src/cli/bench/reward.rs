@@ -314,7 +314,39 @@ pub fn run(args: Args) -> CliResult {
             r.similarity,
             secs(d)
         );
-        patho = json!({"pred_bytes": a.len(), "oracle_bytes": b.len(), "similarity": r.similarity, "seconds": secs(d)});
+        // The other hard shape: nearly the same text, one character in 20 changed, so the
+        // recursion finds thousands of matching blocks.
+        let mut k = 0usize;
+        let near: String = a
+            .split_inclusive('\n')
+            .map(|line| {
+                if !line.starts_with("+ ") {
+                    return line.to_string();
+                }
+                line.chars()
+                    .enumerate()
+                    .map(|(i, c)| {
+                        k += 1;
+                        if i > 0 && c != '\n' && k % 20 == 0 {
+                            '#'
+                        } else {
+                            c
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let t = Instant::now();
+        let r2 = reward::unidiff_reward(&near, &a);
+        let d2 = t.elapsed();
+        println!(
+            "pathological: a {} KB patch against itself with one character in 20 changed: similarity {:.4} in {:.2} s (one core)",
+            a.len() / 1024,
+            r2.similarity,
+            secs(d2)
+        );
+        patho = json!({"pred_bytes": a.len(), "oracle_bytes": b.len(), "similarity": r.similarity, "seconds": secs(d),
+            "near_copy": {"similarity": r2.similarity, "seconds": secs(d2)}});
     }
 
     let peak = peak_rss_kb();
