@@ -21,7 +21,10 @@ use bollard::Docker;
 use futures_util::{FutureExt, StreamExt};
 
 use super::bounded::HeadTail;
-use super::{tarball, Engine, EngineError, EngineInfo, JobOutput, JobSpec, Resource, LABEL_TOOL};
+use super::{
+    tarball, BuildSettings, Engine, EngineError, EngineInfo, JobOutput, JobSpec, Resource,
+    TarSource, LABEL_TOOL,
+};
 
 /// How long the output stream may take to close after the main process ended or was killed.
 const DRAIN_GRACE: Duration = Duration::from_secs(5);
@@ -314,6 +317,37 @@ fn split_tag(image: &str) -> (&str, &str) {
     }
 }
 
+type ChunkStream =
+    std::pin::Pin<Box<dyn futures_util::Stream<Item = Result<Vec<u8>, std::io::Error>> + Send>>;
+
+/// The chunks of a tar: bytes in one piece, a file read 1 MiB at a time.
+async fn tar_chunks(src: TarSource) -> Result<ChunkStream, String> {
+    use tokio::io::AsyncReadExt;
+    match src {
+        TarSource::Bytes(b) => Ok(Box::pin(futures_util::stream::once(async move { Ok(b) }))),
+        TarSource::File(path) => {
+            let file = tokio::fs::File::open(&path)
+                .await
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            Ok(Box::pin(futures_util::stream::unfold(
+                Some(file),
+                |file| async move {
+                    let mut file = file?;
+                    let mut buf = vec![0u8; 1 << 20];
+                    match file.read(&mut buf).await {
+                        Ok(0) => None,
+                        Ok(n) => {
+                            buf.truncate(n);
+                            Some((Ok(buf), Some(file)))
+                        }
+                        Err(e) => Some((Err(e), None)),
+                    }
+                },
+            )))
+        }
+    }
+}
+
 fn status_of(e: &DockerError) -> Option<u16> {
     match e {
         DockerError::DockerResponseServerError { status_code, .. } => Some(*status_code),
@@ -377,11 +411,12 @@ impl Engine for DockerEngine {
         }
     }
 
-    async fn build_image(
+    async fn build_image_with(
         &self,
         tag: &str,
-        context_tar: Vec<u8>,
+        context_tar: impl Into<TarSource> + Send,
         labels: BTreeMap<String, String>,
+        settings: BuildSettings,
     ) -> Result<String, EngineError> {
         let labels: HashMap<String, String> = labels.into_iter().collect();
         let opts = BuildImageOptionsBuilder::default()
@@ -390,10 +425,22 @@ impl Engine for DockerEngine {
             .rm(true)
             .forcerm(true)
             .labels(&labels)
+            .networkmode(if settings.network { "default" } else { "none" })
             .build();
-        let mut stream =
-            self.docker
-                .build_image(opts, None, Some(bollard::body_full(context_tar.into())));
+        let mut stream = self.docker.build_image(
+            opts,
+            None,
+            Some(bollard::body_try_stream(
+                tar_chunks(context_tar.into())
+                    .await
+                    .map_err(|e| EngineError::Build {
+                        tag: tag.into(),
+                        message: e.clone(),
+                        log: e,
+                    })?
+                    .map(|r| r.map(Into::into)),
+            )),
+        );
         let mut log = String::new();
         while let Some(item) = stream.next().await {
             match item {
@@ -419,7 +466,7 @@ impl Engine for DockerEngine {
     async fn import_image(
         &self,
         tag: &str,
-        rootfs_tar: Vec<u8>,
+        rootfs_tar: impl Into<TarSource> + Send,
         labels: BTreeMap<String, String>,
     ) -> Result<(), EngineError> {
         let (repo, version) = split_tag(tag);
@@ -438,7 +485,15 @@ impl Engine for DockerEngine {
             .build();
         let mut stream = self.docker.create_image(
             Some(opts),
-            Some(bollard::body_full(rootfs_tar.into())),
+            Some(bollard::body_try_stream(
+                tar_chunks(rootfs_tar.into())
+                    .await
+                    .map_err(|message| EngineError::Import {
+                        tag: tag.into(),
+                        message,
+                    })?
+                    .map(|r| r.map(Into::into)),
+            )),
             None,
         );
         while let Some(item) = stream.next().await {

@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use super::bounded::HeadTail;
-use super::{Engine, EngineError, EngineInfo, JobOutput, JobSpec, Resource};
+use super::{
+    BuildSettings, Engine, EngineError, EngineInfo, JobOutput, JobSpec, Resource, TarSource,
+};
 
 /// One recorded engine call.
 #[derive(Debug, Clone, PartialEq)]
@@ -17,6 +19,7 @@ pub enum Call {
     BuildImage {
         tag: String,
         labels: BTreeMap<String, String>,
+        network: bool,
     },
     ImportImage {
         tag: String,
@@ -202,16 +205,18 @@ impl Engine for FakeEngine {
         Ok(self.lock().images.contains_key(image))
     }
 
-    async fn build_image(
+    async fn build_image_with(
         &self,
         tag: &str,
-        _context_tar: Vec<u8>,
+        _context_tar: impl Into<TarSource> + Send,
         labels: BTreeMap<String, String>,
+        settings: BuildSettings,
     ) -> Result<String, EngineError> {
         let mut s = self.lock();
         s.calls.push(Call::BuildImage {
             tag: tag.into(),
             labels: labels.clone(),
+            network: settings.network,
         });
         if let Some(log) = s.failing_builds.get(tag) {
             return Err(EngineError::Build {
@@ -227,7 +232,7 @@ impl Engine for FakeEngine {
     async fn import_image(
         &self,
         tag: &str,
-        _rootfs_tar: Vec<u8>,
+        _rootfs_tar: impl Into<TarSource> + Send,
         labels: BTreeMap<String, String>,
     ) -> Result<(), EngineError> {
         let mut s = self.lock();

@@ -156,6 +156,40 @@ impl EngineError {
     }
 }
 
+/// How an image is built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildSettings {
+    /// Network for the `RUN` steps. Off where nothing needs it (an instance image whose
+    /// repository comes in the context): hermetic, and no network endpoint to set up.
+    pub network: bool,
+}
+
+impl Default for BuildSettings {
+    fn default() -> Self {
+        BuildSettings { network: true }
+    }
+}
+
+/// A tar archive handed to the daemon: in memory, or a file streamed from disk (large build
+/// contexts and root file systems, so they never sit whole in the orchestrator's memory).
+#[derive(Debug, Clone, PartialEq)]
+pub enum TarSource {
+    Bytes(Vec<u8>),
+    File(std::path::PathBuf),
+}
+
+impl From<Vec<u8>> for TarSource {
+    fn from(b: Vec<u8>) -> Self {
+        TarSource::Bytes(b)
+    }
+}
+
+impl From<std::path::PathBuf> for TarSource {
+    fn from(p: std::path::PathBuf) -> Self {
+        TarSource::File(p)
+    }
+}
+
 /// A container or image the tool created, as found by label.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Resource {
@@ -172,14 +206,24 @@ pub trait Engine: Send + Sync + 'static {
     fn build_image(
         &self,
         tag: &str,
-        context_tar: Vec<u8>,
+        context_tar: impl Into<TarSource> + Send,
         labels: BTreeMap<String, String>,
+    ) -> impl Future<Output = Result<String, EngineError>> + Send {
+        self.build_image_with(tag, context_tar, labels, BuildSettings::default())
+    }
+    /// [`Engine::build_image`] with explicit settings (e.g. no network for the `RUN` steps).
+    fn build_image_with(
+        &self,
+        tag: &str,
+        context_tar: impl Into<TarSource> + Send,
+        labels: BTreeMap<String, String>,
+        settings: BuildSettings,
     ) -> impl Future<Output = Result<String, EngineError>> + Send;
-    /// Imports a root file system (tar bytes) as image `tag`.
+    /// Imports a root file system (a tar, in memory or on disk) as image `tag`.
     fn import_image(
         &self,
         tag: &str,
-        rootfs_tar: Vec<u8>,
+        rootfs_tar: impl Into<TarSource> + Send,
         labels: BTreeMap<String, String>,
     ) -> impl Future<Output = Result<(), EngineError>> + Send;
     /// Gives an existing image another name (`repo:tag`).

@@ -25,7 +25,16 @@ pub fn archive(entries: &[Entry]) -> io::Result<Vec<u8>> {
 /// Like [`archive`], then each `(prefix, folder)` from disk appended under `prefix`, keeping
 /// symlinks as links and file modes as they are (repository snapshots in build contexts).
 pub fn archive_with_dirs(entries: &[Entry], folders: &[(&str, &Path)]) -> io::Result<Vec<u8>> {
-    let mut builder = tar::Builder::new(Vec::new());
+    write_archive(Vec::new(), entries, folders)
+}
+
+/// Like [`archive_with_dirs`], written to `out` (a file, for contexts too big for memory).
+pub fn write_archive<W: io::Write>(
+    out: W,
+    entries: &[Entry],
+    folders: &[(&str, &Path)],
+) -> io::Result<W> {
+    let mut builder = tar::Builder::new(out);
     builder.follow_symlinks(false);
     let mut dirs = BTreeSet::new();
     for e in entries {

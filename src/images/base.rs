@@ -73,7 +73,10 @@ pub async fn ensure_base<E: Engine>(
         outcome.bootstrap = t0.elapsed();
         let t1 = Instant::now();
         let labels = labels_for(Layer::Base, None);
-        engine.import_image(&image, rootfs, labels).await?;
+        engine
+            .import_image(&image, rootfs.path().to_path_buf(), labels)
+            .await?;
+        drop(rootfs);
         outcome.import = t1.elapsed();
         outcome.built = true;
     }
@@ -85,8 +88,12 @@ pub async fn ensure_base<E: Engine>(
     Ok(outcome)
 }
 
-/// Runs the recipe into a temporary folder and returns the root file system as a tar.
-async fn bootstrap(release: DebianRelease, opts: &BaseOptions) -> Result<Vec<u8>, ImageError> {
+/// Runs the recipe into a temporary folder; returns the root file system as a tar file (a
+/// quarter of a GB: streamed to the daemon from disk, never held in memory).
+async fn bootstrap(
+    release: DebianRelease,
+    opts: &BaseOptions,
+) -> Result<tempfile::NamedTempFile, ImageError> {
     let release_name = release.name().to_string();
     let opts = opts.clone();
     // debootstrap and tar are blocking processes that take minutes: off the async workers.
@@ -99,7 +106,10 @@ async fn bootstrap(release: DebianRelease, opts: &BaseOptions) -> Result<Vec<u8>
         })?
 }
 
-fn bootstrap_blocking(release: &str, opts: &BaseOptions) -> Result<Vec<u8>, ImageError> {
+fn bootstrap_blocking(
+    release: &str,
+    opts: &BaseOptions,
+) -> Result<tempfile::NamedTempFile, ImageError> {
     let fail = |message: String, log: String| ImageError::Bootstrap {
         release: release.into(),
         message,
@@ -145,18 +155,26 @@ fn bootstrap_blocking(release: &str, opts: &BaseOptions) -> Result<Vec<u8>, Imag
             log,
         ));
     }
-    let tar = tar_rootfs(&rootfs).map_err(|m| fail(m, log.clone()))?;
+    let tar = tempfile::NamedTempFile::new_in(&opts.work_dir).map_err(|e| {
+        fail(
+            format!("temporary file in {}: {e}", opts.work_dir.display()),
+            log.clone(),
+        )
+    })?;
+    tar_rootfs(&rootfs, tar.path()).map_err(|m| fail(m, log.clone()))?;
     // Removing the tree also needs root for some files; the temporary folder does it on drop.
     drop(tmp);
     Ok(tar)
 }
 
 /// A tar of the root file system with numeric owners (uids inside the image, not the host's).
-fn tar_rootfs(dir: &Path) -> Result<Vec<u8>, String> {
+fn tar_rootfs(dir: &Path, dest: &Path) -> Result<(), String> {
     let out = Command::new("tar")
         .args(["--numeric-owner", "--xattrs", "-C"])
         .arg(dir)
-        .args(["-cf", "-", "."])
+        .arg("-cf")
+        .arg(dest)
+        .arg(".")
         .output()
         .map_err(|e| format!("cannot run tar: {e}"))?;
     if !out.status.success() {
@@ -166,7 +184,7 @@ fn tar_rootfs(dir: &Path) -> Result<Vec<u8>, String> {
             String::from_utf8_lossy(&out.stderr)
         ));
     }
-    Ok(out.stdout)
+    Ok(())
 }
 
 /// Writes a build log, creating its folder; a log that cannot be written is reported, not fatal.

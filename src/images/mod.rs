@@ -20,7 +20,7 @@ use futures_util::stream::{self, StreamExt};
 use sha2::{Digest, Sha256};
 
 use crate::engine::tarball::{self, Entry};
-use crate::engine::{Engine, EngineError, LABEL_TOOL};
+use crate::engine::{BuildSettings, Engine, EngineError, TarSource, LABEL_TOOL};
 use crate::spec::{DebianRelease, Flavour, TestSpec};
 
 pub use base::{base_image_name, ensure_base, BaseOptions, BaseOutcome};
@@ -187,16 +187,24 @@ pub fn context_tar(
     files: &[Entry],
     repo_dir: Option<&Path>,
 ) -> std::io::Result<Vec<u8>> {
+    context_tar_to(Vec::new(), dockerfile, files, repo_dir)
+}
+
+/// [`context_tar`] written to `out` (a file, for contexts too big for memory).
+pub fn context_tar_to<W: std::io::Write>(
+    out: W,
+    dockerfile: &str,
+    files: &[Entry],
+    repo_dir: Option<&Path>,
+) -> std::io::Result<W> {
     let mut entries = vec![Entry {
         path: "Dockerfile".into(),
         contents: dockerfile.as_bytes().to_vec(),
         mode: 0o644,
     }];
     entries.extend(files.iter().cloned());
-    match repo_dir {
-        Some(d) => tarball::archive_with_dirs(&entries, &[("repo", d)]),
-        None => tarball::archive(&entries),
-    }
+    let folders: Vec<(&str, &Path)> = repo_dir.map(|d| ("repo", d)).into_iter().collect();
+    tarball::write_archive(out, &entries, &folders)
 }
 
 /// How the base of a build chain is made.
@@ -663,7 +671,9 @@ async fn build_one<E: Engine>(
         Ok(false) => {}
         Err(e) => return Err(failure(layer, tag, &e.into(), None)),
     }
-    let ctx = context_tar(dockerfile, files, repo_dir).map_err(|e| {
+    // A context with a repository can be hundreds of MB (full history): it goes through a
+    // temporary file, streamed to the daemon, never whole in memory.
+    let ctx_err = |e: std::io::Error| {
         failure(
             layer,
             tag,
@@ -673,10 +683,28 @@ async fn build_one<E: Engine>(
             },
             None,
         )
-    })?;
+    };
+    let mut _ctx_file = None;
+    let ctx: TarSource = match repo_dir {
+        None => context_tar(dockerfile, files, None)
+            .map_err(ctx_err)?
+            .into(),
+        Some(dir) => {
+            let f = tempfile::NamedTempFile::new().map_err(ctx_err)?;
+            context_tar_to(f.as_file(), dockerfile, files, Some(dir)).map_err(ctx_err)?;
+            let path = f.path().to_path_buf();
+            _ctx_file = Some(f);
+            path.into()
+        }
+    };
     let log_path = build_log_path(&opts.logs_dir, layer, tag);
+    // An instance image whose repository comes in the context needs no network: build it
+    // without (hermetic, and no network endpoint to set up per build).
+    let settings = BuildSettings {
+        network: !(layer == Layer::Instance && repo_dir.is_some()),
+    };
     match engine
-        .build_image(tag, ctx, labels_for(layer, instance_id))
+        .build_image_with(tag, ctx, labels_for(layer, instance_id), settings)
         .await
     {
         Ok(_log) => {

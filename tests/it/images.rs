@@ -408,11 +408,15 @@ async fn a_prebuilt_row_image_is_pulled_through_a_namespace_override() {
 #[ignore]
 async fn measure_bullseye_bootstrap() {
     let e = engine().await;
+    // SWE_EVAL_IT_RELEASE=trixie measures another release.
+    let release = std::env::var("SWE_EVAL_IT_RELEASE")
+        .ok()
+        .and_then(|r| DebianRelease::from_name(&r))
+        .unwrap_or(DebianRelease::Bullseye);
     let t0 = std::time::Instant::now();
-    let out =
-        swe_eval::images::ensure_base(&e, DebianRelease::Bullseye, &[], &BaseOptions::default())
-            .await
-            .unwrap_or_else(|err| panic!("{err}\n{}", err.log().unwrap_or("")));
+    let out = swe_eval::images::ensure_base(&e, release, &[], &BaseOptions::default())
+        .await
+        .unwrap_or_else(|err| panic!("{err}\n{}", err.log().unwrap_or("")));
     println!(
         "{}: built {} in {:.1?} (debootstrap+tar {:.1?}, import {:.1?})",
         out.image,
