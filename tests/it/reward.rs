@@ -530,6 +530,29 @@ fn search_replace_from_git_and_converted_patch_applies() {
     assert_eq!(rows[0]["similarity"], 0.5, "{rows:?}");
     assert_eq!(rows[0]["format"], "ok");
 
+    // The same through a folder of mirrors named owner__name.
+    let mirrors = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(r, mirrors.path().join("o__r")).unwrap();
+    let out2 = dir.path().join("out2.jsonl");
+    let mirrors_arg = mirrors.path().to_str().unwrap();
+    let res = run_reward(
+        &ds,
+        &preds,
+        &out2,
+        &["--variant", "search-replace", "--mirrors", mirrors_arg],
+    );
+    assert_eq!(
+        res.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    assert_eq!(read_jsonl(&out2)[0]["similarity"], 0.5);
+    // Without any repository, the instance is reported and the exit code says so.
+    let res = run_reward(&ds, &preds, &out2, &["--variant", "search-replace"]);
+    assert_eq!(res.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&res.stderr).contains("no local repository for o/r"));
+
     // The converted patch applies with git and gives the edited files.
     let originals = reward::git::read_files(r, &base, &["a.py".into(), "new.py".into()]).unwrap();
     assert_eq!(originals.len(), 1, "new.py does not exist at base");
