@@ -838,3 +838,149 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod plan_tests {
+    use super::*;
+    use crate::engine::fake::{Call, FakeEngine};
+
+    fn chain(env: &str, inst: &str, needs_repo: bool) -> BuildChain {
+        BuildChain {
+            base: BaseRecipe::Debian {
+                release: DebianRelease::Bookworm,
+                alias: "swe-eval/base:bookworm".into(),
+            },
+            env: EnvRecipe {
+                tag: env.into(),
+                dockerfile: "FROM swe-eval/base:bookworm\n".into(),
+                files: vec![],
+            },
+            instance: InstanceRecipe {
+                tag: inst.into(),
+                dockerfile: format!("FROM {env}\n"),
+                files: vec![],
+                needs_repo,
+            },
+        }
+    }
+
+    fn inst(id: &str, prebuilt: Option<&str>, build: Option<BuildChain>) -> InstanceImages {
+        InstanceImages {
+            instance_id: id.into(),
+            repo: "o/n".into(),
+            base_commit: "c".into(),
+            prebuilt: prebuilt.map(str::to_string),
+            build,
+        }
+    }
+
+    fn opts(dir: &Path) -> BuildOptions {
+        BuildOptions {
+            logs_dir: dir.join("logs"),
+            repos: RepoCache::new(dir.join("repos"), RepoSources::default()),
+            base: BaseOptions::default(),
+            parallel: 2,
+        }
+    }
+
+    #[tokio::test]
+    async fn shared_env_once_failures_isolated_prebuilt_pulled_or_built() {
+        let tmp = tempfile::tempdir().unwrap();
+        let e = FakeEngine::new();
+        e.add_image(&base_image_name(DebianRelease::Bookworm));
+        e.add_pullable("reg/sweb.eval.x86_64.p:latest");
+        e.fail_build("env-bad", "E: no such package");
+        let plan = ImagePlan {
+            instances: vec![
+                inst("a", None, Some(chain("env-1", "inst-a", false))),
+                inst("b", None, Some(chain("env-1", "inst-b", false))),
+                inst("c", None, Some(chain("env-bad", "inst-c", false))),
+                inst("p", Some("reg/sweb.eval.x86_64.p:latest"), None),
+                inst(
+                    "q",
+                    Some("reg/sweb.eval.x86_64.q:latest"),
+                    Some(chain("env-1", "inst-q", false)),
+                ),
+                inst("r", Some("reg/sweb.eval.x86_64.r:latest"), None),
+            ],
+        };
+        let got = ensure(&e, &plan, &opts(tmp.path())).await;
+        let images: Vec<(&str, &str)> = got
+            .images
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(
+            images,
+            [
+                ("a", "inst-a"),
+                ("b", "inst-b"),
+                ("p", "reg/sweb.eval.x86_64.p:latest"),
+                ("q", "inst-q")
+            ],
+            "q's pull failed, so it was built"
+        );
+        let c = &got.failed["c"];
+        assert_eq!(
+            (c.layer, c.image.as_str(), c.transient),
+            (Layer::Env, "env-bad", false)
+        );
+        let log = std::fs::read_to_string(c.log_path.as_ref().unwrap()).unwrap();
+        assert_eq!(log, "E: no such package");
+        assert!(
+            got.failed["r"].message.contains("pull"),
+            "nothing to build: a pull failure"
+        );
+        let env1_builds = e
+            .calls()
+            .iter()
+            .filter(|c| matches!(c, Call::BuildImage { tag, .. } if tag == "env-1"))
+            .count();
+        assert_eq!(env1_builds, 1, "the shared environment is built once");
+        assert!(e.calls().contains(&Call::TagImage {
+            image: base_image_name(DebianRelease::Bookworm),
+            new_name: "swe-eval/base:bookworm".into()
+        }));
+
+        // Cache level env: instance images (built and pulled) go, environments stay.
+        assert!(cleanup(&e, &got, CacheLevel::Env).await.is_empty());
+        let left = e.images();
+        for gone in [
+            "inst-a",
+            "inst-b",
+            "inst-q",
+            "reg/sweb.eval.x86_64.p:latest",
+        ] {
+            assert!(!left.contains(&gone.to_string()), "{gone} removed");
+        }
+        assert!(left.contains(&"env-1".to_string()));
+
+        // A second run finds nothing to do for a and b but their instance images again.
+        let again = ensure(&e, &plan, &opts(tmp.path())).await;
+        assert!(
+            !again.created.iter().any(|(n, _)| n == "env-1"),
+            "env-1 cached"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_existing_instance_image_is_used_without_pulling_or_building() {
+        let tmp = tempfile::tempdir().unwrap();
+        let e = FakeEngine::new();
+        e.add_image("inst-a");
+        let plan = ImagePlan {
+            instances: vec![inst(
+                "a",
+                Some("reg/sweb.eval.x86_64.a:latest"),
+                Some(chain("env-1", "inst-a", true)),
+            )],
+        };
+        let got = ensure(&e, &plan, &opts(tmp.path())).await;
+        assert_eq!(got.images["a"], "inst-a");
+        assert!(got.created.is_empty());
+        assert!(!e
+            .calls()
+            .iter()
+            .any(|c| matches!(c, Call::PullImage(_) | Call::BuildImage { .. })));
+    }
+}
