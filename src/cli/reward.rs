@@ -29,6 +29,7 @@ pub struct Args {
     /// Where to write the rewards: JSON Lines, or CSV (no per-file column) if it ends in .csv.
     #[arg(long)]
     pub output: PathBuf,
+    /// What the predictions are, and so how they are compared with the gold patch.
     #[arg(long, value_enum, default_value_t = Variant::Unidiff)]
     pub variant: Variant,
     /// A local clone of a repository, as owner/name=PATH (search-replace variant; repeatable).
