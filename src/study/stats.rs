@@ -428,12 +428,15 @@ pub struct Series<'a> {
     pub n_groups: usize,
 }
 
-/// The order in which a resample's AUROCs are summed: points sorted by (group, score), packed
-/// as `slot << 2 | first_of_tie_run << 1 | resolved` (one memory stream in the hot loop), where
-/// `slot` indexes the resample's counts; plus where each group's segment starts.
+/// The order in which a resample's AUROCs are summed: the count slots of the points sorted by
+/// (group, score, resolved), and the tie runs over them. Within a run the unresolved come
+/// first, so a run's negatives and positives are two plain sums of counts, with no per-point
+/// test in the hot loop.
 struct Plan {
-    entries: Vec<u32>,
-    /// (first entry, group id) of each non-empty group, in entry order.
+    slots: Vec<u32>,
+    /// Per tie run: (end of its unresolved part, end of the run), as indices into `slots`.
+    runs: Vec<(u32, u32)>,
+    /// (first run, group id) of each non-empty group, in run order.
     segments: Vec<(usize, u32)>,
     n_groups: usize,
 }
@@ -447,23 +450,36 @@ impl Plan {
             s.groups[a]
                 .cmp(&s.groups[b])
                 .then(s.scores[a].total_cmp(&s.scores[b]))
+                .then(resolved[a].cmp(&resolved[b]))
         });
-        let mut segments = Vec::new();
-        let entries = order
-            .iter()
-            .enumerate()
-            .map(|(k, &i)| {
-                let i = i as usize;
-                let new_group = k == 0 || s.groups[order[k - 1] as usize] != s.groups[i];
-                if new_group {
-                    segments.push((k, s.groups[i]));
+        let (mut runs, mut segments) = (Vec::new(), Vec::new());
+        let mut split = None;
+        for (k, &i) in order.iter().enumerate() {
+            let i = i as usize;
+            if k > 0 {
+                let p = order[k - 1] as usize;
+                let new_group = s.groups[p] != s.groups[i];
+                if new_group || s.scores[p] != s.scores[i] {
+                    runs.push((split.unwrap_or(k) as u32, k as u32));
+                    split = None;
                 }
-                let new_run = new_group || s.scores[order[k - 1] as usize] != s.scores[i];
-                slot_of[i] << 2 | (new_run as u32) << 1 | resolved[i] as u32
-            })
-            .collect();
+                if new_group {
+                    segments.push((runs.len(), s.groups[i]));
+                }
+            } else {
+                segments.push((0, s.groups[i]));
+            }
+            if resolved[i] && split.is_none() {
+                split = Some(k);
+            }
+        }
+        if !order.is_empty() {
+            runs.push((split.unwrap_or(order.len()) as u32, order.len() as u32));
+        }
+        let slots = order.iter().map(|&i| slot_of[i as usize]).collect();
         Plan {
-            entries,
+            slots,
+            runs,
             segments,
             n_groups: s.n_groups,
         }
@@ -474,27 +490,25 @@ impl Plan {
     fn aurocs(&self, counts: &[u16], out: &mut Vec<f64>) {
         let base = out.len();
         out.resize(base + self.n_groups, f64::NAN);
-        for (k, &(start, g)) in self.segments.iter().enumerate() {
-            let end = self.segments.get(k + 1).map_or(self.entries.len(), |s| s.0);
-            // Branch-free: within a group tie runs are short and irregular, so a branch per run
-            // start would mispredict about every other point; masks close the run instead.
+        let sum = |a: u32, b: u32| -> u64 {
+            self.slots[a as usize..b as usize]
+                .iter()
+                .map(|&s| counts[s as usize] as u64)
+                .sum()
+        };
+        for (k, &(first, g)) in self.segments.iter().enumerate() {
+            let last = self.segments.get(k + 1).map_or(self.runs.len(), |s| s.0);
             let mut acc = GroupAcc::default();
-            let (mut neg, mut pos) = (0u64, 0u64);
-            for &e in &self.entries[start..end] {
-                let run_start = 0u64.wrapping_sub(((e >> 1) & 1) as u64);
-                let (done_neg, done_pos) = (neg & run_start, pos & run_start);
-                acc.twice_u += done_pos * (2 * acc.neg_below + done_neg);
-                acc.neg_below += done_neg;
-                acc.pos += done_pos;
-                neg &= !run_start;
-                pos &= !run_start;
-                let c = counts[(e >> 2) as usize] as u64;
-                let resolved = 0u64.wrapping_sub((e & 1) as u64);
-                pos += c & resolved;
-                neg += c & !resolved;
+            let mut start = if first == 0 {
+                0
+            } else {
+                self.runs[first - 1].1
+            };
+            for &(split, end) in &self.runs[first..last] {
+                acc.run = [sum(start, split), sum(split, end)];
+                acc.close_run();
+                start = end;
             }
-            acc.run = [neg, pos];
-            acc.close_run();
             out[base + g as usize] = acc.auroc();
         }
     }
