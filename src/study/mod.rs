@@ -126,6 +126,9 @@ pub struct ScoreStudy {
     pub roc: Vec<stats::RocPoint>,
 }
 
+/// At most this many unmatched keys of each side are listed in summary.json.
+pub const UNMATCHED_SHOWN: usize = 100;
+
 /// At most this many ROC points are kept (100,000 predictions would give 100,000).
 pub const ROC_POINTS: usize = 400;
 
@@ -191,6 +194,9 @@ pub struct Summary {
     pub n_unmatched: usize,
     pub n_unmatched_rewards: usize,
     pub n_unmatched_outcomes: usize,
+    /// The first [`UNMATCHED_SHOWN`] unmatched keys of each side, as `instance_id#sample`.
+    pub unmatched_rewards: Vec<String>,
+    pub unmatched_outcomes: Vec<String>,
     pub n_instances: usize,
     pub max_samples: usize,
     pub similarity: ScoreStudy,
@@ -445,6 +451,8 @@ pub fn analyze(joined: &Joined, opts: &Options) -> Summary {
         n_unmatched: joined.unmatched_rewards.len() + joined.unmatched_outcomes.len(),
         n_unmatched_rewards: joined.unmatched_rewards.len(),
         n_unmatched_outcomes: joined.unmatched_outcomes.len(),
+        unmatched_rewards: keys(&joined.unmatched_rewards),
+        unmatched_outcomes: keys(&joined.unmatched_outcomes),
         n_instances: instances.len(),
         max_samples: instances.values().map(Vec::len).max().unwrap_or(0),
         similarity,
@@ -471,6 +479,13 @@ pub fn analyze(joined: &Joined, opts: &Options) -> Summary {
     };
     summary.headline = headline(&summary);
     summary
+}
+
+fn keys(v: &[(String, u32)]) -> Vec<String> {
+    v.iter()
+        .take(UNMATCHED_SHOWN)
+        .map(|(id, s)| format!("{id}#{s}"))
+        .collect()
 }
 
 /// The resolved predictions least similar to gold and the unresolved most similar.

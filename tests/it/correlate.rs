@@ -383,6 +383,8 @@ fn input_formats_and_the_join() {
         (Some(3), Some(1), Some(2))
     );
     assert_eq!(sj["n_no_verdict"].as_u64(), Some(1));
+    assert_eq!(sj["unmatched_rewards"], serde_json::json!(["z__z-9#0"]));
+    assert_eq!(sj["unmatched_outcomes"], serde_json::json!(["y__y-4#0"]));
     assert_eq!(sj["similarity"]["auroc"].as_f64(), Some(1.0));
     for key in [
         "auroc",
