@@ -276,22 +276,31 @@ impl DockerEngine {
         out.output = output;
         out.truncated_bytes = dropped;
 
-        let info = self
-            .docker
-            .inspect_container(
-                id,
-                None::<bollard::query_parameters::InspectContainerOptions>,
-            )
-            .await
-            .map_err(|e| EngineError::Wait {
-                name: name.into(),
-                message: format!("inspect: {e}"),
-            })?;
-        if let Some(state) = info.state {
-            out.oom_killed = state.oom_killed.unwrap_or(false);
-            if !out.timed_out {
-                out.exit_code = state.exit_code;
+        // The daemon records an OOM kill from an event that can land just after the exit: a
+        // SIGKILL exit (137) under a memory limit is looked at again a few times.
+        for attempt in 0..4 {
+            let info = self
+                .docker
+                .inspect_container(
+                    id,
+                    None::<bollard::query_parameters::InspectContainerOptions>,
+                )
+                .await
+                .map_err(|e| EngineError::Wait {
+                    name: name.into(),
+                    message: format!("inspect: {e}"),
+                })?;
+            if let Some(state) = info.state {
+                out.oom_killed = state.oom_killed.unwrap_or(false);
+                if !out.timed_out {
+                    out.exit_code = state.exit_code;
+                }
             }
+            let maybe_oom = out.exit_code == Some(137) && job.limits.memory_bytes.is_some();
+            if out.oom_killed || !maybe_oom || attempt == 3 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
         // An output stream cut off while the job ran normally means the output is incomplete:
         // an infrastructure failure (e.g. a daemon restart), not a result.
@@ -623,10 +632,19 @@ impl Engine for DockerEngine {
             })?;
         Ok(list
             .into_iter()
-            .map(|i| Resource {
-                name: i.repo_tags.first().cloned().unwrap_or_else(|| i.id.clone()),
-                id: i.id,
-                labels: i.labels.into_iter().collect(),
+            // One resource per name, so a caller finds (and removes) an image by any of its tags.
+            .flat_map(|i| {
+                let labels: BTreeMap<String, String> = i.labels.into_iter().collect();
+                let names = if i.repo_tags.is_empty() || i.repo_tags == ["<none>:<none>"] {
+                    vec![i.id.clone()]
+                } else {
+                    i.repo_tags
+                };
+                names.into_iter().map(move |name| Resource {
+                    id: i.id.clone(),
+                    name,
+                    labels: labels.clone(),
+                })
             })
             .collect())
     }
