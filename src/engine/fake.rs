@@ -44,9 +44,11 @@ pub enum Call {
 /// A job script: given the job, what it produced (or which engine error it met).
 pub type Script = Arc<dyn Fn(&JobSpec) -> Result<JobOutput, EngineError> + Send + Sync>;
 
+type Matcher = Arc<dyn Fn(&JobSpec) -> bool + Send + Sync>;
+
 struct Rule {
     image: Option<String>,
-    matches: Option<Arc<dyn Fn(&JobSpec) -> bool + Send + Sync>>,
+    matches: Option<Matcher>,
     script: Script,
 }
 

@@ -99,7 +99,7 @@ pub struct EngineInfo {
 /// An engine failure, one variant per operation so a user reads which step failed.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
-    #[error("cannot reach the Docker daemon at {endpoint}: {message}\n  start one with `sudo dockerd &` (or `sudo systemctl start docker`); install it with `sudo apt-get install -y docker.io`")]
+    #[error("cannot reach the Docker daemon at {endpoint}: {message}\n  start one with `sudo scripts/ensure-docker.sh` (installs docker.io when missing and starts dockerd), `sudo dockerd &` or `sudo systemctl start docker`")]
     Connect { endpoint: String, message: String },
     #[error("image build of {tag} failed: {message}")]
     Build {
