@@ -835,3 +835,89 @@ fn docker_daemon_restart_mid_run() {
         tasks.len()
     );
 }
+
+/// `swe-eval run` writing into a filesystem that fills up mid-run: every verdict present is
+/// whole, a prediction whose files could not all be written has no verdict (so a resume runs
+/// it again), the run says the disk is full, and a rerun after freeing space completes.
+#[test]
+fn run_output_on_a_full_disk_then_resume() {
+    if !hostile::docker_answers(None) {
+        return;
+    }
+    let Some(fs) = SmallFs::mount(2048) else {
+        return;
+    };
+    let image = hostile::trivial_image();
+    let dir = hostile::TestDir::new();
+    let tasks = slow_tasks("full", 8, 0);
+    let (ds, preds) = hostile::write_inputs(dir.path(), &image, &tasks);
+    let out = fs.path().join("out");
+    let run_id = format!("it-full-{}", std::process::id());
+    let args = ["-j", "2", "-t", "120"];
+    // Room for the run's folders and a few predictions' files (a page each), not for all.
+    let filler = fs.fill_leaving(16 * 4096);
+    let o = hostile::run_command(&ds, &preds, &out, &run_id, &args)
+        .output()
+        .unwrap();
+    let first = hostile::text(&o);
+    assert_ne!(
+        o.status.code(),
+        Some(0),
+        "a full disk is not a clean run\n{first}"
+    );
+    assert!(
+        first.to_lowercase().contains("no space left"),
+        "the run does not say the disk is full\n{first}"
+    );
+    let written = hostile::verdicts(&out, &run_id); // panics on a torn verdict
+    assert!(
+        written.len() < tasks.len(),
+        "the disk was to fill before every verdict\n{first}"
+    );
+    for (d, v) in &written {
+        assert_eq!(v.category, Category::Resolved, "{}: {v:?}", d.display());
+        for f in ["report.json", "test_output.txt"] {
+            assert!(
+                d.join(f).is_file(),
+                "{}: a verdict without its {f}",
+                d.display()
+            );
+        }
+    }
+    assert_no_temporaries(fs.path());
+    let kept: Vec<(PathBuf, (u64, i64, i64, Vec<u8>))> = written
+        .iter()
+        .map(|(d, _)| (d.clone(), identity(&d.join("verdict.json"))))
+        .collect();
+
+    std::fs::remove_file(filler).unwrap();
+    let o = hostile::run_command(&ds, &preds, &out, &run_id, &args)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", hostile::text(&o));
+    let all = hostile::verdicts(&out, &run_id);
+    assert_eq!(all.len(), tasks.len());
+    assert!(all.iter().all(|(_, v)| v.category == Category::Resolved));
+    for (d, id) in &kept {
+        assert_eq!(
+            &identity(&d.join("verdict.json")),
+            id,
+            "{} was recomputed",
+            d.display()
+        );
+    }
+    assert_no_temporaries(fs.path());
+    assert_eq!(hostile::containers(None, &run_id), Vec::<String>::new());
+    let said: Vec<&str> = first
+        .lines()
+        .filter(|l| l.to_lowercase().contains("no space left"))
+        .take(3)
+        .collect();
+    eprintln!("faults: the full run said:\n{}", said.join("\n"));
+    eprintln!(
+        "faults: run on a full disk: {} of {} verdicts written whole, 0 torn; rerun completed the other {}",
+        kept.len(),
+        tasks.len(),
+        tasks.len() - kept.len()
+    );
+}
