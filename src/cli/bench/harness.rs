@@ -38,6 +38,10 @@ pub struct Args {
     /// Skip the fake-engine run of all queued predictions.
     #[arg(long)]
     pub no_fake: bool,
+    /// Also time the official harness on the same image, eval script and predictions: the
+    /// Python of a venv with `swebench==5.0.2` (e.g. `/tmp/sb5/bin/python`).
+    #[arg(long, value_name = "PYTHON")]
+    pub official: Option<std::path::PathBuf>,
     /// Also write the figures as JSON here.
     #[arg(long)]
     pub json: Option<std::path::PathBuf>,
@@ -144,6 +148,86 @@ fn print(p: &Phase) {
     );
 }
 
+/// Times the official harness (SWE-bench 5 rows naming `image` and `eval_script`) on the
+/// same trivial predictions, in a scratch folder.
+fn official(
+    python: &std::path::Path,
+    image: &str,
+    n: usize,
+    workers: usize,
+) -> Result<Phase, BoxError> {
+    let dir = tempfile::tempdir()?;
+    let plan = trivial_plan(n, image, "true");
+    let mut rows = Vec::new();
+    let mut preds = String::new();
+    for p in &plan.predictions {
+        let setup = &plan.setups[&p.instance_id];
+        rows.push(serde_json::json!({
+            "instance_id": p.instance_id, "repo": setup.instance.repo, "version": "0.1",
+            "base_commit": "HEAD", "image": image, "eval_script": setup.eval_script,
+            "log_parser": "parse_log_pytest", "eval_type": "pass_and_fail",
+            "FAIL_TO_PASS": serde_json::to_string(setup.instance.fail_to_pass())?,
+            "PASS_TO_PASS": serde_json::to_string(setup.instance.pass_to_pass())?,
+            "patch": "", "test_patch": "", "problem_statement": "", "hints_text": "",
+            "created_at": "", "environment_setup_commit": "",
+        }));
+        preds.push_str(&serde_json::to_string(&serde_json::json!({
+            "instance_id": p.instance_id, "model_name_or_path": "bench", "model_patch": p.patch(),
+        }))?);
+        preds.push('\n');
+    }
+    std::fs::write(dir.path().join("dataset.json"), serde_json::to_vec(&rows)?)?;
+    std::fs::write(dir.path().join("preds.jsonl"), preds)?;
+    let t = Instant::now();
+    let out = std::process::Command::new(python)
+        .args([
+            "-m",
+            "swebench.harness.run_evaluation",
+            "-d",
+            "dataset.json",
+            "-p",
+            "preds.jsonl",
+        ])
+        .args([
+            "--max_workers",
+            &workers.to_string(),
+            "-id",
+            "bench",
+            "-t",
+            "120",
+        ])
+        .current_dir(dir.path())
+        .output()?;
+    let wall = t.elapsed().as_secs_f64();
+    if !out.status.success() {
+        return Err(format!(
+            "official harness failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+        .into());
+    }
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("bench.bench.json"))?)?;
+    // `true` prints no test results, so both harnesses grade these unresolved; what must
+    // match is that every prediction was graded.
+    let completed = summary["completed_instances"].as_u64().unwrap_or(0) as usize;
+    if completed != n {
+        eprintln!("warning: the official harness completed {completed} of {n}");
+    }
+    let (peak, rss) = memory_mib();
+    Ok(Phase {
+        name: "official harness 5.0.2, same tasks".into(),
+        predictions: n,
+        completed,
+        workers,
+        wall_secs: wall,
+        secs_per_prediction: wall / n.max(1) as f64,
+        mean_job_secs: f64::NAN,
+        peak_rss_mib: peak,
+        rss_mib: rss,
+    })
+}
+
 pub fn run(args: Args) -> CliResult {
     let rt = tokio::runtime::Runtime::new()?;
     rt.block_on(run_async(args))
@@ -191,6 +275,19 @@ async fn run_async(args: Args) -> CliResult {
         );
     }
     phases.push(p);
+
+    if let Some(python) = &args.official {
+        let p = official(python, &image, args.predictions, args.workers.max(1))?;
+        print(&p);
+        let ours = phases[0].secs_per_prediction;
+        println!(
+            "official / swe-eval per prediction: {:.3} s / {:.3} s = {:.1}x",
+            p.secs_per_prediction,
+            ours,
+            p.secs_per_prediction / ours.max(1e-9)
+        );
+        phases.push(p);
+    }
 
     if args.queued_run > 0 {
         let dir = tempfile::tempdir()?;
