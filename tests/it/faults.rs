@@ -432,8 +432,11 @@ fn slow_tasks(prefix: &str, n: usize, secs: u32) -> Vec<Task> {
         .collect()
 }
 
+/// Inode, modification time (s, ns) and bytes of a file.
+type Identity = (u64, i64, i64, Vec<u8>);
+
 /// Identity of a file on disk: a rewrite (atomic rename) changes the inode.
-fn identity(p: &Path) -> (u64, i64, i64, Vec<u8>) {
+fn identity(p: &Path) -> Identity {
     let m = std::fs::metadata(p).unwrap();
     (
         m.ino(),
@@ -467,7 +470,7 @@ fn sigkill_mid_run_then_resume() {
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     assert!(some_done, "no verdict within 120 s");
-    let before: Vec<(PathBuf, (u64, i64, i64, Vec<u8>))> = hostile::verdicts(&out, &run_id)
+    let before: Vec<(PathBuf, Identity)> = hostile::verdicts(&out, &run_id)
         .into_iter()
         .map(|(d, _)| (d.clone(), identity(&d.join("verdict.json"))))
         .collect();
@@ -725,7 +728,7 @@ impl PrivateDaemon {
 
     /// Copies an image from the machine's daemon.
     fn load_image(&self, image: &str) {
-        let save = Command::new("docker")
+        let mut save = Command::new("docker")
             .args(["save", image])
             .stdout(std::process::Stdio::piped())
             .spawn()
@@ -733,9 +736,10 @@ impl PrivateDaemon {
         let load = Command::new("docker")
             .env("DOCKER_HOST", &self.host)
             .args(["load", "-q"])
-            .stdin(save.stdout.unwrap())
+            .stdin(save.stdout.take().unwrap())
             .output()
             .unwrap();
+        assert!(save.wait().unwrap().success(), "docker save {image} failed");
         assert!(load.status.success(), "{}", hostile::text(&load));
     }
 }
@@ -885,7 +889,7 @@ fn run_output_on_a_full_disk_then_resume() {
         }
     }
     assert_no_temporaries(fs.path());
-    let kept: Vec<(PathBuf, (u64, i64, i64, Vec<u8>))> = written
+    let kept: Vec<(PathBuf, Identity)> = written
         .iter()
         .map(|(d, _)| (d.clone(), identity(&d.join("verdict.json"))))
         .collect();

@@ -13,7 +13,6 @@
 //! The helpers here (inputs, running the binary, reading verdicts, listing containers) are
 //! shared with the Docker fault tests in `faults.rs`.
 
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
