@@ -222,7 +222,7 @@ fn repo_cache_dir(output: &Path) -> PathBuf {
 }
 
 /// The instances that have predictions, in dataset order.
-pub fn needed<'a>(ds: &'a Dataset, preds: &[Prediction]) -> Vec<&'a Instance> {
+pub fn needed<'a>(ds: &'a Dataset, preds: &[&Prediction]) -> Vec<&'a Instance> {
     let want: std::collections::HashSet<&str> =
         preds.iter().map(|p| p.instance_id.as_str()).collect();
     ds.instances
@@ -235,10 +235,13 @@ pub fn needed<'a>(ds: &'a Dataset, preds: &[Prediction]) -> Vec<&'a Instance> {
 pub async fn prepare_verbose<E: Engine>(
     engine: &E,
     ds: &Dataset,
-    preds: &[Prediction],
+    preds: &[&Prediction],
     opts: &PrepareOptions,
 ) -> prepare::Prepare {
     let needed = needed(ds, preds);
+    if needed.is_empty() {
+        return prepare::Prepare::default();
+    }
     eprintln!(
         "preparing images for {} instances ({} flavour)...",
         needed.len(),
@@ -252,6 +255,32 @@ pub async fn prepare_verbose<E: Engine>(
         eprintln!("warning: {id}: image {} failed: {}", f.image, f.message);
     }
     prepared
+}
+
+/// Setups for every instance with predictions: the prepared ones, and for instances whose
+/// predictions are all done already (resume), a stand-in that is never run.
+pub fn with_stand_ins(
+    mut setups: std::collections::HashMap<String, Arc<runner::Setup>>,
+    ds: &Dataset,
+    preds: &[Prediction],
+) -> std::collections::HashMap<String, Arc<runner::Setup>> {
+    for p in preds {
+        if setups.contains_key(&p.instance_id) {
+            continue;
+        }
+        if let Some(inst) = ds.get(&p.instance_id) {
+            setups.insert(
+                p.instance_id.clone(),
+                Arc::new(runner::Setup {
+                    instance: inst.clone(),
+                    image: Err("image not prepared: the instance had nothing left to run".into()),
+                    eval_script: String::new(),
+                    log_parser: crate::logparse::parser_for_repo(&inst.repo).to_string(),
+                }),
+            );
+        }
+    }
+    setups
 }
 
 /// Runs the plan with Ctrl-C wired in and the progress bar drawn; returns the report.
@@ -308,9 +337,6 @@ async fn run_async(mut args: Args) -> CliResult {
         workers,
     )?;
 
-    let engine = Arc::new(DockerEngine::connect().await?);
-    let prepared = prepare_verbose(&*engine, &inputs.dataset, &inputs.predictions, &opts).await;
-
     let mut config = RunConfig::new(&run_id, args.output.clone());
     config.workers = workers;
     config.strict = args.strict;
@@ -320,8 +346,12 @@ async fn run_async(mut args: Args) -> CliResult {
     } else {
         1800
     }));
+
+    let engine = Arc::new(DockerEngine::connect().await?);
+    let pending = runner::pending(&inputs.predictions, &config);
+    let prepared = prepare_verbose(&*engine, &inputs.dataset, &pending, &opts).await;
     let plan = Plan {
-        setups: prepared.setups,
+        setups: with_stand_ins(prepared.setups, &inputs.dataset, &inputs.predictions),
         predictions: inputs.predictions,
         instance_ids: inputs.instance_ids,
     };

@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::run::{execute, load_inputs, prepare_options, prepare_verbose, ImageArgs};
+use super::run::{
+    execute, load_inputs, prepare_options, prepare_verbose, with_stand_ins, ImageArgs,
+};
 use super::{CliResult, Outcome};
 use crate::engine::DockerEngine;
 use crate::images::{self, CacheLevel};
@@ -121,9 +123,6 @@ async fn run_async(mut args: Args) -> CliResult {
         inputs.mini_mirrors.clone(),
         workers,
     )?;
-    let engine = Arc::new(DockerEngine::connect().await?);
-    let prepared = prepare_verbose(&*engine, &inputs.dataset, &predictions, &opts).await;
-
     let mut config = RunConfig::new(&args.run_id, args.output.clone());
     config.workers = workers;
     config.dedupe = false;
@@ -133,8 +132,11 @@ async fn run_async(mut args: Args) -> CliResult {
     } else {
         1800
     }));
+    let engine = Arc::new(DockerEngine::connect().await?);
+    let pending = runner::pending(&predictions, &config);
+    let prepared = prepare_verbose(&*engine, &inputs.dataset, &pending, &opts).await;
     let plan = Plan {
-        setups: prepared.setups,
+        setups: with_stand_ins(prepared.setups, &inputs.dataset, &predictions),
         predictions,
         instance_ids: inputs.instance_ids.clone(),
     };

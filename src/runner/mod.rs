@@ -443,6 +443,21 @@ impl State {
     }
 }
 
+/// The predictions a run with this layout still has to run: those without a verdict for
+/// their patch (empty patches count only when `run_empty`). The caller prepares images for
+/// these alone, so a resumed run does not wait for images it will not use.
+pub fn pending<'a>(predictions: &'a [Prediction], config: &RunConfig) -> Vec<&'a Prediction> {
+    let layout = Layout::new(&config.output, &config.run_id);
+    predictions
+        .iter()
+        .filter(|p| config.run_empty || !p.is_empty_patch())
+        .filter(|p| {
+            let dir = layout.prediction_dir(&p.model_name_or_path, &p.instance_id, p.sample);
+            store::load_valid(&dir, &p.patch_hash()).is_none()
+        })
+        .collect()
+}
+
 /// Turns predictions into jobs: resumed ones and empty patches get their verdict at once,
 /// identical (instance, patch) pairs share a job.
 fn make_jobs(
@@ -456,7 +471,7 @@ fn make_jobs(
     let mut by_key: HashMap<(String, String, Option<(String, u32)>), usize> = HashMap::new();
     let (mut resumed, mut empty, mut shared) = (0, 0, 0);
     for p in &plan.predictions {
-        let Some(setup) = plan.setups.get(&p.instance_id) else {
+        if !plan.setups.contains_key(&p.instance_id) {
             st.problem(
                 format!(
                     "prediction for {} (model {}, sample {}) skipped: instance not in the dataset",
@@ -466,7 +481,8 @@ fn make_jobs(
             );
             st.planned -= 1;
             continue;
-        };
+        }
+        let setup = &plan.setups[&p.instance_id];
         let dir = layout.prediction_dir(&p.model_name_or_path, &p.instance_id, p.sample);
         let hash = p.patch_hash();
         if let Some(v) = store::load_valid(&dir, &hash) {
