@@ -56,9 +56,15 @@ fn bounded<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static
     }
 }
 
+/// `n` cases, times `SWE_EVAL_FUZZ_SCALE` (default 1) for a longer run by hand.
 fn cases(n: u32) -> ProptestConfig {
+    let scale = std::env::var("SWE_EVAL_FUZZ_SCALE")
+        .ok()
+        .and_then(|s| s.parse::<u32>().ok())
+        .unwrap_or(1)
+        .max(1);
     ProptestConfig {
-        cases: n,
+        cases: n * scale,
         // Shrinking a multi-kilobyte input is slow and the failing input is printed anyway.
         max_shrink_iters: 64,
         failure_persistence: None,
