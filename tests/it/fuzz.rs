@@ -927,3 +927,16 @@ fn extremes_search_replace() {
     );
     check_search_replace(code, oracle, many).unwrap();
 }
+
+/// The Parquet seed is a real dataset file: its mutations start from something the loader reads.
+#[test]
+fn parquet_seed_loads() {
+    let Some(bytes) = SEEDS.parquet.clone() else {
+        panic!("tests/fixtures/hostile/mini.parquet is missing (scripts/faults_parquet_seed.sh)");
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = temp_file(&dir, "mini.parquet", &bytes);
+    let loaded = dataset::load(&path).unwrap();
+    assert_eq!(loaded.items.len(), 8, "{:?}", loaded.problems);
+    assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+}
