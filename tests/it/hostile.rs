@@ -13,7 +13,6 @@
 //! The helpers here (inputs, running the binary, reading verdicts, listing containers) are
 //! shared with the Docker fault tests in `faults.rs`.
 
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -349,5 +348,105 @@ fn hostile_patches_are_contained_and_graded() {
     eprintln!(
         "hostile: {} hostile patches and 2 witnesses, all contained and graded as expected",
         cases.len() - 2
+    );
+}
+
+/// One expected verdict of `tests/fixtures/hostile/expected.json`.
+#[derive(Debug, serde::Deserialize)]
+struct Expected {
+    sample: u32,
+    case: String,
+    official: Category,
+    strict: Category,
+}
+
+/// The same attacks in a real repository: hostile predictions for the mini benchmark's
+/// `swe-eval-mini__calc-1` (its image is shared with the mini benchmark's runs), built by
+/// `scripts/faults_hostile_fixtures.sh`, with the hostile code in the module the tests import.
+#[test]
+fn hostile_predictions_on_the_mini_benchmark() {
+    if !docker_answers(None) {
+        return;
+    }
+    let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hostile");
+    let expected: Vec<Expected> =
+        serde_json::from_slice(&std::fs::read(fixtures.join("expected.json")).unwrap()).unwrap();
+    let dir = TestDir::new();
+    let bench = swe_eval::mini::materialize(&dir.path().join("mini")).unwrap();
+    let out = dir.path().join("out");
+    let run_id = format!("it-hostile-mini-{}", std::process::id());
+    let o = run_command(
+        &bench.dataset,
+        &fixtures.join("predictions.jsonl"),
+        &out,
+        &run_id,
+        &[
+            "-i",
+            "swe-eval-mini__calc-1",
+            "--flavour",
+            "debian",
+            "-j",
+            "2",
+            "-t",
+            "120",
+        ],
+    )
+    .arg("--mirrors")
+    .arg(&bench.mirrors)
+    .output()
+    .unwrap();
+    assert!(matches!(o.status.code(), Some(0) | Some(3)), "{}", text(&o));
+    let got = verdicts(&out, &run_id);
+    assert_eq!(got.len(), expected.len(), "{}", text(&o));
+    // The mini benchmark's own tests fail when its images do not build; here that is a skip,
+    // said loudly, so that this test checks containment and nothing else.
+    let unbuilt = got.iter().find(|(_, v)| {
+        v.category == Category::InfraError
+            && v.reason
+                .as_deref()
+                .is_some_and(|r| r.contains("not available"))
+    });
+    if let Some((_, v)) = unbuilt {
+        eprintln!(
+            "skipped: the mini image of swe-eval-mini__calc-1 did not build: {}",
+            v.reason.as_deref().unwrap_or("")
+        );
+        return;
+    }
+    let mut wrong = Vec::new();
+    for e in &expected {
+        let (d, v) = got.iter().find(|(_, v)| v.sample == e.sample).unwrap();
+        if v.category != e.official || v.strict_category != e.strict {
+            let log = std::fs::read_to_string(d.join("test_output.txt")).unwrap_or_default();
+            let tail: String = log
+                .chars()
+                .rev()
+                .take(1500)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            wrong.push(format!(
+                "{}: official {:?} (want {:?}), strict {:?} (want {:?}), reason {:?}\n{tail}",
+                e.case, v.category, e.official, v.strict_category, e.strict, v.reason
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
+    for p in [
+        "/etc/swe-eval-hostile",
+        "/root/swe-eval-hostile",
+        "/etc/swe-eval-traversal",
+    ] {
+        assert!(!Path::new(p).exists(), "{p} reached the host");
+    }
+    assert_eq!(
+        containers(None, &run_id),
+        Vec::<String>::new(),
+        "containers left behind"
+    );
+    eprintln!(
+        "hostile: {} hostile predictions on the mini benchmark graded as expected",
+        expected.len()
     );
 }
