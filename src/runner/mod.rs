@@ -468,7 +468,9 @@ fn make_jobs(
     emit: &impl Fn(RunEvent),
 ) -> (Vec<Arc<job::Job>>, RunEvent) {
     let mut groups: Vec<job::Job> = Vec::new();
-    let mut by_key: HashMap<(String, String, Option<(String, u32)>), usize> = HashMap::new();
+    // (instance, patch hash, and the prediction itself when identical patches do not share).
+    type GroupKey = (String, String, Option<(String, u32)>);
+    let mut by_key: HashMap<GroupKey, usize> = HashMap::new();
     let (mut resumed, mut empty, mut shared) = (0, 0, 0);
     for p in &plan.predictions {
         if !plan.setups.contains_key(&p.instance_id) {

@@ -176,11 +176,18 @@ pub enum LockError {
     Busy { run_id: String, path: PathBuf },
 }
 
-/// Held for the whole run so two processes never write the same run's verdicts. The OS
-/// releases it when the process dies, however it dies.
+/// Held for the whole run so two processes never write the same run's verdicts. The lock
+/// file names its owner (see [`owner_id`]); a lock whose owner is gone (a run killed with
+/// SIGKILL) is taken over. Removed when dropped.
 #[derive(Debug)]
 pub struct RunLock {
-    _file: std::fs::File,
+    path: PathBuf,
+}
+
+impl Drop for RunLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 pub fn lock(layout: &Layout) -> Result<RunLock, LockError> {
@@ -190,20 +197,35 @@ pub fn lock(layout: &Layout) -> Result<RunLock, LockError> {
         source,
     };
     std::fs::create_dir_all(layout.run_dir()).map_err(io)?;
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(io)?;
-    match file.try_lock() {
-        Ok(()) => Ok(RunLock { _file: file }),
-        Err(std::fs::TryLockError::WouldBlock) => Err(LockError::Busy {
-            run_id: layout.run_id.clone(),
-            path,
-        }),
-        Err(std::fs::TryLockError::Error(e)) => Err(io(e)),
+    // Two tries: the second after removing a lock whose owner is dead. Creating with
+    // `create_new` is atomic, so of two processes taking over a stale lock only one wins.
+    for _ in 0..2 {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(mut f) => {
+                use std::io::Write;
+                f.write_all(owner_id().as_bytes()).map_err(io)?;
+                return Ok(RunLock { path });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let owner = std::fs::read_to_string(&path).unwrap_or_default();
+                // An empty file is a lock being written right now, or a torn one: only a
+                // named dead owner is taken over.
+                if owner.trim().is_empty() || !owner_is_dead(owner.trim()) {
+                    break;
+                }
+                let _ = std::fs::remove_file(&path);
+            }
+            Err(e) => return Err(io(e)),
+        }
     }
+    Err(LockError::Busy {
+        run_id: layout.run_id.clone(),
+        path,
+    })
 }
 
 /// Label value identifying this process: `host:pid:start-time`. A container whose owner is on
@@ -285,12 +307,18 @@ mod tests {
     }
 
     #[test]
-    fn a_second_lock_on_the_same_run_is_refused() {
+    fn a_second_lock_on_the_same_run_is_refused_and_a_dead_owners_taken_over() {
         let dir = tempfile::tempdir().unwrap();
         let l = Layout::new(dir.path(), "r");
         let held = lock(&l).unwrap();
         assert!(matches!(lock(&l), Err(LockError::Busy { .. })));
         drop(held);
-        lock(&l).unwrap();
+        assert!(!l.lock_path().exists(), "released on drop");
+        std::fs::write(
+            l.lock_path(),
+            format!("{}:{}:1", hostname(), std::process::id()),
+        )
+        .unwrap();
+        let _taken = lock(&l).expect("a lock left by a dead process is taken over");
     }
 }

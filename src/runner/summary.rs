@@ -47,8 +47,9 @@ pub fn write_all(
     // Per model and sample: each submitted instance with its verdict. A prediction left
     // without a verdict (an interrupted run) is left out, so it counts as incomplete rather
     // than as an error of the model.
-    let mut submitted: BTreeMap<(&str, u32), Vec<(&str, bool, Option<grading::Verdict>)>> =
-        BTreeMap::new();
+    // (model, sample) -> (instance id, empty patch, verdict) of each submitted prediction.
+    type Submissions<'a> = BTreeMap<(&'a str, u32), Vec<(&'a str, bool, Option<grading::Verdict>)>>;
+    let mut submitted: Submissions = BTreeMap::new();
     for p in &plan.predictions {
         if !plan.setups.contains_key(&p.instance_id) {
             continue;
