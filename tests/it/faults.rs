@@ -679,8 +679,29 @@ impl PrivateDaemon {
         Some(d)
     }
 
+    /// The private daemon's bridge (at most 15 characters, as Linux wants).
+    fn bridge(&self) -> String {
+        format!("swebr{}", std::process::id() % 1_000_000_000)
+    }
+
+    /// Creates the private bridge when it is not there yet.
+    fn ensure_bridge(&self) -> bool {
+        let name = self.bridge();
+        let ip = |args: &[&str]| Command::new("ip").args(args).output().is_ok_and(|o| o.status.success());
+        if ip(&["link", "show", &name]) {
+            return true;
+        }
+        ip(&["link", "add", &name, "type", "bridge"])
+            && ip(&["addr", "add", "172.31.250.1/24", "dev", &name])
+            && ip(&["link", "set", &name, "up"])
+    }
+
     /// Starts dockerd (as scripts/ensure-docker.sh does, on private paths) and waits for it.
     fn launch(&mut self) -> bool {
+        if !self.ensure_bridge() {
+            eprintln!("private dockerd: cannot create bridge {}", self.bridge());
+            return false;
+        }
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -692,7 +713,10 @@ impl PrivateDaemon {
             .arg(format!("--data-root={}", r.join("data").display()))
             .arg(format!("--exec-root={}", r.join("exec").display()))
             .arg(format!("--pidfile={}", r.join("docker.pid").display()))
-            .args(["--bridge=none", "--iptables=false", "--ip6tables=false"])
+            // A bridge of its own: with `--bridge=none` dockerd deletes the host's `docker0`
+            // at start, which breaks every network-using build of the machine's daemon.
+            .arg(format!("--bridge={}", self.bridge()))
+            .args(["--iptables=false", "--ip6tables=false"])
             // Containers of a stopping daemon are killed after 1 s, not 15.
             .arg("--shutdown-timeout=1")
             .stdin(std::process::Stdio::null())
@@ -770,6 +794,7 @@ impl Drop for PrivateDaemon {
             ))
             .status();
         let _ = std::fs::remove_dir_all(&self.root);
+        let _ = Command::new("ip").args(["link", "del", &self.bridge()]).output();
     }
 }
 
