@@ -699,7 +699,7 @@ impl Debian {
             // The context's clone may carry every branch of a mirror: keep only the base
             // commit's history, as the official single-branch clone does.
             "git remote remove origin 2>/dev/null || true".to_string(),
-            r#"git for-each-ref --format='%(refname)' | grep -v '^refs/tags/' | while read -r ref; do git update-ref --no-deref -d "$ref"; done"#.to_string(),
+            r#"git for-each-ref --format='%(refname)' | { grep -v '^refs/tags/' || true; } | while read -r ref; do git update-ref --no-deref -d "$ref"; done"#.to_string(),
             "git checkout -q -b main".to_string(),
             format!("git reset --hard {base}"),
             "git clean -fdxq".to_string(),
