@@ -1,14 +1,16 @@
 //! All integration tests, in one binary (one link, shared helpers). Each module is one area.
 
 mod common;
-mod spec;
+
 mod correlate;
-mod grading;
-mod mini;
 mod engine;
-mod images;
-mod runner;
-mod fuzz;
 mod faults;
-mod run_e2e;
+mod fuzz;
+mod grading;
 mod hostile;
+mod images;
+mod mini;
+mod reward;
+mod run_e2e;
+mod runner;
+mod spec;
