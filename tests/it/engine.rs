@@ -154,6 +154,41 @@ async fn endless_output_is_bounded() {
     assert_eq!(containers_of(&e, &run).await, 0);
 }
 
+/// `yes` as the whole command, at full speed: dockerd 20.10's kill does not return until the
+/// attach stream has been read, so a kill awaited without reading left such a job running
+/// past its timeout (2 of 3 attempts in the report). Three in a row must each stop at the
+/// deadline, with the container gone.
+#[tokio::test]
+async fn full_speed_output_is_killed_at_the_deadline() {
+    let (e, img) = (engine().await, base_image().await);
+    for attempt in 0..3 {
+        let run = run_id(&format!("yes-fast-{attempt}"));
+        let mut j = job(&img, &run, "");
+        j.command = vec!["yes".into()];
+        j.timeout = Duration::from_secs(3);
+        let t0 = Instant::now();
+        let got = tokio::time::timeout(Duration::from_secs(20), e.run_job(j)).await;
+        let took = t0.elapsed();
+        if got.is_err() {
+            // Clean up what the hung attempt left before failing.
+            for c in e.list_containers(labels(&run)).await.unwrap_or_default() {
+                let _ = e.remove_container(&c.id).await;
+            }
+        }
+        let out = got
+            .unwrap_or_else(|_| panic!("attempt {attempt}: run_job still running after {took:?}"))
+            .unwrap();
+        assert!(out.timed_out, "attempt {attempt}");
+        assert_eq!(out.exit_code, None);
+        assert!(out.output.starts_with(b"y\ny\n"), "attempt {attempt}");
+        assert_eq!(
+            containers_of(&e, &run).await,
+            0,
+            "attempt {attempt}: container gone"
+        );
+    }
+}
+
 #[tokio::test]
 async fn network_is_off_unless_asked() {
     let (e, img) = (engine().await, base_image().await);
