@@ -23,6 +23,21 @@ pub enum FormatError {
     /// Carries the search text with the newline the reference puts in front of it.
     #[error("Search block not found in the code: {0}")]
     NotFound(String),
+    /// Not the reference's: it would go on until memory runs out (a replacement that contains
+    /// its own search text doubles the file with each block).
+    #[error("edited file exceeds {0} bytes")]
+    TooLarge(usize),
+}
+
+/// The size an edited file may reach: [`GROWTH_FACTOR`] times its original, and never less
+/// than [`MIN_SIZE_CAP`] (new and tiny files get room for real edits).
+pub const GROWTH_FACTOR: usize = 64;
+/// See [`GROWTH_FACTOR`].
+pub const MIN_SIZE_CAP: usize = 16 << 20;
+
+/// The largest size an edit may bring a file of `original` bytes to.
+pub fn size_cap(original: usize) -> usize {
+    original.saturating_mul(GROWTH_FACTOR).max(MIN_SIZE_CAP)
 }
 
 const TAGS: [&str; 4] = ["<think>", "</think>", "<solution>", "</solution>"];
@@ -73,18 +88,30 @@ pub fn parse_blocks(answer: &str) -> Edits {
 
 /// `apply_code_change` (not silent): per path, from `"\n" + original` (`""` when missing),
 /// each pair must differ and its `"\n" + search` must occur; every occurrence is replaced.
-/// Returns path -> new text, in the order of `edits`.
+/// Returns path -> new text, in the order of `edits`. A file that would grow past
+/// [`size_cap`] of its original size is [`FormatError::TooLarge`], found before the
+/// replacement is made.
 pub fn apply(code_context: &Files, edits: &Edits) -> Result<Vec<(String, String)>, FormatError> {
     let mut out = Vec::with_capacity(edits.len());
     for (path, pairs) in edits {
-        let mut text = format!("\n{}", code_context.get(path).map_or("", String::as_str));
+        let original = code_context.get(path).map_or("", String::as_str);
+        let cap = size_cap(original.len());
+        let mut text = format!("\n{original}");
         for (search, replace) in pairs {
             if search == replace {
                 return Err(FormatError::Identical);
             }
             let search = format!("\n{search}");
-            if !text.contains(&search) {
+            // Non-overlapping, left to right: the occurrences `replace` will substitute.
+            let count = text.matches(search.as_str()).count();
+            if count == 0 {
                 return Err(FormatError::NotFound(search));
+            }
+            // Both sides carry the same leading newline, so it cancels out of the growth.
+            let growth = replace.len().saturating_sub(search.len() - 1);
+            let new_len = (text.len() - 1).saturating_add(count.saturating_mul(growth));
+            if new_len > cap {
+                return Err(FormatError::TooLarge(cap));
             }
             text = text.replace(&search, &format!("\n{replace}"));
         }

@@ -569,3 +569,35 @@ fn search_replace_from_git_and_converted_patch_applies() {
         "print(1)"
     );
 }
+
+/// An output of `n` blocks on `m.py`, each replacing `x` by `x` twice: every block doubles the
+/// file (the replacement contains its own search text).
+fn doubling_output(n: usize) -> String {
+    let block = "```python\n### m.py\n<<<<<<< SEARCH\nx\n=======\nx\nx\n>>>>>>> REPLACE\n```\n";
+    format!(
+        "<think>grow</think>\n<solution>\n{}</solution>",
+        block.repeat(n)
+    )
+}
+
+#[test]
+fn search_replace_that_doubles_the_file_is_capped() {
+    let ctx = Files::from([("m.py".to_string(), "x\n".to_string())]);
+    // 24 doublings: 32 MiB, past the 16 MiB floor of the cap, and still cheap to compute
+    // without the cap (30 would need gigabytes).
+    let got = reward::search_replace::edit(&ctx, &doubling_output(24));
+    let err = match got {
+        Err(e) => e,
+        Ok(files) => panic!("a {} byte file from 2 bytes was accepted", files[0].1.len()),
+    };
+    assert_eq!(err.to_string(), "edited file exceeds 16777216 bytes");
+    // A few doublings stay well under the cap and are applied as the reference does.
+    let small = reward::search_replace::edit(&ctx, &doubling_output(3)).unwrap();
+    assert_eq!(small, [("m.py".to_string(), "x\n".repeat(8))]);
+    // The report's 30 blocks: refused before anything large is allocated, by the reward and
+    // by the patch conversion alike.
+    let r = reward::search_replace_reward(&ctx, &Files::new(), &doubling_output(30));
+    assert_eq!(r.similarity, -1.0);
+    assert_eq!(r.format.as_string(), "edited file exceeds 16777216 bytes");
+    assert!(reward::search_replace::to_git_patch(&ctx, &doubling_output(30)).is_err());
+}
