@@ -241,7 +241,15 @@ fn mini_benchmark_strict_run_gives_the_strict_verdicts() {
     let dir = tempfile::tempdir().unwrap();
     let run = swe_eval(
         dir.path(),
-        &["--strict", "--run-id", "mini-strict", "--output", "out"],
+        &[
+            "--strict",
+            "--run-id",
+            "mini-strict",
+            "--output",
+            "out",
+            "--timeout",
+            "10",
+        ],
     );
     assert_eq!(run.code, 0);
     check_verdicts(&dir.path().join("out"), "mini-strict", Mode::Strict);
