@@ -75,7 +75,8 @@ pub struct RunConfig {
     pub limits: Limits,
     pub network: bool,
     pub max_output_bytes: usize,
-    /// Attempts per job when the engine fails transiently.
+    /// Attempts per job when the engine fails transiently (default 4: with the default
+    /// backoff the last one starts 14 s after the first failure, time for a daemon restart).
     pub attempts: u32,
     /// Wait before the first retry (doubling after).
     pub backoff: Duration,
@@ -98,7 +99,7 @@ impl RunConfig {
             limits: Limits::default(),
             network: false,
             max_output_bytes: 8 << 20,
-            attempts: 3,
+            attempts: 4,
             backoff: Duration::from_secs(2),
             dedupe: true,
             run_empty: false,

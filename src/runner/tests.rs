@@ -388,6 +388,7 @@ async fn transient_engine_errors_are_retried_and_counted_apart() {
         {
             let mut c = config(dir.path(), "r");
             c.workers = 1;
+            c.attempts = 3;
             c
         },
     )
