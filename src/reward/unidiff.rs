@@ -385,7 +385,7 @@ pub fn parse(text: &str) -> Result<PatchSet<'_>, ParseError> {
             let Some(f) = current else {
                 return err(no, ParseErrorKind::UnexpectedHunk);
             };
-            let hunk = parse_hunk(hunk, &mut lines)?;
+            let hunk = parse_hunk(hunk, no, &mut lines)?;
             set.files[f].hunks.push(hunk);
             continue;
         }
@@ -456,13 +456,15 @@ pub fn parse(text: &str) -> Result<PatchSet<'_>, ParseError> {
 }
 
 /// The package's `_parse_hunk` (full parsing, not `metadata_only`): reads lines until the
-/// counts in the header are met, refusing a hunk that runs over or ends early.
+/// counts in the header are met, refusing a hunk that runs over or ends early. `header_no` is
+/// the header's 1-based line: where a hunk with no body is reported to end.
 fn parse_hunk<'a>(
     mut hunk: Hunk<'a>,
+    header_no: usize,
     lines: &mut impl Iterator<Item = (usize, &'a str)>,
 ) -> Result<Hunk<'a>, ParseError> {
     let (mut src, mut tgt) = (0u64, 0u64);
-    let mut last_no = 0;
+    let mut last_no = header_no;
     for (no, line) in lines.by_ref() {
         last_no = no;
         let first = line.as_bytes().first().copied();
@@ -685,6 +687,24 @@ mod tests {
         for (text, kind) in cases {
             assert_eq!(parse(text).map(|_| ()).unwrap_err().kind, *kind, "{text:?}");
         }
+    }
+
+    #[test]
+    fn error_lines_are_the_real_one_based_lines() {
+        let line_of = |text: &str| parse(text).map(|_| ()).unwrap_err().line;
+        // A header on the last line with no body: the header's line, where the input ended.
+        assert_eq!(line_of("--- a/x\n+++ b/x\n@@ -1 +1 @@"), 3);
+        assert_eq!(line_of("--- a/x\n+++ b/x\n@@ -1 +1 @@\n"), 3);
+        assert_eq!(
+            parse("--- a/x\n+++ b/x\n@@ -1 +1 @@")
+                .unwrap_err()
+                .to_string(),
+            "line 3: hunk is shorter than expected"
+        );
+        // A body cut short: the last line read.
+        assert_eq!(line_of("--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n a\n-b\n"), 5);
+        assert_eq!(line_of("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n-b\n"), 5);
+        assert_eq!(line_of("x\n@@ -1 +1 @@\n"), 2);
     }
 
     #[test]
