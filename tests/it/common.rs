@@ -34,3 +34,13 @@ macro_rules! require_shared {
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_swe-eval"))
 }
+
+/// Held by every test that runs the mini benchmark's images through `swe-eval run`: a run
+/// removes the instance images it built (cache level `env`), which another run in flight may
+/// still be about to use.
+pub static MINI_IMAGES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Takes `MINI_IMAGES`, even after another test panicked while holding it.
+pub fn mini_images_turn() -> std::sync::MutexGuard<'static, ()> {
+    MINI_IMAGES.lock().unwrap_or_else(|p| p.into_inner())
+}

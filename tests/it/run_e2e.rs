@@ -14,10 +14,6 @@ use swe_eval::runner::{Category, Layout, Verdict, LABEL_OWNER};
 
 use crate::common::bin;
 
-/// The two runs build and (at the default cache level) remove the same instance images, so
-/// they take turns rather than remove images from under each other.
-static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 fn daemon() -> Option<tokio::runtime::Runtime> {
     let rt = tokio::runtime::Runtime::new().unwrap();
     match rt.block_on(DockerEngine::connect()) {
@@ -195,7 +191,7 @@ fn check_official_files(results: &Path, run_id: &str) {
 
 #[test]
 fn mini_benchmark_runs_with_no_arguments_and_resumes_without_recomputing() {
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = crate::common::mini_images_turn();
     let Some(rt) = daemon() else { return };
     let dir = tempfile::tempdir().unwrap();
     let first = swe_eval(dir.path(), &[]);
@@ -236,7 +232,7 @@ fn mini_benchmark_runs_with_no_arguments_and_resumes_without_recomputing() {
 
 #[test]
 fn mini_benchmark_strict_run_gives_the_strict_verdicts() {
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = crate::common::mini_images_turn();
     let Some(rt) = daemon() else { return };
     let dir = tempfile::tempdir().unwrap();
     let run = swe_eval(
