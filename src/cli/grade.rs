@@ -63,13 +63,19 @@ pub fn one_per_instance(preds: Vec<Prediction>, problems: &mut Vec<String>) -> V
     v
 }
 
-/// Reads every prediction's saved log (the I/O part), keyed like `preds`.
+/// Reads every prediction's saved log (the I/O part), keyed like `preds`; reports the rows
+/// of a logs file that could not be read (their instances have no log).
 pub fn read_logs(
     preds: &[Prediction],
     logs: &SavedLogs,
     run_id: Option<&str>,
     problems: &mut Vec<String>,
 ) -> Vec<SavedLog> {
+    problems.extend(
+        logs.problems()
+            .iter()
+            .map(|p| format!("skipped log row: {p}")),
+    );
     preds
         .iter()
         .map(|p| {

@@ -1,7 +1,8 @@
 //! Saved test logs for grading again: the official layout
 //! (`DIR/<instance_id>/test_output.txt`, or a whole `logs/run_evaluation/<run_id>/<model>/<id>/`
-//! tree, or any folder above one), or a JSON Lines file of `{instance_id, test_output}` rows.
-//! Turns what is found into the [`RunOutcome`] the official harness saw.
+//! tree, or any folder above one), or a JSON Lines file of `{instance_id, test_output}` rows
+//! (a bad row is a problem of its own; the other rows still grade). Turns what is found into
+//! the [`RunOutcome`] the official harness saw.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -10,6 +11,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::{ReportError, TEST_OUTPUT_FILE};
+use crate::dataset::{kind_of, InputProblem, Location};
 use crate::grading::RunOutcome;
 use crate::logparse::APPLY_PATCH_FAIL;
 
@@ -54,8 +56,11 @@ impl SavedLog {
 /// An index of saved logs.
 #[derive(Debug, Clone)]
 pub enum SavedLogs {
-    /// `{instance_id, test_output}` rows, held in memory.
-    Jsonl(HashMap<String, String>),
+    /// `{instance_id, test_output}` rows, held in memory, and the rows that could not be read.
+    Jsonl {
+        rows: HashMap<String, String>,
+        problems: Vec<InputProblem>,
+    },
     /// Instance folders found below a root, by folder name (several when runs or models differ).
     Tree {
         root: PathBuf,
@@ -124,26 +129,42 @@ impl SavedLogs {
             source,
         })?;
         let text = String::from_utf8_lossy(&text);
-        let mut map = HashMap::new();
-        for line in text.lines().filter(|l| !l.trim().is_empty()) {
-            #[derive(serde::Deserialize)]
-            struct Row {
-                instance_id: String,
-                test_output: String,
+        let mut rows = HashMap::new();
+        let mut problems = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
             }
-            let row: Row = serde_json::from_str(line).map_err(|source| ReportError::Parse {
-                path: path.to_path_buf(),
-                source,
-            })?;
-            map.insert(row.instance_id, row.test_output);
+            match jsonl_row(line) {
+                Ok((id, log)) => {
+                    rows.insert(id, log);
+                }
+                Err((field, message)) => problems.push(InputProblem {
+                    location: Location {
+                        path: path.to_path_buf(),
+                        line: Some(i + 1),
+                        field: field.map(str::to_string),
+                    },
+                    message,
+                }),
+            }
         }
-        Ok(SavedLogs::Jsonl(map))
+        Ok(SavedLogs::Jsonl { rows, problems })
+    }
+
+    /// The rows of a JSON Lines file that could not be read (none for a folder): their
+    /// instances count as having no log.
+    pub fn problems(&self) -> &[InputProblem] {
+        match self {
+            SavedLogs::Jsonl { problems, .. } => problems,
+            SavedLogs::Tree { .. } => &[],
+        }
     }
 
     /// Number of instances with something saved.
     pub fn len(&self) -> usize {
         match self {
-            SavedLogs::Jsonl(m) => m.len(),
+            SavedLogs::Jsonl { rows, .. } => rows.len(),
             SavedLogs::Tree { dirs, .. } => dirs.len(),
         }
     }
@@ -186,8 +207,8 @@ impl SavedLogs {
         run_id: Option<&str>,
     ) -> Result<SavedLog, SavedLogError> {
         let candidates = match self {
-            SavedLogs::Jsonl(m) => {
-                return Ok(m
+            SavedLogs::Jsonl { rows, .. } => {
+                return Ok(rows
                     .get(instance_id)
                     .map_or(SavedLog::Missing, |s| SavedLog::Output(s.clone())));
             }
@@ -212,6 +233,35 @@ impl SavedLogs {
         }
         read_instance_dir(chosen[0]).map_err(SavedLogError::from)
     }
+}
+
+/// One `{instance_id, test_output}` row, or the field at fault (if one) and why.
+fn jsonl_row(line: &str) -> Result<(String, String), (Option<&'static str>, String)> {
+    // serde's position is within the line (always "line 1"): only its column is kept.
+    let value: serde_json::Value = serde_json::from_str(line).map_err(|e| {
+        let text = e.to_string();
+        let what = text
+            .rsplit_once(" at line ")
+            .map_or(text.as_str(), |(w, _)| w);
+        (
+            None,
+            format!("invalid JSON at column {}: {what}", e.column()),
+        )
+    })?;
+    let serde_json::Value::Object(mut obj) = value else {
+        return Err((None, "expected an object".into()));
+    };
+    let mut string = |field: &'static str| match obj.remove(field) {
+        Some(serde_json::Value::String(s)) => Ok(s),
+        Some(other) => Err((
+            Some(field),
+            format!("expected a string, found {}", kind_of(&other)),
+        )),
+        None => Err((Some(field), "missing".into())),
+    };
+    let id = string("instance_id")?;
+    let log = string("test_output")?;
+    Ok((id, log))
 }
 
 /// Reads one instance folder of the official layout.

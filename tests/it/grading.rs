@@ -700,6 +700,105 @@ diff --git a/tox.ini b/tox.ini\n--- a/tox.ini\n+++ b/tox.ini\n@@ -1 +1 @@\n-deps
     );
 }
 
+/// `swe-eval grade` in `dir` on its `ds.jsonl` and `preds.jsonl`, writing `dir/out`.
+fn grade_in(dir: &Path, logs: &str, extra: &[&str]) -> std::process::Output {
+    Command::new(crate::common::bin())
+        .arg("grade")
+        .args(["--dataset", "ds.jsonl", "--predictions", "preds.jsonl"])
+        .args(["--logs", logs, "--output", "out"])
+        .args(extra)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+/// A logs JSON Lines file with bad rows: each is a problem naming the file, its own line and
+/// the field at fault; the good rows still grade, and the command exits 3.
+#[test]
+fn grade_cli_reports_bad_log_rows_and_grades_the_rest() {
+    let t = tempfile::tempdir().unwrap();
+    let passed = pytest_log(
+        "PASSED tests/test_basic.py::test_one\nPASSED tests/test_basic.py::test_old\n",
+        "",
+    );
+    let ids = [
+        "inst__a-1",
+        "inst__b-2",
+        "inst__c-3",
+        "inst__d-4",
+        "inst__e-5",
+    ];
+    let mut ds = String::new();
+    let mut preds = String::new();
+    for id in ids {
+        ds += &serde_json::json!({"instance_id": id, "repo": "pallets/flask", "base_commit": "abc",
+            "patch": PATCH, "version": "2.0", "FAIL_TO_PASS": ["tests/test_basic.py::test_one"],
+            "PASS_TO_PASS": ["tests/test_basic.py::test_old"]})
+        .to_string();
+        ds.push('\n');
+        preds += &serde_json::json!({"instance_id": id, "model_name_or_path": "m", "model_patch": PATCH})
+            .to_string();
+        preds.push('\n');
+    }
+    let row = |id: &str| serde_json::json!({"instance_id": id, "test_output": passed}).to_string();
+    let logs = [
+        row("inst__a-1"),
+        // Line 2: not JSON at all (serde's own position would say "line 1").
+        r#"{"instance_id": "inst__b-2", "test_output": }"#.to_string(),
+        // Line 3: the log is not a string.
+        r#"{"instance_id": "inst__c-3", "test_output": 5}"#.to_string(),
+        // Line 4: no instance id.
+        serde_json::json!({"test_output": passed}).to_string(),
+        String::new(),
+        row("inst__e-5"),
+    ];
+    std::fs::write(t.path().join("ds.jsonl"), ds).unwrap();
+    std::fs::write(t.path().join("preds.jsonl"), preds).unwrap();
+    std::fs::write(t.path().join("logs.jsonl"), logs.join("\n") + "\n").unwrap();
+
+    let opened = SavedLogs::open(&t.path().join("logs.jsonl")).unwrap();
+    assert_eq!(opened.len(), 2, "the good rows are kept");
+    let found: Vec<(Option<usize>, Option<&str>)> = opened
+        .problems()
+        .iter()
+        .map(|p| (p.location.line, p.location.field.as_deref()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (Some(2), None),
+            (Some(3), Some("test_output")),
+            (Some(4), Some("instance_id"))
+        ]
+    );
+
+    let out = grade_in(t.path(), "logs.jsonl", &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("logs.jsonl:2: invalid JSON"), "{stderr}");
+    assert!(!stderr.contains("line 1 column"), "{stderr}");
+    assert!(
+        stderr.contains("logs.jsonl:3: field `test_output`"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("logs.jsonl:4: field `instance_id`"),
+        "{stderr}"
+    );
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(t.path().join("out/m.regrade.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        summary["resolved_ids"],
+        serde_json::json!(["inst__a-1", "inst__e-5"])
+    );
+    assert_eq!(
+        summary["error_ids"],
+        serde_json::json!(["inst__b-2", "inst__c-3", "inst__d-4"])
+    );
+}
+
 #[test]
 fn grade_cli_reads_an_official_logs_tree() {
     let t = tempfile::tempdir().unwrap();
@@ -735,22 +834,7 @@ fn grade_cli_reads_an_official_logs_tree() {
     std::fs::write(t.path().join("ds.jsonl"), ds).unwrap();
     std::fs::write(t.path().join("preds.jsonl"), preds).unwrap();
     let out = t.path().join("out");
-    let status = Command::new(crate::common::bin())
-        .arg("grade")
-        .args([
-            "--dataset",
-            "ds.jsonl",
-            "--predictions",
-            "preds.jsonl",
-            "--logs",
-            "logs",
-            "--output",
-            "out",
-            "--strict",
-        ])
-        .current_dir(t.path())
-        .status()
-        .unwrap();
+    let status = grade_in(t.path(), "logs", &["--strict"]).status;
     assert!(status.success(), "{status}");
     let summary: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("org__model.r7.json")).unwrap())
