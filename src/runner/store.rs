@@ -197,24 +197,27 @@ pub fn lock(layout: &Layout) -> Result<RunLock, LockError> {
         source,
     };
     std::fs::create_dir_all(layout.run_dir()).map_err(io)?;
-    // Two tries: the second after removing a lock whose owner is dead. Creating with
-    // `create_new` is atomic, so of two processes taking over a stale lock only one wins.
+    // The lock appears with its owner already written: the owner goes to a temporary file
+    // that is then hard-linked to the lock's name, which is atomic and fails when the lock
+    // exists. So an empty or unreadable lock is never one being written: it is a torn one
+    // (or of an older format) and is taken over like a dead owner's. Two tries: the second
+    // after removing a stale lock; of two processes taking it over, only one link wins.
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".swe-eval.lock.")
+        .tempfile_in(layout.run_dir())
+        .map_err(io)?;
+    {
+        use std::io::Write;
+        tmp.write_all(owner_id().as_bytes()).map_err(io)?;
+        tmp.as_file().sync_all().map_err(io)?;
+    }
     for _ in 0..2 {
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-        {
-            Ok(mut f) => {
-                use std::io::Write;
-                f.write_all(owner_id().as_bytes()).map_err(io)?;
-                return Ok(RunLock { path });
-            }
+        match std::fs::hard_link(tmp.path(), &path) {
+            Ok(()) => return Ok(RunLock { path }),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 let owner = std::fs::read_to_string(&path).unwrap_or_default();
-                // An empty file is a lock being written right now, or a torn one: only a
-                // named dead owner is taken over.
-                if owner.trim().is_empty() || !owner_is_dead(owner.trim()) {
+                let owner = owner.trim();
+                if !owner.is_empty() && !owner_is_dead(owner) {
                     break;
                 }
                 let _ = std::fs::remove_file(&path);
@@ -288,6 +291,38 @@ mod tests {
             Path::new("out/org__model.r1.json")
         );
         assert_eq!(l.summary_path("m", 1), Path::new("out/m.r1.sample1.json"));
+    }
+
+    #[test]
+    fn lock_is_exclusive_names_its_owner_and_takes_over_stale_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::new(dir.path(), "r");
+        let held = lock(&layout).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(layout.lock_path()).unwrap(),
+            owner_id()
+        );
+        assert!(
+            matches!(lock(&layout), Err(LockError::Busy { .. })),
+            "a live owner keeps it"
+        );
+        drop(held);
+        assert!(!layout.lock_path().exists());
+        // A torn (empty) lock and a dead owner's lock are both taken over.
+        for stale in [String::new(), format!("{}:999999999:1", hostname())] {
+            std::fs::write(layout.lock_path(), &stale).unwrap();
+            let l = lock(&layout).unwrap();
+            assert_eq!(
+                std::fs::read_to_string(layout.lock_path()).unwrap(),
+                owner_id()
+            );
+            drop(l);
+        }
+        let leftovers: Vec<_> = std::fs::read_dir(layout.run_dir()).unwrap().collect();
+        assert!(
+            leftovers.is_empty(),
+            "no temporary lock files left: {leftovers:?}"
+        );
     }
 
     #[test]
