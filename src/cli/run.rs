@@ -360,7 +360,21 @@ async fn run_async(mut args: Args) -> CliResult {
         eprintln!("warning: image {image} not removed: {e}");
     }
     print_report(&report);
-    let troubled = !inputs.problems.is_empty()
+    let mut mismatches = 0;
+    if mini {
+        match check_mini(&report) {
+            Ok(check) => {
+                println!("{}", check.summary);
+                for m in &check.mismatches {
+                    eprintln!("warning: {m}");
+                }
+                mismatches = check.mismatches.len();
+            }
+            Err(e) => eprintln!("warning: cannot compare with the expected verdicts: {e}"),
+        }
+    }
+    let troubled = mismatches > 0
+        || !inputs.problems.is_empty()
         || !report.problems.is_empty()
         || report.not_run > 0
         || report.count(Category::InfraError) > 0;
@@ -368,6 +382,90 @@ async fn run_async(mut args: Args) -> CliResult {
         Outcome::WithProblems
     } else {
         Outcome::Clean
+    })
+}
+
+/// The mini benchmark's verdicts against `datasets/mini/expected.json`.
+struct MiniCheck {
+    summary: String,
+    mismatches: Vec<String>,
+}
+
+/// Reads the run's per-prediction JSONL back and compares each verdict (official and strict,
+/// with the error kind) with the one the benchmark expects. Predictions the run did not cover
+/// (`--instance-ids`) are left out of the count.
+fn check_mini(report: &RunReport) -> Result<MiniCheck, crate::cli::BoxError> {
+    let jsonl = report
+        .files
+        .iter()
+        .find(|f| f.extension().is_some_and(|e| e == "jsonl"))
+        .ok_or("the run wrote no per-prediction JSONL")?;
+    let text = std::fs::read_to_string(jsonl)?;
+    let mut got = std::collections::HashMap::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let row: serde_json::Value = serde_json::from_str(line)?;
+        let key = (
+            row["instance_id"].as_str().unwrap_or_default().to_string(),
+            row["model"].as_str().unwrap_or_default().to_string(),
+            row["sample"].as_u64().unwrap_or(u64::MAX),
+        );
+        got.insert(key, row);
+    }
+    let expected: Vec<serde_json::Value> = serde_json::from_str(crate::mini::EXPECTED)?;
+    let (mut checked, mut mismatches) = (0, Vec::new());
+    for e in &expected {
+        let key = (
+            e["instance_id"].as_str().unwrap_or_default().to_string(),
+            e["model_name_or_path"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            e["sample"].as_u64().unwrap_or(u64::MAX),
+        );
+        let Some(row) = got.get(&key) else { continue };
+        checked += 1;
+        let kind = |v: &serde_json::Value, field: &str| v[field].as_str().unwrap_or("").to_string();
+        let want = (
+            kind(e, "category"),
+            kind(e, "strict_category"),
+            kind(e, "error_kind"),
+        );
+        let have = (
+            kind(row, "category"),
+            kind(row, "strict_category"),
+            if kind(row, "category") == "error" {
+                kind(row, "error_reason")
+            } else {
+                String::new()
+            },
+        );
+        if want != have {
+            mismatches.push(format!(
+                "{} {} sample {}: expected {} / strict {} {}, got {} / strict {} {} ({})",
+                key.0,
+                key.1,
+                key.2,
+                want.0,
+                want.1,
+                want.2,
+                have.0,
+                have.1,
+                have.2,
+                kind(e, "reason")
+            ));
+        }
+    }
+    let summary = if mismatches.is_empty() {
+        format!("  mini benchmark: {checked}/{checked} verdicts as expected (datasets/mini/expected.json, official and strict)")
+    } else {
+        format!(
+            "  mini benchmark: {} of {checked} verdicts differ from datasets/mini/expected.json",
+            mismatches.len()
+        )
+    };
+    Ok(MiniCheck {
+        summary,
+        mismatches,
     })
 }
 
