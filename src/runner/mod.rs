@@ -348,7 +348,18 @@ pub async fn run<E: Engine>(
     } else {
         Mode::Official
     };
-    let files = summary::write_all(&layout, &plan, &st.verdicts, mode, &unstopped)?;
+    // A summary that cannot be written (a full disk) is reported with the rest, not instead
+    // of it: every verdict is already on disk and a rerun with the same id writes the summaries.
+    let files = match summary::write_all(&layout, &plan, &st.verdicts, mode, &unstopped) {
+        Ok(files) => files,
+        Err(e) => {
+            st.problems.push(format!(
+                "run summaries not written: {e}; the verdicts are saved, run again with --run-id {} to write them",
+                config.run_id
+            ));
+            Vec::new()
+        }
+    };
 
     let mut report = RunReport {
         run_id: config.run_id.clone(),
