@@ -251,3 +251,87 @@ fn mini_benchmark_strict_run_gives_the_strict_verdicts() {
     check_verdicts(&dir.path().join("out"), "mini-strict", Mode::Strict);
     assert!(containers_of(&rt, run.pid).is_empty());
 }
+
+/// `swe-eval validate` runs gold and the empty patch k times: on the mini benchmark nothing is
+/// flagged; with one task's gold patch swapped for a partial fix, that task is flagged as
+/// "gold does not resolve" and the other is not.
+#[test]
+fn validate_flags_a_gold_patch_that_does_not_resolve() {
+    let _turn = crate::common::mini_images_turn();
+    let Some(_rt) = daemon() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let bench = swe_eval::mini::materialize(&dir.path().join("mini")).unwrap();
+    let partial = std::fs::read_to_string(&bench.predictions)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|p| p["instance_id"] == "swe-eval-mini__calc-1" && p["case"] == "partial")
+        .expect("the mini benchmark has a partial fix of calc-1");
+    let rows: Vec<String> = std::fs::read_to_string(&bench.dataset)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut row: serde_json::Value = serde_json::from_str(l).unwrap();
+            if row["instance_id"] == "swe-eval-mini__calc-1" {
+                row["patch"] = partial["model_patch"].clone();
+            }
+            row.to_string()
+        })
+        .collect();
+    let broken = dir.path().join("broken.jsonl");
+    std::fs::write(&broken, rows.join("\n") + "\n").unwrap();
+
+    let out = Command::new(bin())
+        .args(["validate", "-d"])
+        .arg(&broken)
+        .args([
+            "-i",
+            "swe-eval-mini__calc-1,swe-eval-mini__strutils-2",
+            "-k",
+            "2",
+        ])
+        .args(["--flavour", "debian", "--timeout", "60", "--output"])
+        .arg(dir.path().join("out"))
+        .arg("--mirrors")
+        .arg(&bench.mirrors)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join("out/validate.validate.json"))
+            .unwrap_or_else(|e| panic!("no validate report ({e}):\n{text}")),
+    )
+    .unwrap();
+    let by_id = |id: &str| {
+        report
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["instance_id"] == id)
+            .unwrap_or_else(|| panic!("{id} missing:\n{text}"))
+            .clone()
+    };
+    let calc = by_id("swe-eval-mini__calc-1");
+    assert_eq!(calc["gold_not_resolved"], true, "{calc}\n{text}");
+    assert_eq!(
+        calc["gold"],
+        serde_json::json!(["unresolved", "unresolved"])
+    );
+    let strutils = by_id("swe-eval-mini__strutils-2");
+    for flag in ["gold_not_resolved", "empty_resolves", "flaky"] {
+        assert_eq!(strutils[flag], false, "{flag}: {strutils}\n{text}");
+    }
+    assert_eq!(
+        strutils["empty"],
+        serde_json::json!(["unresolved", "unresolved"])
+    );
+    assert_ne!(
+        out.status.code(),
+        Some(0),
+        "a flagged instance is not a clean result\n{text}"
+    );
+}
