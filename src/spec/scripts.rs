@@ -181,7 +181,7 @@ pub(super) fn build(inst: &Instance, opts: &SpecOptions<'_>) -> Result<TestSpec,
     }
 
     if let Some(script) = &inst.eval_script {
-        out.eval_script = script.clone();
+        out.eval_script = record_test_exit_code(script);
         out.eval_script_from_row = true;
     }
     out.warnings = warnings;
@@ -195,8 +195,37 @@ fn row_only_spec(inst: &Instance, script: &str, row_image: Option<String>) -> Te
     out.warnings.push(
         "no spec for this repo/version; the row's eval script and image are used as is".to_string(),
     );
-    out.eval_script = script.to_string();
+    out.eval_script = record_test_exit_code(script);
     out.eval_script_from_row = true;
+    out
+}
+
+/// A row's own eval script, made to record the test command's exit status as SWE-bench 5
+/// does before running one: `SWEBENCH_TEST_EXIT_CODE=$?` just before the first line holding
+/// the end marker and an echo of `>>>>> Test Exit Code: N` just after it (the script's own
+/// status is the final test-file reset's, not the tests'). A script that already records it,
+/// or has no end marker, is left as it is; nothing else changes.
+pub fn record_test_exit_code(script: &str) -> String {
+    if script.contains(TEST_EXIT_CODE) {
+        return script.to_string();
+    }
+    let mut out = String::with_capacity(script.len() + 96);
+    let mut done = false;
+    for line in script.split_inclusive('\n') {
+        if !done && line.contains(END_TEST_OUTPUT) {
+            out.push_str("SWEBENCH_TEST_EXIT_CODE=$?\n");
+            out.push_str(line);
+            if !line.ends_with('\n') {
+                out.push('\n');
+            }
+            out.push_str(&format!(
+                "echo \"{TEST_EXIT_CODE}: $SWEBENCH_TEST_EXIT_CODE\"\n"
+            ));
+            done = true;
+        } else {
+            out.push_str(line);
+        }
+    }
     out
 }
 
@@ -951,5 +980,32 @@ mod fetch_tests {
         assert!(status.success());
         let got = std::fs::read_to_string(&log).unwrap();
         assert_eq!(got, "boto3\nnumpy>=1.21\npandas==1.5\nnumbagg\n");
+    }
+}
+
+#[cfg(test)]
+mod exit_code_tests {
+    use super::*;
+
+    #[test]
+    fn row_scripts_record_the_test_exit_code_as_swebench_5_does() {
+        let script = "#!/bin/bash\nset -uxo pipefail\n: '>>>>> Start Test Output'\npytest -rA t.py\n: '>>>>> End Test Output'\ngit checkout abc t.py\n";
+        assert_eq!(
+            record_test_exit_code(script),
+            "#!/bin/bash\nset -uxo pipefail\n: '>>>>> Start Test Output'\npytest -rA t.py\nSWEBENCH_TEST_EXIT_CODE=$?\n: '>>>>> End Test Output'\necho \">>>>> Test Exit Code: $SWEBENCH_TEST_EXIT_CODE\"\ngit checkout abc t.py\n",
+            "captured right after the test command, echoed after the end marker"
+        );
+        let once = record_test_exit_code(script);
+        assert_eq!(
+            record_test_exit_code(&once),
+            once,
+            "a script that records it already is kept"
+        );
+        let no_marker = "#!/bin/bash\npytest\n";
+        assert_eq!(
+            record_test_exit_code(no_marker),
+            no_marker,
+            "no end marker: left alone"
+        );
     }
 }
