@@ -399,21 +399,15 @@ fn hostile_predictions_on_the_mini_benchmark() {
     assert!(matches!(o.status.code(), Some(0) | Some(3)), "{}", text(&o));
     let got = verdicts(&out, &run_id);
     assert_eq!(got.len(), expected.len(), "{}", text(&o));
-    // The mini benchmark's own tests fail when its images do not build; here that is a skip,
-    // said loudly, so that this test checks containment and nothing else.
-    let unbuilt = got.iter().find(|(_, v)| {
-        v.category == Category::InfraError
-            && v.reason
-                .as_deref()
-                .is_some_and(|r| r.contains("not available"))
-    });
-    if let Some((_, v)) = unbuilt {
-        eprintln!(
-            "skipped: the mini image of swe-eval-mini__calc-1 did not build: {}",
-            v.reason.as_deref().unwrap_or("")
-        );
-        return;
-    }
+    // A daemon answered, so an image that did not build is a defect (this once hid a broken
+    // setup_repo.sh), not a reason to skip.
+    let unbuilt = got.iter().find(|(_, v)| v.category == Category::InfraError);
+    assert!(
+        unbuilt.is_none(),
+        "the mini image of swe-eval-mini__calc-1 is not usable: {:?}\n{}",
+        unbuilt.map(|(_, v)| v.reason.clone()),
+        text(&o)
+    );
     let mut wrong = Vec::new();
     for e in &expected {
         let (d, v) = got.iter().find(|(_, v)| v.sample == e.sample).unwrap();
