@@ -27,6 +27,11 @@ pub enum FormatError {
     /// its own search text doubles the file with each block).
     #[error("edited file exceeds {0} bytes")]
     TooLarge(usize),
+    /// Not the reference's either, and only from [`to_git_patch`]: git writes such a path
+    /// only in its quoted form, which unidiff-style readers do not take apart, so the output
+    /// is refused rather than turned into a patch that names some other file.
+    #[error("path {0:?} has a control character, quote or backslash; a patch cannot name it")]
+    UnpatchablePath(String),
 }
 
 /// The size an edited file may reach: [`GROWTH_FACTOR`] times its original, and never less
@@ -142,6 +147,9 @@ pub fn edited_paths(output: &str) -> Vec<String> {
 /// absent from `code_context` is created). Empty when the edits change nothing.
 pub fn to_git_patch(code_context: &Files, output: &str) -> Result<String, FormatError> {
     let new = edit(code_context, output)?;
+    if let Some((path, _)) = new.iter().find(|(p, _)| !plain_git_path(p)) {
+        return Err(FormatError::UnpatchablePath(path.clone()));
+    }
     let mut patch = String::new();
     for (path, text) in &new {
         patch.push_str(&udiff::git_file_diff(
@@ -151,6 +159,14 @@ pub fn to_git_patch(code_context: &Files, output: &str) -> Result<String, Format
         ));
     }
     Ok(patch)
+}
+
+/// Whether git writes `path` in a diff header as is: no control character, double quote or
+/// backslash (git leaves other non-ASCII text unquoted for `git apply`).
+fn plain_git_path(path: &str) -> bool {
+    !path
+        .chars()
+        .any(|c| c.is_control() || c == '"' || c == '\\')
 }
 
 #[cfg(test)]
@@ -181,5 +197,29 @@ mod tests {
     fn git_patch_for_an_edit() {
         let p = to_git_patch(&ctx(), &output("b = 1", "b = 3")).unwrap();
         assert_eq!(p, "diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -1,2 +1,2 @@\n a = 1\n-b = 1\n+b = 3\n");
+    }
+
+    #[test]
+    fn paths_git_would_quote_are_refused() {
+        let ctx = Files::new();
+        let out = |path: &str| {
+            format!("<think>t</think><solution>\n```python\n### {path}\n<<<<<<< SEARCH\n\n=======\n# x\n>>>>>>> REPLACE\n```\n</solution>")
+        };
+        for bad in [
+            "pkg\t/util.py",
+            "a\u{1}b.py",
+            "q\"uote.py",
+            "back\\slash.py",
+            "del\u{7f}.py",
+        ] {
+            assert_eq!(
+                to_git_patch(&ctx, &out(bad)),
+                Err(FormatError::UnpatchablePath(bad.to_string())),
+                "{bad:?}"
+            );
+        }
+        let p = to_git_patch(&ctx, &out("pkg/\u{e9}t\u{e9} file.py")).unwrap();
+        assert!(p.starts_with("diff --git a/pkg/\u{e9}t\u{e9} file.py b/pkg/\u{e9}t\u{e9} file.py\nnew file mode 100644\n"), "{p}");
+        assert!(super::super::unidiff::parse(&p).is_ok(), "{p}");
     }
 }
