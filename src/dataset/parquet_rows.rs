@@ -31,11 +31,69 @@ pub(super) fn load(path: &Path) -> Result<Located<super::Instance>, LoadError> {
     };
     let reader = SerializedFileReader::new(file)
         .map_err(|e| whole_file(format!("not a readable Parquet file: {e}")))?;
+    // The reader asserts (panics) on a column chunk whose offsets are negative; such a file
+    // is corrupt, and says so here with the chunk it names.
+    let file_len = reader_len(path);
+    for (g, group) in reader.metadata().row_groups().iter().enumerate() {
+        for column in group.columns() {
+            let start = column
+                .dictionary_page_offset()
+                .unwrap_or_else(|| column.data_page_offset());
+            let len = column.compressed_size();
+            let end = u64::try_from(start)
+                .ok()
+                .zip(u64::try_from(len).ok())
+                .and_then(|(s, l)| s.checked_add(l));
+            if end.is_none_or(|end| file_len.is_some_and(|f| end > f)) {
+                return Err(whole_file(format!(
+                    "corrupt Parquet metadata: row group {g}, column {}: bytes {start}..+{len} lie outside the file",
+                    column.column_path()
+                )));
+            }
+        }
+    }
     let rows = reader
         .get_row_iter(None)
         .map_err(|e| whole_file(format!("cannot read the rows: {e}")))?;
     let mut out = Located::default();
+    let mut read = 0usize;
+    // Any other assertion in the third-party decoder is caught too: a corrupt file is an
+    // error naming it, and the rows read before the damage are kept.
+    let finished = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        read_rows(path, rows, &mut out, &mut read)
+    }));
+    if let Err(panic) = finished {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown failure".into());
+        out.problems.push(InputProblem {
+            location: Location {
+                path: path.to_path_buf(),
+                line: Some(read + 1),
+                field: None,
+            },
+            message: format!(
+                "the Parquet decoder failed on this row ({what}); rows after it are not read"
+            ),
+        });
+    }
+    Ok(out)
+}
+
+fn reader_len(path: &Path) -> Option<u64> {
+    std::fs::metadata(path).ok().map(|m| m.len())
+}
+
+fn read_rows(
+    path: &Path,
+    rows: parquet::record::reader::RowIter<'_>,
+    out: &mut Located<super::Instance>,
+    read: &mut usize,
+) {
     for (i, row) in rows.enumerate() {
+        *read = i;
         let line = Some(i + 1);
         let problem = |field: Option<String>, message: String| InputProblem {
             location: Location {
@@ -60,7 +118,6 @@ pub(super) fn load(path: &Path) -> Result<Located<super::Instance>, LoadError> {
             }
         }
     }
-    Ok(out)
 }
 
 fn row_to_json(row: &Row) -> Value {
@@ -230,5 +287,42 @@ mod tests {
         std::fs::write(&path, b"PAR1 this is not really parquet").unwrap();
         let err = crate::dataset::load(&path).unwrap_err();
         assert!(err.to_string().contains("broken.parquet"), "{err}");
+    }
+
+    /// Every single-byte corruption of a valid file, three ways: loading never panics, and each
+    /// failure names the file. Corrupt chunk offsets (which the decoder asserts on) are among
+    /// them and get their own message.
+    #[test]
+    fn every_single_byte_corruption_is_an_error_not_a_crash() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join("good.parquet");
+        write_fixture(&good);
+        let bytes = std::fs::read(&good).unwrap();
+        let path = dir.path().join("corrupt.parquet");
+        let (mut errors, mut offsets, mut decoder) = (0, 0, 0);
+        for i in 0..bytes.len() {
+            for mask in [0x01u8, 0x80, 0xff] {
+                let mut b = bytes.clone();
+                b[i] ^= mask;
+                std::fs::write(&path, &b).unwrap();
+                match crate::dataset::load(&path) {
+                    Err(e) => {
+                        let e = e.to_string();
+                        assert!(e.contains("corrupt.parquet"), "byte {i} ^ {mask:#x}: {e}");
+                        errors += 1;
+                        offsets += usize::from(e.contains("corrupt Parquet metadata"));
+                    }
+                    Ok(loaded) => {
+                        for p in &loaded.problems {
+                            let p = p.to_string();
+                            assert!(p.contains("corrupt.parquet"), "byte {i} ^ {mask:#x}: {p}");
+                            decoder += usize::from(p.contains("Parquet decoder failed"));
+                        }
+                    }
+                }
+            }
+        }
+        eprintln!("{} corruptions: {errors} refused ({offsets} for chunk offsets), {decoder} decoder failures caught", bytes.len() * 3);
+        assert!(offsets > 0, "no corruption reached the chunk offset check");
     }
 }
