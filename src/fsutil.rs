@@ -17,7 +17,11 @@ pub struct WriteError {
 
 /// Writes `bytes` to `path` atomically, creating parent folders.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
-    let err = |step, source| WriteError { path: path.to_path_buf(), step, source };
+    let err = |step, source| WriteError {
+        path: path.to_path_buf(),
+        step,
+        source,
+    };
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -28,8 +32,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
         .tempfile_in(dir)
         .map_err(|e| err("create temporary file", e))?;
     tmp.write_all(bytes).map_err(|e| err("write", e))?;
-    tmp.as_file().sync_all().map_err(|e| err("flush to disk", e))?;
-    tmp.persist(path).map_err(|e| err("rename into place", e.error))?;
+    tmp.as_file()
+        .sync_all()
+        .map_err(|e| err("flush to disk", e))?;
+    tmp.persist(path)
+        .map_err(|e| err("rename into place", e.error))?;
     Ok(())
 }
 
@@ -55,7 +62,10 @@ mod tests {
         write_atomic(&p, b"first").unwrap();
         write_atomic(&p, b"second").unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"second");
-        let names: Vec<_> = std::fs::read_dir(p.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let names: Vec<_> = std::fs::read_dir(p.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("report.json")]);
     }
 

@@ -62,7 +62,11 @@ pub fn load(spec: &str, dataset: Option<&Dataset>) -> Result<Loaded<Prediction>,
     if spec == "gold" {
         let Some(ds) = dataset else {
             return Err(LoadError::Invalid(InputProblem {
-                location: Location { path: "gold".into(), line: None, field: None },
+                location: Location {
+                    path: "gold".into(),
+                    line: None,
+                    field: None,
+                },
                 message: "`gold` predictions need a dataset".into(),
             }));
         };
@@ -86,7 +90,10 @@ pub fn gold(ds: &Dataset) -> Loaded<Prediction> {
             extra: Map::new(),
         })
         .collect();
-    Loaded { items, problems: Vec::new() }
+    Loaded {
+        items,
+        problems: Vec::new(),
+    }
 }
 
 pub fn load_path(path: &Path) -> Result<Loaded<Prediction>, LoadError> {
@@ -100,7 +107,10 @@ pub fn load_path(path: &Path) -> Result<Loaded<Prediction>, LoadError> {
 /// Parses predictions from bytes already read; `path` is used in messages only.
 pub fn from_bytes(path: &Path, bytes: &[u8]) -> Result<Loaded<Prediction>, LoadError> {
     let values = json_values(path, bytes)?;
-    let mut out = Loaded { items: Vec::new(), problems: values.problems };
+    let mut out = Loaded {
+        items: Vec::new(),
+        problems: values.problems,
+    };
     for (value, line) in values.items {
         match prediction_from_value(value) {
             Ok((mut p, explicit_sample)) => {
@@ -108,14 +118,21 @@ pub fn from_bytes(path: &Path, bytes: &[u8]) -> Result<Loaded<Prediction>, LoadE
                 out.items.push((p, explicit_sample));
             }
             Err((field, message)) => out.problems.push(InputProblem {
-                location: Location { path: path.to_path_buf(), line, field },
+                location: Location {
+                    path: path.to_path_buf(),
+                    line,
+                    field,
+                },
                 message,
             }),
         }
     }
     let items = number_samples(out.items, path, &mut out.problems);
     out.problems.sort_by_key(|p| p.location.line);
-    Ok(Loaded { items, problems: out.problems })
+    Ok(Loaded {
+        items,
+        problems: out.problems,
+    })
 }
 
 /// Gives each prediction without an explicit `sample` the next free number within its
@@ -156,7 +173,11 @@ fn number_samples(
         let ck = (key.0, key.1, sample);
         if let Some(first) = claimed.get(&ck) {
             problems.push(InputProblem {
-                location: Location { path: path.to_path_buf(), line: p.line, field: Some("sample".into()) },
+                location: Location {
+                    path: path.to_path_buf(),
+                    line: p.line,
+                    field: Some("sample".into()),
+                },
                 message: format!(
                     "sample {sample} of {} by {} already given at line {}; this row is ignored",
                     p.instance_id,
@@ -173,14 +194,22 @@ fn number_samples(
     out
 }
 
-fn prediction_from_value(value: Value) -> Result<(Prediction, Option<u32>), (Option<String>, String)> {
+fn prediction_from_value(
+    value: Value,
+) -> Result<(Prediction, Option<u32>), (Option<String>, String)> {
     let Value::Object(mut map) = value else {
-        return Err((None, format!("expected an object, found {}", kind_of(&value))));
+        return Err((
+            None,
+            format!("expected an object, found {}", kind_of(&value)),
+        ));
     };
     let instance_id = match map.remove("instance_id") {
         Some(Value::String(s)) if !s.trim().is_empty() => s,
         Some(other) => {
-            return Err((Some("instance_id".into()), format!("expected a non-empty string, found {}", kind_of(&other))))
+            return Err((
+                Some("instance_id".into()),
+                format!("expected a non-empty string, found {}", kind_of(&other)),
+            ))
         }
         None => return Err((Some("instance_id".into()), "missing".into())),
     };
@@ -188,25 +217,43 @@ fn prediction_from_value(value: Value) -> Result<(Prediction, Option<u32>), (Opt
         Some(Value::String(s)) => s,
         Some(Value::Null) | None => "unknown-model".into(),
         Some(other) => {
-            return Err((Some("model_name_or_path".into()), format!("expected a string, found {}", kind_of(&other))))
+            return Err((
+                Some("model_name_or_path".into()),
+                format!("expected a string, found {}", kind_of(&other)),
+            ))
         }
     };
     let model_patch = match map.remove("model_patch") {
         Some(Value::String(s)) => Some(s),
         Some(Value::Null) | None => None,
         Some(other) => {
-            return Err((Some("model_patch".into()), format!("expected a string or null, found {}", kind_of(&other))))
+            return Err((
+                Some("model_patch".into()),
+                format!("expected a string or null, found {}", kind_of(&other)),
+            ))
         }
     };
     let sample = match map.remove("sample") {
         None | Some(Value::Null) => None,
-        Some(Value::Number(n)) if n.as_u64().is_some_and(|v| v <= u32::MAX as u64) => Some(n.as_u64().unwrap() as u32),
+        Some(Value::Number(n)) if n.as_u64().is_some_and(|v| v <= u32::MAX as u64) => {
+            Some(n.as_u64().unwrap() as u32)
+        }
         Some(other) => {
-            return Err((Some("sample".into()), format!("expected a non-negative whole number, found {other}")))
+            return Err((
+                Some("sample".into()),
+                format!("expected a non-negative whole number, found {other}"),
+            ))
         }
     };
     Ok((
-        Prediction { instance_id, model_name_or_path, model_patch, sample: 0, line: None, extra: map },
+        Prediction {
+            instance_id,
+            model_name_or_path,
+            model_patch,
+            sample: 0,
+            line: None,
+            extra: map,
+        },
         sample,
     ))
 }
@@ -219,7 +266,11 @@ pub fn check_against(dataset: &Dataset, preds: Vec<Prediction>, path: &Path) -> 
             out.items.push(p);
         } else {
             out.problems.push(InputProblem {
-                location: Location { path: path.to_path_buf(), line: p.line, field: Some("instance_id".into()) },
+                location: Location {
+                    path: path.to_path_buf(),
+                    line: p.line,
+                    field: Some("instance_id".into()),
+                },
                 message: format!("instance {} is not in the dataset", p.instance_id),
             });
         }
@@ -243,7 +294,11 @@ mod tests {
             "{\"instance_id\":\"b\",\"model_name_or_path\":\"m\",\"model_patch\":null}\n",
         ));
         assert!(l.problems.is_empty());
-        let s: Vec<_> = l.items.iter().map(|p| (p.instance_id.as_str(), p.sample)).collect();
+        let s: Vec<_> = l
+            .items
+            .iter()
+            .map(|p| (p.instance_id.as_str(), p.sample))
+            .collect();
         assert_eq!(s, [("a", 0), ("a", 1), ("b", 0)]);
         assert!(l.items[2].is_empty_patch());
     }

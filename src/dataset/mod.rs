@@ -103,9 +103,11 @@ fn test_list<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::
             if s.trim().is_empty() {
                 return Ok(Some(Vec::new()));
             }
-            serde_json::from_str::<Vec<String>>(&s).map(Some).map_err(|e| {
-                serde::de::Error::custom(format!("a JSON-encoded list of test names: {e}"))
-            })
+            serde_json::from_str::<Vec<String>>(&s)
+                .map(Some)
+                .map_err(|e| {
+                    serde::de::Error::custom(format!("a JSON-encoded list of test names: {e}"))
+                })
         }
         Some(v @ Value::Array(_)) => serde_json::from_value::<Vec<String>>(v)
             .map(Some)
@@ -169,7 +171,10 @@ pub struct Loaded<T> {
 
 impl<T> Default for Loaded<T> {
     fn default() -> Self {
-        Loaded { items: Vec::new(), problems: Vec::new() }
+        Loaded {
+            items: Vec::new(),
+            problems: Vec::new(),
+        }
     }
 }
 
@@ -283,7 +288,10 @@ fn load_json_rows(path: &Path, bytes: &[u8]) -> Result<Located<Instance>, LoadEr
 /// Turns one JSON value into an instance, naming the field at fault when it fails.
 pub fn instance_from_value(value: Value) -> Result<Instance, (Option<String>, String)> {
     let Value::Object(map) = value else {
-        return Err((None, format!("expected an object, found {}", kind_of(&value))));
+        return Err((
+            None,
+            format!("expected an object, found {}", kind_of(&value)),
+        ));
     };
     for required in ["instance_id", "repo"] {
         match map.get(required) {
@@ -486,7 +494,10 @@ mod tests {
         let pr = &loaded.problems[0];
         assert_eq!(pr.location.line, Some(3));
         assert_eq!(pr.location.field.as_deref(), Some("FAIL_TO_PASS"));
-        assert!(pr.to_string().contains("d.json:3: field `FAIL_TO_PASS`"), "{pr}");
+        assert!(
+            pr.to_string().contains("d.json:3: field `FAIL_TO_PASS`"),
+            "{pr}"
+        );
     }
 
     #[test]

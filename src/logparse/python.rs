@@ -335,7 +335,17 @@ mod tests {
         assert!(m.contains_key("t.py::c[1]"));
     }
 
+    /// A fixed seed unless `PROPTEST_RNG_SEED` is set, as in the integration tests.
+    fn seeded() -> proptest::test_runner::Config {
+        let mut config = proptest::test_runner::Config::default();
+        if std::env::var_os("PROPTEST_RNG_SEED").is_none() {
+            config.rng_seed = proptest::test_runner::RngSeed::Fixed(0x5e5e_e7a1_2026_1129);
+        }
+        config
+    }
+
     proptest::proptest! {
+        #![proptest_config(seeded())]
         #[test]
         fn no_parser_panics_on_arbitrary_text(log in "(PASSED|FAILED|ERROR|SKIPPED|XFAIL| |\\.\\.\\.|ok|FAIL:|\\[|\\]|/|_|\\.py:|\n|\\PC){0,60}") {
             for name in crate::logparse::PARSER_NAMES {

@@ -4,6 +4,22 @@
 
 use std::path::PathBuf;
 
+use proptest::test_runner::{Config as ProptestConfig, RngSeed};
+
+/// The seed property tests start from unless `PROPTEST_RNG_SEED` names another: a CI run then
+/// checks the same inputs every time (a red run is reproducible, a green one stays green), and
+/// `PROPTEST_RNG_SEED=<n>` explores new ones by hand.
+pub const PROPTEST_SEED: u64 = 0x5e5e_e7a1_2026_1129;
+
+/// `cases` cases from [`PROPTEST_SEED`], or from `PROPTEST_RNG_SEED` when it is set.
+pub fn proptest_config(cases: u32) -> ProptestConfig {
+    let mut config = ProptestConfig::with_cases(cases);
+    if std::env::var_os("PROPTEST_RNG_SEED").is_none() {
+        config.rng_seed = RngSeed::Fixed(PROPTEST_SEED);
+    }
+    config
+}
+
 /// The shared datasets folder (`$SWE_EVAL_SHARED/datasets`, default `../shared/datasets` beside
 /// the crate), or `None` with a message when it is not there (a user's clone has none; CI does).
 pub fn shared_datasets() -> Option<PathBuf> {
@@ -14,7 +30,10 @@ pub fn shared_datasets() -> Option<PathBuf> {
     if ds.is_dir() {
         Some(ds)
     } else {
-        eprintln!("skipped: shared datasets not found at {} (set SWE_EVAL_SHARED)", ds.display());
+        eprintln!(
+            "skipped: shared datasets not found at {} (set SWE_EVAL_SHARED)",
+            ds.display()
+        );
         None
     }
 }

@@ -687,7 +687,12 @@ impl PrivateDaemon {
     /// Creates the private bridge when it is not there yet.
     fn ensure_bridge(&self) -> bool {
         let name = self.bridge();
-        let ip = |args: &[&str]| Command::new("ip").args(args).output().is_ok_and(|o| o.status.success());
+        let ip = |args: &[&str]| {
+            Command::new("ip")
+                .args(args)
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
         if ip(&["link", "show", &name]) {
             return true;
         }
@@ -794,7 +799,9 @@ impl Drop for PrivateDaemon {
             ))
             .status();
         let _ = std::fs::remove_dir_all(&self.root);
-        let _ = Command::new("ip").args(["link", "del", &self.bridge()]).output();
+        let _ = Command::new("ip")
+            .args(["link", "del", &self.bridge()])
+            .output();
     }
 }
 

@@ -64,11 +64,10 @@ fn cases(n: u32) -> ProptestConfig {
         .unwrap_or(1)
         .max(1);
     ProptestConfig {
-        cases: n * scale,
         // Shrinking a multi-kilobyte input is slow and the failing input is printed anyway.
         max_shrink_iters: 64,
         failure_persistence: None,
-        ..ProptestConfig::default()
+        ..crate::common::proptest_config(n * scale)
     }
 }
 

@@ -269,7 +269,7 @@ fn diff_strategy() -> impl Strategy<Value = String> {
 proptest! {
     // Each case is a batch of 60 inputs answered by one Python process; PROPTEST_CASES=100
     // checks 6,000 inputs per property.
-    #![proptest_config(ProptestConfig::with_cases(
+    #![proptest_config(crate::common::proptest_config(
         std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(8)
     ))]
 
