@@ -550,12 +550,57 @@ impl Engine for DockerEngine {
     }
 
     async fn remove_image(&self, image: &str) -> Result<(), EngineError> {
-        let opts = RemoveImageOptionsBuilder::default().force(true).build();
+        // Not forced: forcing would untag an image another run's containers still start from.
+        let opts = RemoveImageOptionsBuilder::default().force(false).build();
         match self.docker.remove_image(image, Some(opts), None).await {
             Ok(_) => Ok(()),
             Err(e) if status_of(&e) == Some(404) => Ok(()),
+            Err(e) if status_of(&e) == Some(409) => Err(EngineError::ImageInUse {
+                image: image.into(),
+                message: e.to_string(),
+            }),
             Err(e) => Err(EngineError::Image {
                 image: image.into(),
+                message: e.to_string(),
+            }),
+        }
+    }
+
+    async fn create_hold(
+        &self,
+        image: &str,
+        labels: BTreeMap<String, String>,
+    ) -> Result<String, EngineError> {
+        let body = ContainerCreateBody {
+            image: Some(image.to_string()),
+            // Never run; an image without a command still needs one to be created from.
+            cmd: Some(vec!["true".into()]),
+            labels: Some(labels.into_iter().collect()),
+            network_disabled: Some(true),
+            host_config: Some(HostConfig {
+                network_mode: Some("none".into()),
+                log_config: Some(HostConfigLogConfig {
+                    typ: Some("none".into()),
+                    config: None,
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        match self
+            .docker
+            .create_container(
+                None::<bollard::query_parameters::CreateContainerOptions>,
+                body,
+            )
+            .await
+        {
+            Ok(r) => Ok(r.id),
+            Err(e) if status_of(&e) == Some(404) => Err(EngineError::ImageMissing {
+                image: image.into(),
+            }),
+            Err(e) => Err(EngineError::Create {
+                name: format!("hold on {image}"),
                 message: e.to_string(),
             }),
         }

@@ -38,6 +38,7 @@ pub enum Call {
     },
     ListContainers(BTreeMap<String, String>),
     RemoveContainer(String),
+    CreateHold(String),
     ListImages(BTreeMap<String, String>),
 }
 
@@ -62,6 +63,8 @@ struct State {
     rules: Vec<Rule>,
     job_faults: VecDeque<EngineError>,
     containers: Vec<Resource>,
+    /// Hold container id -> the image it stands on.
+    holds: BTreeMap<String, String>,
     delay: Duration,
 }
 
@@ -277,8 +280,36 @@ impl Engine for FakeEngine {
     async fn remove_image(&self, image: &str) -> Result<(), EngineError> {
         let mut s = self.lock();
         s.calls.push(Call::RemoveImage(image.into()));
+        if let Some(id) = s.holds.iter().find(|(_, i)| *i == image).map(|(id, _)| id) {
+            return Err(EngineError::ImageInUse {
+                image: image.into(),
+                message: format!("held by container {id}"),
+            });
+        }
         s.images.remove(image);
         Ok(())
+    }
+
+    async fn create_hold(
+        &self,
+        image: &str,
+        labels: BTreeMap<String, String>,
+    ) -> Result<String, EngineError> {
+        let mut s = self.lock();
+        s.calls.push(Call::CreateHold(image.into()));
+        if !s.images.contains_key(image) {
+            return Err(EngineError::ImageMissing {
+                image: image.into(),
+            });
+        }
+        let id = format!("hold-{}", s.holds.len() + s.containers.len());
+        s.holds.insert(id.clone(), image.into());
+        s.containers.push(Resource {
+            id: id.clone(),
+            name: id.clone(),
+            labels,
+        });
+        Ok(id)
     }
 
     async fn run_job(&self, job: JobSpec) -> Result<JobOutput, EngineError> {
@@ -344,6 +375,7 @@ impl Engine for FakeEngine {
         let mut s = self.lock();
         s.calls.push(Call::RemoveContainer(id.into()));
         s.containers.retain(|c| c.id != id && c.name != id);
+        s.holds.remove(id);
         Ok(())
     }
 

@@ -21,6 +21,10 @@ use std::time::Duration;
 /// Label keys put on everything the tool creates, so that a reap by label finds it.
 pub const LABEL_TOOL: &str = "swe-eval";
 pub const LABEL_RUN_ID: &str = "swe-eval.run-id";
+/// The process that made a container (`host:pid:start`); a dead owner's containers are reaped.
+pub const LABEL_OWNER: &str = "swe-eval.owner";
+/// Marks a hold: a container that only keeps an image from being removed (`images::hold`).
+pub const LABEL_HOLD: &str = "swe-eval.hold";
 pub const LABEL_KEEP: &str = "swe-eval.keep";
 
 /// Resource limits of one job's container.
@@ -115,6 +119,9 @@ pub enum EngineError {
     ImageMissing { image: String },
     #[error("image inspect/remove of {image} failed: {message}")]
     Image { image: String, message: String },
+    /// Removal refused: a container (a job or another run's hold) still uses the image.
+    #[error("image {image} is in use by a container (another run may hold it): {message}")]
+    ImageInUse { image: String, message: String },
     #[error("container create {name} failed: {message}")]
     Create { name: String, message: String },
     #[error("copy into container {name} failed: {message}")]
@@ -233,7 +240,17 @@ pub trait Engine: Send + Sync + 'static {
         new_name: &str,
     ) -> impl Future<Output = Result<(), EngineError>> + Send;
     fn pull_image(&self, image: &str) -> impl Future<Output = Result<(), EngineError>> + Send;
+    /// Removes the name `image` (the image goes with its last name). Never forced: an image
+    /// a container still uses is [`EngineError::ImageInUse`]; an absent one is no error.
     fn remove_image(&self, image: &str) -> impl Future<Output = Result<(), EngineError>> + Send;
+    /// Creates (never starts) a container from `image` so that the image cannot be removed
+    /// while it stands; returns its id. [`EngineError::ImageMissing`] when `image` is absent:
+    /// creating the hold is also an atomic check that the image exists.
+    fn create_hold(
+        &self,
+        image: &str,
+        labels: BTreeMap<String, String>,
+    ) -> impl Future<Output = Result<String, EngineError>> + Send;
     /// Runs one job to completion or deadline and removes its container.
     fn run_job(&self, job: JobSpec) -> impl Future<Output = Result<JobOutput, EngineError>> + Send;
     /// Containers carrying all of `labels` (running or not).

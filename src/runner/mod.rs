@@ -47,7 +47,7 @@ pub use store::{Category, Layout, Verdict};
 
 /// Label naming the process that owns a container (`host:pid:start-time`), so a later run can
 /// tell a leftover of a dead run from a container of a live one.
-pub const LABEL_OWNER: &str = "swe-eval.owner";
+pub use crate::engine::{LABEL_HOLD, LABEL_OWNER};
 
 /// What an instance runs in and how it is graded, prepared by the caller (spec + images).
 #[derive(Debug, Clone)]
@@ -649,7 +649,10 @@ async fn reap<E: Engine>(
                 Some(o) => store::owner_is_dead(o),
                 None => c.labels.get(LABEL_RUN_ID).is_some_and(|r| r == run_id),
             },
-            Reap::Mine { owner: me } => owner.is_some_and(|o| o == me),
+            // Holds outlive the jobs: the caller releases them before it removes images.
+            Reap::Mine { owner: me } => {
+                owner.is_some_and(|o| o == me) && !c.labels.contains_key(LABEL_HOLD)
+            }
         };
         if doomed {
             match engine.remove_container(&c.id).await {
