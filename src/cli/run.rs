@@ -10,11 +10,12 @@ use tokio::sync::mpsc;
 
 use super::{BoxError, CliResult, Outcome};
 use crate::dataset::{self, Dataset, Instance};
-use crate::engine::{DockerEngine, Engine};
+use crate::engine::{DockerEngine, Engine, EngineError};
+use crate::images::hold::{self, hold_labels, Holding};
 use crate::images::{self, CacheLevel, RepoSources};
 use crate::predictions::{self, Prediction};
 use crate::runner::prepare::{self, PrepareOptions};
-use crate::runner::{self, Category, Plan, RunConfig, RunReport};
+use crate::runner::{self, store, Category, Plan, RunConfig, RunReport};
 use crate::spec::Flavour;
 
 #[derive(Debug, clap::Args)]
@@ -232,6 +233,26 @@ pub fn needed<'a>(ds: &'a Dataset, preds: &[&Prediction]) -> Vec<&'a Instance> {
 }
 
 /// Prepares specs and images for the instances with predictions, telling the user what fails.
+/// Releases this process's image holds, then removes the images `prepared` created that
+/// `level` does not keep. An image another run still holds is kept, and said so.
+pub async fn release_and_clean<E: Engine>(
+    engine: &E,
+    prepared: &images::Prepared,
+    level: CacheLevel,
+) {
+    for (hold, e) in hold::release(engine, &store::owner_id()).await {
+        eprintln!("warning: image hold {hold} not removed: {e}");
+    }
+    for (image, e) in images::cleanup(engine, prepared, level).await {
+        match e {
+            EngineError::ImageInUse { .. } => {
+                eprintln!("note: image {image} kept: another run's container still uses it")
+            }
+            e => eprintln!("warning: image {image} not removed: {e}"),
+        }
+    }
+}
+
 pub async fn prepare_verbose<E: Engine>(
     engine: &E,
     ds: &Dataset,
@@ -349,16 +370,15 @@ async fn run_async(mut args: Args) -> CliResult {
 
     let engine = Arc::new(DockerEngine::connect().await?);
     let pending = runner::pending(&inputs.predictions, &config);
-    let prepared = prepare_verbose(&*engine, &inputs.dataset, &pending, &opts).await;
+    let holding = Holding::new(engine.clone(), hold_labels(&store::owner_id(), &run_id));
+    let prepared = prepare_verbose(&holding, &inputs.dataset, &pending, &opts).await;
     let plan = Plan {
         setups: with_stand_ins(prepared.setups, &inputs.dataset, &inputs.predictions),
         predictions: inputs.predictions,
         instance_ids: inputs.instance_ids,
     };
     let report = execute(engine.clone(), plan, config).await?;
-    for (image, e) in images::cleanup(&*engine, &prepared.images, cache_level).await {
-        eprintln!("warning: image {image} not removed: {e}");
-    }
+    release_and_clean(&*engine, &prepared.images, cache_level).await;
     print_report(&report);
     let mut mismatches = 0;
     if mini {

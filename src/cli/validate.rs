@@ -11,13 +11,15 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::run::{
-    execute, load_inputs, prepare_options, prepare_verbose, with_stand_ins, ImageArgs,
+    execute, load_inputs, prepare_options, prepare_verbose, release_and_clean, with_stand_ins,
+    ImageArgs,
 };
 use super::{CliResult, Outcome};
 use crate::engine::DockerEngine;
-use crate::images::{self, CacheLevel};
+use crate::images::hold::{hold_labels, Holding};
+use crate::images::CacheLevel;
 use crate::predictions::Prediction;
-use crate::runner::{self, Category, Layout, Plan, RunConfig, Verdict};
+use crate::runner::{self, store, Category, Layout, Plan, RunConfig, Verdict};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -134,16 +136,18 @@ async fn run_async(mut args: Args) -> CliResult {
     }));
     let engine = Arc::new(DockerEngine::connect().await?);
     let pending = runner::pending(&predictions, &config);
-    let prepared = prepare_verbose(&*engine, &inputs.dataset, &pending, &opts).await;
+    let holding = Holding::new(
+        engine.clone(),
+        hold_labels(&store::owner_id(), &args.run_id),
+    );
+    let prepared = prepare_verbose(&holding, &inputs.dataset, &pending, &opts).await;
     let plan = Plan {
         setups: with_stand_ins(prepared.setups, &inputs.dataset, &predictions),
         predictions,
         instance_ids: inputs.instance_ids.clone(),
     };
     let report = execute(engine.clone(), plan, config).await?;
-    for (image, e) in images::cleanup(&*engine, &prepared.images, cache_level).await {
-        eprintln!("warning: image {image} not removed: {e}");
-    }
+    release_and_clean(&*engine, &prepared.images, cache_level).await;
 
     // The verdicts, from the run's per-prediction file (resumed ones included).
     let layout = Layout::new(&args.output, &args.run_id);

@@ -10,6 +10,7 @@
 //! `<output>/logs/build_images/`.
 
 pub mod base;
+pub mod hold;
 pub mod repo;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -723,13 +724,33 @@ async fn build_one<E: Engine>(
 }
 
 /// Removes the images `prepared` created that `level` does not keep; returns the removal
-/// failures (image, error) rather than stopping at the first.
+/// failures (image, error) rather than stopping at the first. An image another live process
+/// holds ([`hold`]) is kept: [`EngineError::ImageInUse`].
 pub async fn cleanup<E: Engine>(
     engine: &E,
     prepared: &Prepared,
     level: CacheLevel,
 ) -> Vec<(String, EngineError)> {
     let mut errors = Vec::new();
+    let me = crate::runner::store::owner_id();
+    let held = match hold::held_by_others(engine, &me).await {
+        Ok(held) => held,
+        Err(e) => {
+            // Not knowing what others hold, removing could break their runs: keep everything.
+            return prepared
+                .created
+                .iter()
+                .filter(|(_, l)| !level.keeps(*l))
+                .map(|(image, _)| {
+                    let e = EngineError::ImageInUse {
+                        image: image.clone(),
+                        message: format!("cannot list the holds of other runs: {e}"),
+                    };
+                    (image.clone(), e)
+                })
+                .collect();
+        }
+    };
     // Instances first: an environment image cannot go while an instance image stands on it.
     let mut doomed: Vec<&(String, Layer)> = prepared
         .created
@@ -738,6 +759,17 @@ pub async fn cleanup<E: Engine>(
         .collect();
     doomed.sort_by_key(|(_, l)| std::cmp::Reverse(*l));
     for (image, _) in doomed {
+        if let Some(owner) = held.get(image) {
+            let message = format!("held by the live process {owner}");
+            errors.push((
+                image.clone(),
+                EngineError::ImageInUse {
+                    image: image.clone(),
+                    message,
+                },
+            ));
+            continue;
+        }
         if let Err(e) = engine.remove_image(image).await {
             errors.push((image.clone(), e));
         }

@@ -436,3 +436,82 @@ async fn measure_bullseye_bootstrap() {
     println!("{}", String::from_utf8_lossy(&o.output));
     assert_eq!(o.exit_code, Some(0));
 }
+
+/// Holds on the real daemon: an image another live run holds survives this run's cleanup and
+/// goes once the hold is released. Checked for both ways Docker names images: a second name
+/// of the base image (Docker untags such a name whatever uses it, so cleanup's own check is
+/// what keeps it) and an image's only name (Docker itself refuses to remove it unforced).
+#[tokio::test]
+async fn images_held_by_another_run_survive_cleanup_until_released() {
+    use std::sync::Arc;
+    use swe_eval::engine::{EngineError, LABEL_HOLD};
+    use swe_eval::images::hold::{hold_labels, release, Holding};
+    use swe_eval::images::Prepared;
+
+    let e = Arc::new(engine().await);
+    let base = base_image().await;
+    let pid = std::process::id();
+    let alias = format!("swe-eval-it/held-alias:{pid}");
+    let single = format!("swe-eval-it/held-single:{pid}");
+    e.tag_image(&base, &alias).await.unwrap();
+    let ctx = swe_eval::images::context_tar(
+        &format!("FROM {base}\nLABEL swe-eval-it.held={pid}\n"),
+        &[],
+        None,
+    )
+    .unwrap();
+    e.build_image(&single, ctx, BTreeMap::new()).await.unwrap();
+
+    // The other run: on another host sharing the daemon (its owner cannot be proven dead).
+    let other = format!("swe-eval-it-elsewhere:{pid}:1");
+    let holding = Holding::new(e.clone(), hold_labels(&other, &run_id("held")));
+    assert!(holding.image_exists(&alias).await.unwrap());
+    assert!(holding.image_exists(&single).await.unwrap());
+    assert!(!holding
+        .image_exists(&format!("swe-eval-it/never-built:{pid}"))
+        .await
+        .unwrap());
+    let holds = e
+        .list_containers(BTreeMap::from([(LABEL_HOLD.to_string(), String::new())]))
+        .await
+        .unwrap();
+    let mine: Vec<_> = holds
+        .iter()
+        .filter(|c| c.labels.get("swe-eval.owner") == Some(&other))
+        .map(|c| c.labels[LABEL_HOLD].clone())
+        .collect();
+    assert_eq!(mine.len(), 2, "{holds:?}");
+
+    // Docker's own refusal for an only name, unforced.
+    let refused = e.remove_image(&single).await;
+    assert!(
+        matches!(refused, Err(EngineError::ImageInUse { .. })),
+        "{refused:?}"
+    );
+
+    // This run's cleanup keeps both, and says why.
+    let prepared = Prepared {
+        created: vec![
+            (alias.clone(), Layer::Base),
+            (single.clone(), Layer::Instance),
+        ],
+        ..Default::default()
+    };
+    let errors = cleanup(&*e, &prepared, CacheLevel::None).await;
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    for (image, err) in &errors {
+        assert!(
+            matches!(err, EngineError::ImageInUse { message, .. } if message.contains(&other)),
+            "{image}: {err}"
+        );
+    }
+    assert!(e.image_exists(&alias).await.unwrap());
+    assert!(e.image_exists(&single).await.unwrap());
+
+    // Released, the same cleanup removes both; the base image keeps its own name.
+    assert!(release(&*e, &other).await.is_empty());
+    assert!(cleanup(&*e, &prepared, CacheLevel::None).await.is_empty());
+    assert!(!e.image_exists(&alias).await.unwrap());
+    assert!(!e.image_exists(&single).await.unwrap());
+    assert!(e.image_exists(&base).await.unwrap());
+}

@@ -1,0 +1,295 @@
+//! Holds: while a run uses an image, a container created from it (never started) stands on
+//! it, so that another run's cleanup cannot take the image away mid-run.
+//!
+//! Two runs on one daemon share images: run A builds an instance image, run B finds it and
+//! starts its jobs from it, and A, finishing first with `--cache-level env`, removes the
+//! instance images it built. Each hold is labelled with the image name it holds, and
+//! [`crate::images::cleanup`] skips a name a live process other than itself holds
+//! ([`EngineError::ImageInUse`]): A reports the image as kept, and B's jobs go on. Removal is
+//! also never forced, so Docker itself refuses to drop the last name of an image a container
+//! uses, which covers a hold made between that check and the removal. (A name that is not
+//! the image's last one is untagged by Docker whatever uses it; only the check covers it.)
+//!
+//! [`Holding`] wraps the engine used to prepare images: every image found present (the hold
+//! is created instead of inspecting, so "it exists" and "it is held" are one atomic step)
+//! and every image built, imported, pulled or tagged gets a hold. Holds carry the tool's
+//! labels and the owner (`host:pid:start`), so a run that dies leaves holds that the next
+//! run's start-up reaps like any container of a dead owner; a run that ends releases its
+//! own with [`release`] before it removes images.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+
+use crate::engine::{
+    BuildSettings, Engine, EngineError, EngineInfo, JobOutput, JobSpec, Resource, TarSource,
+    LABEL_HOLD, LABEL_OWNER, LABEL_RUN_ID, LABEL_TOOL,
+};
+
+/// The labels of the holds `owner` makes for run `run_id` (each hold adds [`LABEL_HOLD`] with
+/// the image name it holds).
+pub fn hold_labels(owner: &str, run_id: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (LABEL_TOOL.to_string(), "1".to_string()),
+        (LABEL_RUN_ID.to_string(), run_id.to_string()),
+        (LABEL_OWNER.to_string(), owner.to_string()),
+    ])
+}
+
+/// The image names held by live processes other than `me` (holds of dead owners are
+/// leftovers the next run start reaps; they protect nothing).
+pub async fn held_by_others<E: Engine>(
+    engine: &E,
+    me: &str,
+) -> Result<BTreeMap<String, String>, EngineError> {
+    let holds = engine
+        .list_containers(BTreeMap::from([(LABEL_HOLD.to_string(), String::new())]))
+        .await?;
+    Ok(holds
+        .into_iter()
+        .filter_map(|c| {
+            let owner = c.labels.get(LABEL_OWNER)?;
+            let image = c.labels.get(LABEL_HOLD)?;
+            (owner != me && !crate::runner::store::owner_is_dead(owner))
+                .then(|| (image.clone(), owner.clone()))
+        })
+        .collect())
+}
+
+/// An engine that holds every image it finds or makes (see the module docs).
+pub struct Holding<E> {
+    inner: Arc<E>,
+    labels: BTreeMap<String, String>,
+    held: Mutex<BTreeSet<String>>,
+}
+
+impl<E: Engine> Holding<E> {
+    pub fn new(inner: Arc<E>, labels: BTreeMap<String, String>) -> Self {
+        Self {
+            inner,
+            labels,
+            held: Mutex::new(BTreeSet::new()),
+        }
+    }
+
+    /// The images held so far.
+    pub fn held(&self) -> BTreeSet<String> {
+        self.lock().clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeSet<String>> {
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Holds `image` once; `Ok(false)` when it is not there.
+    async fn hold(&self, image: &str) -> Result<bool, EngineError> {
+        if self.lock().contains(image) {
+            return Ok(true);
+        }
+        let mut labels = self.labels.clone();
+        labels.insert(LABEL_HOLD.to_string(), image.to_string());
+        match self.inner.create_hold(image, labels).await {
+            Ok(_) => {
+                self.lock().insert(image.to_string());
+                Ok(true)
+            }
+            Err(EngineError::ImageMissing { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// After `image` was made: hold it, or say it vanished at once.
+    async fn hold_made(&self, image: &str) -> Result<(), EngineError> {
+        if self.hold(image).await? {
+            Ok(())
+        } else {
+            Err(EngineError::ImageMissing {
+                image: image.into(),
+            })
+        }
+    }
+}
+
+impl<E: Engine> Engine for Holding<E> {
+    async fn info(&self) -> Result<EngineInfo, EngineError> {
+        self.inner.info().await
+    }
+
+    async fn image_exists(&self, image: &str) -> Result<bool, EngineError> {
+        self.hold(image).await
+    }
+
+    async fn build_image_with(
+        &self,
+        tag: &str,
+        context_tar: impl Into<TarSource> + Send,
+        labels: BTreeMap<String, String>,
+        settings: BuildSettings,
+    ) -> Result<String, EngineError> {
+        let log = self
+            .inner
+            .build_image_with(tag, context_tar, labels, settings)
+            .await?;
+        self.hold_made(tag).await?;
+        Ok(log)
+    }
+
+    async fn import_image(
+        &self,
+        tag: &str,
+        rootfs_tar: impl Into<TarSource> + Send,
+        labels: BTreeMap<String, String>,
+    ) -> Result<(), EngineError> {
+        self.inner.import_image(tag, rootfs_tar, labels).await?;
+        self.hold_made(tag).await
+    }
+
+    async fn tag_image(&self, image: &str, new_name: &str) -> Result<(), EngineError> {
+        self.inner.tag_image(image, new_name).await?;
+        self.hold_made(new_name).await
+    }
+
+    async fn pull_image(&self, image: &str) -> Result<(), EngineError> {
+        self.inner.pull_image(image).await?;
+        self.hold_made(image).await
+    }
+
+    async fn remove_image(&self, image: &str) -> Result<(), EngineError> {
+        self.inner.remove_image(image).await
+    }
+
+    async fn create_hold(
+        &self,
+        image: &str,
+        labels: BTreeMap<String, String>,
+    ) -> Result<String, EngineError> {
+        self.inner.create_hold(image, labels).await
+    }
+
+    async fn run_job(&self, job: JobSpec) -> Result<JobOutput, EngineError> {
+        self.inner.run_job(job).await
+    }
+
+    async fn list_containers(
+        &self,
+        labels: BTreeMap<String, String>,
+    ) -> Result<Vec<Resource>, EngineError> {
+        self.inner.list_containers(labels).await
+    }
+
+    async fn remove_container(&self, id: &str) -> Result<(), EngineError> {
+        self.inner.remove_container(id).await
+    }
+
+    async fn list_images(
+        &self,
+        labels: BTreeMap<String, String>,
+    ) -> Result<Vec<Resource>, EngineError> {
+        self.inner.list_images(labels).await
+    }
+}
+
+/// Removes the holds `owner` made; returns the failures (container, error).
+pub async fn release<E: Engine>(engine: &E, owner: &str) -> Vec<(String, EngineError)> {
+    let wanted = BTreeMap::from([
+        (LABEL_HOLD.to_string(), String::new()),
+        (LABEL_OWNER.to_string(), owner.to_string()),
+    ]);
+    let holds = match engine.list_containers(wanted).await {
+        Ok(list) => list,
+        Err(e) => return vec![("(listing holds)".to_string(), e)],
+    };
+    let mut errors = Vec::new();
+    for c in holds {
+        if let Err(e) = engine.remove_container(&c.id).await {
+            errors.push((c.name, e));
+        }
+    }
+    errors
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::fake::FakeEngine;
+    use crate::images::CacheLevel;
+    use crate::images::{cleanup, Layer, Prepared};
+
+    fn prepared(images: &[&str]) -> Prepared {
+        Prepared {
+            created: images
+                .iter()
+                .map(|i| (i.to_string(), Layer::Instance))
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_held_image_survives_another_runs_cleanup_until_released() {
+        let fake = Arc::new(FakeEngine::new());
+        fake.add_image("inst:a").add_image("inst:b");
+        // Run B finds inst:a (and holds it); inst:c is not there and is not held.
+        let b = Holding::new(fake.clone(), hold_labels("host:2:2", "b"));
+        assert!(b.image_exists("inst:a").await.unwrap());
+        assert!(!b.image_exists("inst:c").await.unwrap());
+        assert!(b.image_exists("inst:a").await.unwrap(), "held once");
+        assert_eq!(b.held(), BTreeSet::from(["inst:a".to_string()]));
+        let holds = fake
+            .list_containers(BTreeMap::from([(LABEL_HOLD.to_string(), String::new())]))
+            .await
+            .unwrap();
+        assert_eq!(holds.len(), 1);
+        assert_eq!(holds[0].labels[LABEL_OWNER], "host:2:2");
+        assert_eq!(holds[0].labels[LABEL_HOLD], "inst:a");
+
+        // Run A built both and keeps neither: inst:a is kept for B, inst:b goes.
+        let errors = cleanup(&*fake, &prepared(&["inst:a", "inst:b"]), CacheLevel::Env).await;
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(matches!(&errors[0].1, EngineError::ImageInUse { image, .. } if image == "inst:a"));
+        assert!(fake.image_exists("inst:a").await.unwrap());
+        assert!(!fake.image_exists("inst:b").await.unwrap());
+
+        // Another owner's release leaves B's hold; B's own release frees the image.
+        assert!(release(&*fake, "host:1:1").await.is_empty());
+        assert!(
+            cleanup(&*fake, &prepared(&["inst:a"]), CacheLevel::Env)
+                .await
+                .len()
+                == 1
+        );
+        assert!(release(&*fake, "host:2:2").await.is_empty());
+        assert!(cleanup(&*fake, &prepared(&["inst:a"]), CacheLevel::Env)
+            .await
+            .is_empty());
+        assert!(!fake.image_exists("inst:a").await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn images_made_through_the_wrapper_are_held() {
+        let fake = Arc::new(FakeEngine::new());
+        fake.add_image("base:1").add_pullable("official:1");
+        let h = Holding::new(fake.clone(), hold_labels("host:3:3", "r"));
+        h.tag_image("base:1", "alias:1").await.unwrap();
+        h.pull_image("official:1").await.unwrap();
+        h.build_image("env:1", Vec::<u8>::new(), BTreeMap::new())
+            .await
+            .unwrap();
+        assert_eq!(
+            h.held(),
+            ["alias:1", "env:1", "official:1"]
+                .map(String::from)
+                .into_iter()
+                .collect()
+        );
+        for image in ["alias:1", "env:1", "official:1"] {
+            assert!(
+                matches!(
+                    fake.remove_image(image).await,
+                    Err(EngineError::ImageInUse { .. })
+                ),
+                "{image}"
+            );
+        }
+        assert!(fake.remove_image("base:1").await.is_ok(), "not held");
+    }
+}
