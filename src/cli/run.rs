@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 
 use super::{BoxError, CliResult, Outcome};
 use crate::dataset::{self, Dataset, Instance};
-use crate::engine::{DockerEngine, Engine, EngineError};
+use crate::engine::{DockerEngine, Engine};
 use crate::images::hold::{self, hold_labels, Holding};
 use crate::images::{self, CacheLevel, RepoSources};
 use crate::predictions::{self, Prediction};
@@ -85,7 +85,8 @@ pub struct ImageArgs {
     /// Registry/namespace of prebuilt official images (`''` builds locally).
     #[arg(long)]
     pub namespace: Option<String>,
-    /// Which images to keep after the run: none, base, env or instance.
+    /// Which images to keep after the run: none, base, env or instance. Only images this run
+    /// created are removed; one another live run still uses is kept until that run ends.
     #[arg(long, default_value = "env")]
     pub cache_level: String,
     /// A PEM certificate bundle that image builds trust (for a TLS-intercepting proxy).
@@ -243,13 +244,20 @@ pub async fn release_and_clean<E: Engine>(
     for (hold, e) in hold::release(engine, &store::owner_id()).await {
         eprintln!("warning: image hold {hold} not removed: {e}");
     }
-    for (image, e) in images::cleanup(engine, prepared, level).await {
-        match e {
-            EngineError::ImageInUse { .. } => {
-                eprintln!("note: image {image} kept: another run's container still uses it")
-            }
-            e => eprintln!("warning: image {image} not removed: {e}"),
-        }
+    let report = images::cleanup(engine, prepared, level).await;
+    for (image, holder) in &report.handed_over {
+        eprintln!(
+            "note: image {image} kept for now: still used by {holder}; the first run to find it unused removes it"
+        );
+    }
+    for (image, e) in &report.errors {
+        eprintln!("warning: image {image} not removed: {e}");
+    }
+    if !report.removed.is_empty() {
+        eprintln!(
+            "removed {} image(s) the cache level does not keep",
+            report.removed.len()
+        );
     }
 }
 

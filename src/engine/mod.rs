@@ -25,6 +25,9 @@ pub const LABEL_RUN_ID: &str = "swe-eval.run-id";
 pub const LABEL_OWNER: &str = "swe-eval.owner";
 /// Marks a hold: a container that only keeps an image from being removed (`images::hold`).
 pub const LABEL_HOLD: &str = "swe-eval.hold";
+/// Marks a hand-over: an image a run would have removed but another run still used; the value
+/// is the image name (`images::hold::mark_doomed`).
+pub const LABEL_DOOMED: &str = "swe-eval.doomed";
 pub const LABEL_KEEP: &str = "swe-eval.keep";
 
 /// Resource limits of one job's container.

@@ -10,6 +10,11 @@
 //! uses, which covers a hold made between that check and the removal. (A name that is not
 //! the image's last one is untagged by Docker whatever uses it; only the check covers it.)
 //!
+//! A kept image is handed over rather than left behind: A leaves a marker (a never-started
+//! container labelled [`LABEL_DOOMED`] with the image name, owned by nobody, so no start-up
+//! reap takes it), and the first cleanup that finds the image unheld (B's, or any later
+//! run's) removes the marker and the image.
+//!
 //! [`Holding`] wraps the engine used to prepare images: every image found present (the hold
 //! is created instead of inspecting, so "it exists" and "it is held" are one atomic step)
 //! and every image built, imported, pulled or tagged gets a hold. Holds carry the tool's
@@ -20,9 +25,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
+use super::CleanupReport;
 use crate::engine::{
     BuildSettings, Engine, EngineError, EngineInfo, JobOutput, JobSpec, Resource, TarSource,
-    LABEL_HOLD, LABEL_OWNER, LABEL_RUN_ID, LABEL_TOOL,
+    LABEL_DOOMED, LABEL_HOLD, LABEL_OWNER, LABEL_RUN_ID, LABEL_TOOL,
 };
 
 /// The labels of the holds `owner` makes for run `run_id` (each hold adds [`LABEL_HOLD`] with
@@ -188,6 +194,69 @@ impl<E: Engine> Engine for Holding<E> {
     }
 }
 
+/// Records that `image` is to be removed once nobody holds it (see the module docs). An image
+/// already gone needs no marker.
+pub async fn mark_doomed<E: Engine>(engine: &E, image: &str) -> Result<(), EngineError> {
+    let labels = BTreeMap::from([
+        (LABEL_TOOL.to_string(), "1".to_string()),
+        (LABEL_DOOMED.to_string(), image.to_string()),
+    ]);
+    match engine.create_hold(image, labels).await {
+        Ok(_) | Err(EngineError::ImageMissing { .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Removes the images marked doomed that `held` (live holds of others) does not name, and
+/// their markers; an image in `keep` (this run's level keeps it) only loses its marker.
+pub async fn sweep_doomed<E: Engine>(
+    engine: &E,
+    held: &BTreeMap<String, String>,
+    keep: &BTreeSet<&str>,
+    report: &mut CleanupReport,
+) {
+    let markers = match engine
+        .list_containers(BTreeMap::from([(LABEL_DOOMED.to_string(), String::new())]))
+        .await
+    {
+        Ok(m) => m,
+        Err(e) => {
+            report.errors.push(("(hand-over markers)".to_string(), e));
+            return;
+        }
+    };
+    let mut by_image: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for m in markers {
+        if let Some(image) = m.labels.get(LABEL_DOOMED) {
+            by_image.entry(image.clone()).or_default().push(m.id);
+        }
+    }
+    for (image, ids) in by_image {
+        if held.contains_key(&image) {
+            continue;
+        }
+        let mut unmarked = true;
+        for id in ids {
+            if let Err(e) = engine.remove_container(&id).await {
+                report.errors.push((image.clone(), e));
+                unmarked = false;
+            }
+        }
+        if !unmarked || keep.contains(image.as_str()) {
+            continue;
+        }
+        match engine.remove_image(&image).await {
+            Ok(()) => report.removed.push(image),
+            // Held again since the listing: hand it on.
+            Err(EngineError::ImageInUse { .. }) => match mark_doomed(engine, &image).await {
+                Ok(()) => report.handed_over.push((image, "a container".to_string())),
+                Err(e) => report.errors.push((image, e)),
+            },
+            Err(e) => report.errors.push((image, e)),
+        }
+    }
+}
+
 /// Removes the holds `owner` made; returns the failures (container, error).
 pub async fn release<E: Engine>(engine: &E, owner: &str) -> Vec<(String, EngineError)> {
     let wanted = BTreeMap::from([
@@ -225,11 +294,15 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_held_image_survives_another_runs_cleanup_until_released() {
+    async fn a_held_image_is_handed_over_and_removed_by_the_holders_cleanup() {
         let fake = Arc::new(FakeEngine::new());
-        fake.add_image("inst:a").add_image("inst:b");
-        // Run B finds inst:a (and holds it); inst:c is not there and is not held.
-        let b = Holding::new(fake.clone(), hold_labels("host:2:2", "b"));
+        fake.add_image("inst:a")
+            .add_image("inst:b")
+            .add_image("inst:k");
+        // Run B (another host, so it cannot be proven dead) finds inst:a and holds it;
+        // inst:c is not there and is not held.
+        let b_owner = "elsewhere:2:2";
+        let b = Holding::new(fake.clone(), hold_labels(b_owner, "b"));
         assert!(b.image_exists("inst:a").await.unwrap());
         assert!(!b.image_exists("inst:c").await.unwrap());
         assert!(b.image_exists("inst:a").await.unwrap(), "held once");
@@ -239,29 +312,53 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(holds.len(), 1);
-        assert_eq!(holds[0].labels[LABEL_OWNER], "host:2:2");
+        assert_eq!(holds[0].labels[LABEL_OWNER], b_owner);
         assert_eq!(holds[0].labels[LABEL_HOLD], "inst:a");
 
-        // Run A built both and keeps neither: inst:a is kept for B, inst:b goes.
-        let errors = cleanup(&*fake, &prepared(&["inst:a", "inst:b"]), CacheLevel::Env).await;
-        assert_eq!(errors.len(), 1, "{errors:?}");
-        assert!(matches!(&errors[0].1, EngineError::ImageInUse { image, .. } if image == "inst:a"));
+        // Run A built inst:a and inst:b and keeps neither: inst:b goes, inst:a is handed over.
+        let a = cleanup(&*fake, &prepared(&["inst:a", "inst:b"]), CacheLevel::Env).await;
+        assert!(a.errors.is_empty(), "{:?}", a.errors);
+        assert_eq!(a.removed, ["inst:b"]);
+        assert_eq!(a.handed_over, [("inst:a".to_string(), b_owner.to_string())]);
         assert!(fake.image_exists("inst:a").await.unwrap());
         assert!(!fake.image_exists("inst:b").await.unwrap());
-
-        // Another owner's release leaves B's hold; B's own release frees the image.
-        assert!(release(&*fake, "host:1:1").await.is_empty());
-        assert!(
-            cleanup(&*fake, &prepared(&["inst:a"]), CacheLevel::Env)
-                .await
-                .len()
-                == 1
+        let markers = BTreeMap::from([(LABEL_DOOMED.to_string(), String::new())]);
+        assert_eq!(
+            fake.list_containers(markers.clone()).await.unwrap().len(),
+            1
         );
-        assert!(release(&*fake, "host:2:2").await.is_empty());
-        assert!(cleanup(&*fake, &prepared(&["inst:a"]), CacheLevel::Env)
-            .await
-            .is_empty());
+
+        // Another owner's release leaves B's hold, and a cleanup meanwhile leaves the marker.
+        assert!(release(&*fake, "elsewhere:1:1").await.is_empty());
+        let meanwhile = cleanup(&*fake, &Prepared::default(), CacheLevel::Env).await;
+        assert!(meanwhile.removed.is_empty() && meanwhile.errors.is_empty());
+        assert_eq!(
+            fake.list_containers(markers.clone()).await.unwrap().len(),
+            1
+        );
+
+        // B ends: it releases its hold, and its cleanup (which built nothing) removes inst:a.
+        assert!(release(&*fake, b_owner).await.is_empty());
+        let b_end = cleanup(&*fake, &Prepared::default(), CacheLevel::Env).await;
+        assert!(b_end.errors.is_empty(), "{:?}", b_end.errors);
+        assert_eq!(b_end.removed, ["inst:a"]);
         assert!(!fake.image_exists("inst:a").await.unwrap());
+        assert!(fake
+            .list_containers(markers.clone())
+            .await
+            .unwrap()
+            .is_empty());
+
+        // A marker on an image the sweeping run's own level keeps goes; the image stays.
+        mark_doomed(&*fake, "inst:k").await.unwrap();
+        let keeping = Prepared {
+            created: vec![("inst:k".to_string(), Layer::Instance)],
+            ..Default::default()
+        };
+        let kept = cleanup(&*fake, &keeping, CacheLevel::Instance).await;
+        assert!(kept.removed.is_empty() && kept.errors.is_empty());
+        assert!(fake.image_exists("inst:k").await.unwrap());
+        assert!(fake.list_containers(markers).await.unwrap().is_empty());
     }
 
     #[tokio::test]

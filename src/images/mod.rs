@@ -723,32 +723,38 @@ async fn build_one<E: Engine>(
     }
 }
 
-/// Removes the images `prepared` created that `level` does not keep; returns the removal
-/// failures (image, error) rather than stopping at the first. An image another live process
-/// holds ([`hold`]) is kept: [`EngineError::ImageInUse`].
+/// What [`cleanup`] did.
+#[derive(Debug, Default)]
+pub struct CleanupReport {
+    /// Images removed: this run's own, then those earlier runs handed over.
+    pub removed: Vec<String>,
+    /// Images another live process still uses, with who holds them (an owner id, or
+    /// "a container"): marked, and removed by the first cleanup that finds them unheld.
+    pub handed_over: Vec<(String, String)>,
+    /// Removals that failed, by image.
+    pub errors: Vec<(String, EngineError)>,
+}
+
+/// Removes the images `prepared` created that `level` does not keep. An image another live
+/// process holds ([`hold`]) is handed over instead: a marker records that it is to go, and
+/// this or any later cleanup removes it once nobody holds it. Those earlier runs handed
+/// over are removed here too, unless this run's own level keeps them. Failures are collected,
+/// not stopped at.
 pub async fn cleanup<E: Engine>(
     engine: &E,
     prepared: &Prepared,
     level: CacheLevel,
-) -> Vec<(String, EngineError)> {
-    let mut errors = Vec::new();
+) -> CleanupReport {
+    let mut report = CleanupReport::default();
     let me = crate::runner::store::owner_id();
     let held = match hold::held_by_others(engine, &me).await {
         Ok(held) => held,
         Err(e) => {
             // Not knowing what others hold, removing could break their runs: keep everything.
-            return prepared
-                .created
-                .iter()
-                .filter(|(_, l)| !level.keeps(*l))
-                .map(|(image, _)| {
-                    let e = EngineError::ImageInUse {
-                        image: image.clone(),
-                        message: format!("cannot list the holds of other runs: {e}"),
-                    };
-                    (image.clone(), e)
-                })
-                .collect();
+            report
+                .errors
+                .push(("(the holds of other runs)".to_string(), e));
+            return report;
         }
     };
     // Instances first: an environment image cannot go while an instance image stands on it.
@@ -759,22 +765,34 @@ pub async fn cleanup<E: Engine>(
         .collect();
     doomed.sort_by_key(|(_, l)| std::cmp::Reverse(*l));
     for (image, _) in doomed {
-        if let Some(owner) = held.get(image) {
-            let message = format!("held by the live process {owner}");
-            errors.push((
-                image.clone(),
-                EngineError::ImageInUse {
-                    image: image.clone(),
-                    message,
-                },
-            ));
-            continue;
-        }
-        if let Err(e) = engine.remove_image(image).await {
-            errors.push((image.clone(), e));
+        let holder = match held.get(image) {
+            Some(owner) => owner.clone(),
+            None => match engine.remove_image(image).await {
+                Ok(()) => {
+                    report.removed.push(image.clone());
+                    continue;
+                }
+                // A job container of another run, or a hold made since the listing.
+                Err(EngineError::ImageInUse { .. }) => "a container".to_string(),
+                Err(e) => {
+                    report.errors.push((image.clone(), e));
+                    continue;
+                }
+            },
+        };
+        match hold::mark_doomed(engine, image).await {
+            Ok(()) => report.handed_over.push((image.clone(), holder)),
+            Err(e) => report.errors.push((image.clone(), e)),
         }
     }
-    errors
+    let keep: BTreeSet<&str> = prepared
+        .created
+        .iter()
+        .filter(|(_, l)| level.keeps(*l))
+        .map(|(i, _)| i.as_str())
+        .collect();
+    hold::sweep_doomed(engine, &held, &keep, &mut report).await;
+    report
 }
 
 #[cfg(test)]
@@ -975,7 +993,7 @@ mod plan_tests {
         }));
 
         // Cache level env: instance images (built and pulled) go, environments stay.
-        assert!(cleanup(&e, &got, CacheLevel::Env).await.is_empty());
+        assert!(cleanup(&e, &got, CacheLevel::Env).await.errors.is_empty());
         let left = e.images();
         for gone in [
             "inst-a",

@@ -245,7 +245,7 @@ async fn env_and_instance_images_from_a_local_repo_and_a_failed_build_fails_only
     assert_eq!(mine.labels.get(LABEL_TOOL).map(String::as_str), Some("1"));
 
     // Cache level `base` keeps the base and removes every env and instance image it built.
-    let errors = cleanup(&e, &prepared, CacheLevel::Base).await;
+    let errors = cleanup(&e, &prepared, CacheLevel::Base).await.errors;
     assert!(errors.is_empty(), "{errors:?}");
     for (name, layer) in &prepared.created {
         assert_eq!(
@@ -395,7 +395,10 @@ async fn a_prebuilt_row_image_is_pulled_through_a_namespace_override() {
         p2.failed
     );
 
-    assert!(cleanup(&e, &prepared, CacheLevel::Env).await.is_empty());
+    assert!(cleanup(&e, &prepared, CacheLevel::Env)
+        .await
+        .errors
+        .is_empty());
     assert!(
         !e.image_exists(&remote).await.unwrap(),
         "pulled instance image removed at level env"
@@ -437,12 +440,12 @@ async fn measure_bullseye_bootstrap() {
     assert_eq!(o.exit_code, Some(0));
 }
 
-/// Holds on the real daemon: an image another live run holds survives this run's cleanup and
-/// goes once the hold is released. Checked for both ways Docker names images: a second name
-/// of the base image (Docker untags such a name whatever uses it, so cleanup's own check is
-/// what keeps it) and an image's only name (Docker itself refuses to remove it unforced).
+/// Holds on the real daemon: an image another live run holds survives this run's cleanup, is
+/// handed over, and goes at the holder's cleanup. Checked for both ways Docker names images: a
+/// second name of the base image (Docker untags such a name whatever uses it, so cleanup's own
+/// check is what keeps it) and an image's only name (Docker itself refuses to remove it).
 #[tokio::test]
-async fn images_held_by_another_run_survive_cleanup_until_released() {
+async fn images_held_by_another_run_are_handed_over_and_removed_by_the_holder() {
     use std::sync::Arc;
     use swe_eval::engine::{EngineError, LABEL_HOLD};
     use swe_eval::images::hold::{hold_labels, release, Holding};
@@ -489,7 +492,7 @@ async fn images_held_by_another_run_survive_cleanup_until_released() {
         "{refused:?}"
     );
 
-    // This run's cleanup keeps both, and says why.
+    // This run's cleanup keeps both, marks them, and says who holds them.
     let prepared = Prepared {
         created: vec![
             (alias.clone(), Layer::Base),
@@ -497,21 +500,42 @@ async fn images_held_by_another_run_survive_cleanup_until_released() {
         ],
         ..Default::default()
     };
-    let errors = cleanup(&*e, &prepared, CacheLevel::None).await;
-    assert_eq!(errors.len(), 2, "{errors:?}");
-    for (image, err) in &errors {
-        assert!(
-            matches!(err, EngineError::ImageInUse { message, .. } if message.contains(&other)),
-            "{image}: {err}"
-        );
-    }
+    let report = cleanup(&*e, &prepared, CacheLevel::None).await;
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert!(report.removed.is_empty(), "{:?}", report.removed);
+    let mut handed: Vec<_> = report.handed_over.clone();
+    handed.sort();
+    assert_eq!(
+        handed,
+        [
+            (alias.clone(), other.clone()),
+            (single.clone(), other.clone())
+        ]
+    );
     assert!(e.image_exists(&alias).await.unwrap());
     assert!(e.image_exists(&single).await.unwrap());
 
-    // Released, the same cleanup removes both; the base image keeps its own name.
+    // The holder ends: it releases its holds, and a cleanup that built nothing (the holder's)
+    // removes both and their markers; the base image keeps its own name.
     assert!(release(&*e, &other).await.is_empty());
-    assert!(cleanup(&*e, &prepared, CacheLevel::None).await.is_empty());
-    assert!(!e.image_exists(&alias).await.unwrap());
-    assert!(!e.image_exists(&single).await.unwrap());
+    let report = cleanup(&*e, &Prepared::default(), CacheLevel::Env).await;
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    for image in [&alias, &single] {
+        assert!(report.removed.contains(image), "{:?}", report.removed);
+        assert!(!e.image_exists(image).await.unwrap(), "{image}");
+    }
+    let markers = e
+        .list_containers(BTreeMap::from([(
+            swe_eval::engine::LABEL_DOOMED.to_string(),
+            String::new(),
+        )]))
+        .await
+        .unwrap();
+    assert!(
+        !markers
+            .iter()
+            .any(|m| m.labels.values().any(|v| v == &alias || v == &single)),
+        "{markers:?}"
+    );
     assert!(e.image_exists(&base).await.unwrap());
 }
