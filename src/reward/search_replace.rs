@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::{pystr, udiff, Files};
+use super::{pystr, udiff, unidiff, Files};
 
 /// Why an output is not a valid edit; the messages are the reference's, byte for byte.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -30,7 +30,7 @@ pub enum FormatError {
     /// Not the reference's either, and only from [`to_git_patch`]: git writes such a path
     /// only in its quoted form, which unidiff-style readers do not take apart, so the output
     /// is refused rather than turned into a patch that names some other file.
-    #[error("path {0:?} has a control character, quote or backslash; a patch cannot name it")]
+    #[error("path {0:?} cannot be named in a patch (a control character, quote or backslash, or a diff header inside it)")]
     UnpatchablePath(String),
 }
 
@@ -152,11 +152,16 @@ pub fn to_git_patch(code_context: &Files, output: &str) -> Result<String, Format
     }
     let mut patch = String::new();
     for (path, text) in &new {
-        patch.push_str(&udiff::git_file_diff(
-            path,
-            code_context.get(path).map(String::as_str),
-            text,
-        ));
+        let diff = udiff::git_file_diff(path, code_context.get(path).map(String::as_str), text);
+        // A name such as "x+++ b/y" gives header lines that read as another file: refuse
+        // rather than hand `git apply` a patch that means something else.
+        let reads_back = |d: &str| {
+            unidiff::parse(d).is_ok_and(|set| set.files.len() == 1 && set.files[0].path() == path)
+        };
+        if !diff.is_empty() && !reads_back(&diff) {
+            return Err(FormatError::UnpatchablePath(path.clone()));
+        }
+        patch.push_str(&diff);
     }
     Ok(patch)
 }
@@ -216,6 +221,13 @@ mod tests {
                 to_git_patch(&ctx, &out(bad)),
                 Err(FormatError::UnpatchablePath(bad.to_string())),
                 "{bad:?}"
+            );
+        }
+        for header in ["pkg+++ b//new.py", "a b/c --- d"] {
+            assert_eq!(
+                to_git_patch(&ctx, &out(header)),
+                Err(FormatError::UnpatchablePath(header.to_string())),
+                "{header:?}"
             );
         }
         let p = to_git_patch(&ctx, &out("pkg/\u{e9}t\u{e9} file.py")).unwrap();
