@@ -6,8 +6,8 @@
 use std::path::PathBuf;
 
 use super::{CliResult, Outcome};
+use crate::images::RepoSources;
 use crate::reward::batch::{self, RewardRecord};
-use crate::reward::git::RepoSource;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Variant {
@@ -33,8 +33,8 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = Variant::Unidiff)]
     pub variant: Variant,
     /// A local clone of a repository, as owner/name=PATH (search-replace variant; repeatable).
-    #[arg(long = "repo", value_parser = RepoSource::parse_repo_arg)]
-    pub repos: Vec<(String, PathBuf)>,
+    #[arg(long = "repo", value_name = "OWNER/NAME=PATH")]
+    pub repos: Vec<String>,
     /// A folder of clones named owner__name, owner/name or name (search-replace variant).
     #[arg(long)]
     pub mirrors: Option<PathBuf>,
@@ -59,10 +59,13 @@ fn run_in_pool(args: Args) -> CliResult {
     let results = match args.variant {
         Variant::Unidiff => batch::unidiff_rewards(&dataset, &preds),
         Variant::SearchReplace => {
-            let source = RepoSource {
-                repos: args.repos.clone(),
+            let mut source = RepoSources {
                 mirrors: args.mirrors.clone(),
+                ..Default::default()
             };
+            for flag in &args.repos {
+                source.add_override(flag)?;
+            }
             batch::search_replace_rewards(&dataset, &preds, &source)
         }
     };

@@ -16,8 +16,8 @@ use super::ImageError;
 pub struct RepoSources {
     /// `owner/name` -> a path or URL git can fetch from (a repository or a `.bundle`).
     pub overrides: BTreeMap<String, String>,
-    /// A folder of mirrors: `<owner>__<name>` or `<owner>/<name>`, each a git repository
-    /// (bare or not, with or without `.git`) or a `.bundle` file.
+    /// A folder of mirrors: `<owner>__<name>`, `<owner>/<name>` or `<name>`, each a git
+    /// repository (bare or not, with or without `.git`) or a `.bundle` file.
     pub mirrors: Option<PathBuf>,
 }
 
@@ -49,12 +49,26 @@ impl RepoSources {
         }
         format!("https://github.com/{repo}.git")
     }
+
+    /// A local repository to read `repo`'s files from in place (the search/replace reward):
+    /// the override as a path, else the first mirror that is a folder (a bundle or a URL
+    /// cannot be read in place).
+    pub fn local_dir(&self, repo: &str) -> Option<PathBuf> {
+        if let Some(s) = self.overrides.get(repo) {
+            return Some(PathBuf::from(s));
+        }
+        let dir = self.mirrors.as_ref()?;
+        mirror_candidates(dir, repo)
+            .into_iter()
+            .find(|p| p.is_dir())
+    }
 }
 
 fn mirror_candidates(dir: &Path, repo: &str) -> Vec<PathBuf> {
     let flat = repo.replacen('/', "__", 1);
+    let name = repo.rsplit('/').next().unwrap_or(repo);
     let mut out = Vec::new();
-    for stem in [dir.join(&flat), dir.join(repo)] {
+    for stem in [dir.join(&flat), dir.join(repo), dir.join(name)] {
         for suffix in ["", ".git", ".bundle"] {
             let mut s = stem.clone().into_os_string();
             s.push(suffix);

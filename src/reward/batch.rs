@@ -7,12 +7,13 @@ use std::sync::Arc;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::git::{self, GitError, RepoSource};
+use super::git::{self, GitError};
 use super::{
     search_replace, search_replace_reward, unidiff, unidiff_reward, FileSimilarity, Files,
     RewardResult,
 };
 use crate::dataset::{Dataset, Instance};
+use crate::images::RepoSources;
 use crate::predictions::Prediction;
 
 /// Why one prediction got no reward; the others still do.
@@ -66,7 +67,7 @@ pub struct OracleFiles {
 pub fn oracle_files(
     inst: &Instance,
     extra_paths: &[String],
-    source: &RepoSource,
+    source: &RepoSources,
 ) -> Result<OracleFiles, RewardError> {
     let git_err = |source| RewardError::Git {
         instance_id: inst.instance_id.clone(),
@@ -80,7 +81,7 @@ pub fn oracle_files(
             paths.push(p.clone());
         }
     }
-    let dir = source.locate(&inst.repo).map_err(git_err)?;
+    let dir = git::locate(source, &inst.repo).map_err(git_err)?;
     let code_context = git::read_files(&dir, &inst.base_commit, &paths).map_err(git_err)?;
     let mut oracle_new_content = Files::new();
     for f in gold {
@@ -105,7 +106,7 @@ pub fn oracle_files(
 pub fn search_replace_rewards(
     dataset: &Dataset,
     preds: &[Prediction],
-    source: &RepoSource,
+    source: &RepoSources,
 ) -> Vec<Result<RewardResult, RewardError>> {
     let mut by_instance: Vec<(&str, Vec<String>)> = Vec::new();
     for p in preds {

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use super::Files;
+use crate::images::RepoSources;
 
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
@@ -24,46 +25,14 @@ pub enum GitError {
     Protocol { dir: PathBuf, line: String },
 }
 
-/// Where to find each repository.
-#[derive(Debug, Clone, Default)]
-pub struct RepoSource {
-    /// `owner/name` -> checkout or bare repository.
-    pub repos: Vec<(String, PathBuf)>,
-    /// A folder holding `owner__name`, `owner/name` or `name` (each optionally `.git`).
-    pub mirrors: Option<PathBuf>,
-}
-
-impl RepoSource {
-    /// Parses `owner/name=PATH`.
-    pub fn parse_repo_arg(arg: &str) -> Result<(String, PathBuf), String> {
-        match arg.split_once('=') {
-            Some((repo, path)) if repo.contains('/') && !path.is_empty() => {
-                Ok((repo.to_string(), PathBuf::from(path)))
-            }
-            _ => Err(format!("expected owner/name=PATH, got {arg:?}")),
-        }
-    }
-
-    pub fn locate(&self, repo: &str) -> Result<PathBuf, GitError> {
-        if let Some((_, p)) = self.repos.iter().find(|(r, _)| r == repo) {
-            return Ok(p.clone());
-        }
-        if let Some(dir) = &self.mirrors {
-            let name = repo.rsplit('/').next().unwrap_or(repo);
-            let flat = repo.replace('/', "__");
-            for cand in [flat.as_str(), repo, name] {
-                for suffix in ["", ".git"] {
-                    let p = dir.join(format!("{cand}{suffix}"));
-                    if p.is_dir() {
-                        return Ok(p);
-                    }
-                }
-            }
-        }
-        Err(GitError::NoRepository {
+/// The local repository of `repo` (`owner/name`): a `--repo` override, else a mirror folder.
+/// The same [`RepoSources`] the image builds use, so one set of flags serves both.
+pub fn locate(sources: &RepoSources, repo: &str) -> Result<PathBuf, GitError> {
+    sources
+        .local_dir(repo)
+        .ok_or_else(|| GitError::NoRepository {
             repo: repo.to_string(),
         })
-    }
 }
 
 /// The files among `paths` that exist at `commit` (missing ones are left out), decoded as
@@ -155,28 +124,29 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("django__django")).unwrap();
         std::fs::create_dir_all(dir.path().join("astropy.git")).unwrap();
-        let src = RepoSource {
-            repos: vec![RepoSource::parse_repo_arg("psf/requests=/src/requests").unwrap()],
+        let mut src = RepoSources {
             mirrors: Some(dir.path().to_path_buf()),
+            ..Default::default()
         };
+        src.add_override("psf/requests=/src/requests").unwrap();
         assert_eq!(
-            src.locate("psf/requests").unwrap(),
+            locate(&src, "psf/requests").unwrap(),
             PathBuf::from("/src/requests")
         );
         assert_eq!(
-            src.locate("django/django").unwrap(),
+            locate(&src, "django/django").unwrap(),
             dir.path().join("django__django")
         );
         assert_eq!(
-            src.locate("astropy/astropy").unwrap(),
+            locate(&src, "astropy/astropy").unwrap(),
             dir.path().join("astropy.git")
         );
-        let err = src.locate("sympy/sympy").unwrap_err().to_string();
+        std::fs::write(dir.path().join("sympy__sympy.bundle"), b"").unwrap();
+        let err = locate(&src, "sympy/sympy").unwrap_err().to_string();
         assert!(
             err.contains("sympy/sympy") && err.contains("--mirrors"),
-            "{err}"
+            "a bundle is not readable in place: {err}"
         );
-        assert!(RepoSource::parse_repo_arg("no-equals-sign").is_err());
     }
 
     #[test]
