@@ -6,9 +6,13 @@
 //! Columns this crate does not know are kept in `extra`.
 
 use std::fs::File;
+use std::io::Read;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
-use parquet::file::reader::{FileReader, SerializedFileReader};
+use parquet::errors::ParquetError;
+use parquet::file::reader::{ChunkReader, FileReader, Length, SerializedFileReader};
 use parquet::record::{Field, Row};
 use serde_json::{Map, Number, Value};
 
@@ -29,7 +33,7 @@ pub(super) fn load(path: &Path) -> Result<Located<super::Instance>, LoadError> {
             message,
         })
     };
-    let reader = SerializedFileReader::new(file)
+    let reader = SerializedFileReader::new(Budgeted::new(file))
         .map_err(|e| whole_file(format!("not a readable Parquet file: {e}")))?;
     // The reader asserts (panics) on a column chunk whose offsets are negative; such a file
     // is corrupt, and says so here with the chunk it names.
@@ -80,6 +84,102 @@ pub(super) fn load(path: &Path) -> Result<Located<super::Instance>, LoadError> {
         });
     }
     Ok(out)
+}
+
+/// A Parquet source with a reading budget. Corrupt metadata can send the decoder around a
+/// loop that reads the same bytes, or the end of the file, for hours (found by fuzzing: a
+/// page header skip that met end-of-file ten thousand times a second). A well-formed file
+/// reads each byte a few times at most, so the decoder gets
+/// [`READ_FACTOR`] × the file + [`READ_SLACK`] bytes and [`EOF_READS`] reads at end-of-file;
+/// past either, reads fail and the file is reported as corrupt.
+struct Budgeted {
+    file: File,
+    len: u64,
+    budget: Arc<Budget>,
+}
+
+/// See [`Budgeted`].
+const READ_FACTOR: u64 = 64;
+/// See [`Budgeted`].
+const READ_SLACK: u64 = 256 << 20;
+/// See [`Budgeted`].
+const EOF_READS: u64 = 10_000;
+
+struct Budget {
+    bytes: AtomicU64,
+    eof_reads: AtomicU64,
+}
+
+impl Budget {
+    /// Takes `n` bytes (or one end-of-file read when `n` is 0) from the budget.
+    fn take(&self, n: u64) -> std::io::Result<()> {
+        let (left, what) = if n == 0 {
+            (&self.eof_reads, 1)
+        } else {
+            (&self.bytes, n)
+        };
+        left.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |l| {
+            l.checked_sub(what)
+        })
+        .map(|_| ())
+        .map_err(|_| {
+            std::io::Error::other(
+                "the decoder kept reading far past what the file holds (corrupt metadata)",
+            )
+        })
+    }
+}
+
+impl Budgeted {
+    fn new(file: File) -> Self {
+        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let budget = Budget {
+            bytes: AtomicU64::new(len.saturating_mul(READ_FACTOR).saturating_add(READ_SLACK)),
+            eof_reads: AtomicU64::new(EOF_READS),
+        };
+        Self {
+            file,
+            len,
+            budget: Arc::new(budget),
+        }
+    }
+}
+
+impl Length for Budgeted {
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+impl ChunkReader for Budgeted {
+    type T = BudgetedRead<<File as ChunkReader>::T>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        Ok(BudgetedRead {
+            inner: self.file.get_read(start)?,
+            budget: self.budget.clone(),
+        })
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<bytes::Bytes> {
+        self.budget
+            .take(length as u64)
+            .map_err(|e| ParquetError::External(Box::new(e)))?;
+        self.file.get_bytes(start, length)
+    }
+}
+
+struct BudgetedRead<R> {
+    inner: R,
+    budget: Arc<Budget>,
+}
+
+impl<R: Read> Read for BudgetedRead<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.budget.take(n as u64)?;
+        Ok(n)
+    }
 }
 
 fn reader_len(path: &Path) -> Option<u64> {

@@ -937,3 +937,24 @@ fn parquet_seed_loads() {
     assert_eq!(loaded.items.len(), 8, "{:?}", loaded.problems);
     assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
 }
+
+/// A mutation of the Parquet seed (three edits, found at 100x the CI case count) on which the
+/// parquet crate's decoder reads past the end of the file ten thousand times a second for
+/// hours. The loader's read budget ends it at once, as a problem naming the file and row.
+#[test]
+fn parquet_decoder_loop_is_cut_short() {
+    let path = fixtures().join("hostile/parquet-decoder-loop.parquet");
+    let p = path.clone();
+    let t0 = std::time::Instant::now();
+    let loaded = bounded("parquet decoder loop", move || dataset::load(&p)).unwrap();
+    let took = t0.elapsed();
+    assert!(loaded.items.is_empty(), "{:?}", loaded.items.len());
+    assert_eq!(loaded.problems.len(), 1, "{:?}", loaded.problems);
+    let problem = loaded.problems[0].to_string();
+    assert!(
+        problem.contains("parquet-decoder-loop.parquet:1")
+            && problem.contains("kept reading far past what the file holds"),
+        "{problem}"
+    );
+    eprintln!("cut short after {took:.2?}");
+}
