@@ -33,11 +33,12 @@ pub(super) fn load(path: &Path) -> Result<Located<super::Instance>, LoadError> {
             message,
         })
     };
-    let reader = SerializedFileReader::new(Budgeted::new(file))
+    let source = Budgeted::new(file);
+    let file_len = source.len;
+    let reader = SerializedFileReader::new(source)
         .map_err(|e| whole_file(format!("not a readable Parquet file: {e}")))?;
     // The reader asserts (panics) on a column chunk whose offsets are negative; such a file
     // is corrupt, and says so here with the chunk it names.
-    let file_len = reader_len(path);
     for (g, group) in reader.metadata().row_groups().iter().enumerate() {
         for column in group.columns() {
             let start = column
@@ -48,7 +49,7 @@ pub(super) fn load(path: &Path) -> Result<Located<super::Instance>, LoadError> {
                 .ok()
                 .zip(u64::try_from(len).ok())
                 .and_then(|(s, l)| s.checked_add(l));
-            if end.is_none_or(|end| file_len.is_some_and(|f| end > f)) {
+            if end.is_none_or(|end| end > file_len) {
                 return Err(whole_file(format!(
                     "corrupt Parquet metadata: row group {g}, column {}: bytes {start}..+{len} lie outside the file",
                     column.column_path()
@@ -180,10 +181,6 @@ impl<R: Read> Read for BudgetedRead<R> {
         self.budget.take(n as u64)?;
         Ok(n)
     }
-}
-
-fn reader_len(path: &Path) -> Option<u64> {
-    std::fs::metadata(path).ok().map(|m| m.len())
 }
 
 fn read_rows(
