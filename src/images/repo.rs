@@ -78,7 +78,8 @@ fn mirror_candidates(dir: &Path, repo: &str) -> Vec<PathBuf> {
     out
 }
 
-fn git(args: &[&str], cwd: Option<&Path>) -> Result<String, String> {
+/// Runs git (in `cwd` when given), never prompting; its standard output, or the failure.
+pub(crate) fn git(args: &[&str], cwd: Option<&Path>) -> Result<String, String> {
     let mut cmd = Command::new("git");
     if let Some(d) = cwd {
         cmd.current_dir(d);
@@ -95,6 +96,14 @@ fn git(args: &[&str], cwd: Option<&Path>) -> Result<String, String> {
             String::from_utf8_lossy(&out.stderr).trim()
         ))
     }
+}
+
+/// [`git`] in `dir` with a throwaway identity, failing the test on error (tests that make
+/// repositories).
+#[cfg(test)]
+pub(crate) fn git_ok(dir: &Path, args: &[&str]) -> String {
+    let args = [&["-c", "user.name=t", "-c", "user.email=t@t"], args].concat();
+    git(&args, Some(dir)).unwrap().trim().to_string()
 }
 
 /// A host-side cache of bare repositories, one per `owner/name`, fetched from their sources.
@@ -247,21 +256,6 @@ mod tests {
 #[cfg(test)]
 mod race_tests {
     use super::*;
-
-    fn git_ok(dir: &Path, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .current_dir(dir)
-            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    }
 
     #[test]
     fn parallel_snapshots_share_one_cache() {

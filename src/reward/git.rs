@@ -156,32 +156,11 @@ mod tests {
             return;
         }
         let dir = tempfile::tempdir().unwrap();
-        let git = |args: &[&str]| {
-            let out = Command::new("git")
-                .arg("-C")
-                .arg(dir.path())
-                .args(args)
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            String::from_utf8_lossy(&out.stdout).trim().to_string()
-        };
+        let git = |args: &[&str]| crate::images::repo::git_ok(dir.path(), args);
         git(&["init", "-q"]);
         std::fs::write(dir.path().join("a.txt"), b"caf\xe9\n").unwrap();
         git(&["add", "."]);
-        git(&[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            "c",
-        ]);
+        git(&["commit", "-qm", "c"]);
         let head = git(&["rev-parse", "HEAD"]);
         let files = read_files(dir.path(), &head, &["a.txt".into(), "gone.txt".into()]).unwrap();
         assert_eq!(files.len(), 1);

@@ -2,7 +2,8 @@
 
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use proptest::test_runner::{Config as ProptestConfig, RngSeed};
 
@@ -62,4 +63,22 @@ pub static MINI_IMAGES: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// Takes `MINI_IMAGES`, even after another test panicked while holding it.
 pub fn mini_images_turn() -> std::sync::MutexGuard<'static, ()> {
     MINI_IMAGES.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Runs `git` in `dir` with a throwaway identity (commits need one; the machine may have none),
+/// failing the test on error; returns the trimmed standard output.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(["-c", "commit.gpgsign=false"])
+        .args(args)
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }

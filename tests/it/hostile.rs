@@ -194,6 +194,13 @@ pub fn verdicts(out: &Path, run_id: &str) -> Vec<(PathBuf, Verdict)> {
     found
 }
 
+/// The last 1,500 characters of a prediction's test output, for a failure message.
+fn output_tail(prediction_dir: &Path) -> String {
+    let log = std::fs::read_to_string(prediction_dir.join("test_output.txt")).unwrap_or_default();
+    let skip = log.chars().count().saturating_sub(1500);
+    log.chars().skip(skip).collect()
+}
+
 /// Containers (running or not) labelled with `run_id` on the daemon at `host`.
 pub fn containers(host: Option<&str>, run_id: &str) -> Vec<String> {
     let filter = format!("label={LABEL_RUN_ID}={run_id}");
@@ -299,15 +306,7 @@ fn hostile_patches_are_contained_and_graded() {
             .find(|(_, v)| v.instance_id == task.id)
             .unwrap_or_else(|| panic!("no verdict for {}", task.id));
         if v.category != *official || v.strict_category != *strict {
-            let log = std::fs::read_to_string(dir.join("test_output.txt")).unwrap_or_default();
-            let tail: String = log
-                .chars()
-                .rev()
-                .take(1500)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .collect();
+            let tail = output_tail(dir);
             wrong.push(format!(
                 "{}: official {:?} (want {official:?}), strict {:?} (want {strict:?}), reason {:?}\n{tail}",
                 task.id, v.category, v.strict_category, v.reason
@@ -412,15 +411,7 @@ fn hostile_predictions_on_the_mini_benchmark() {
     for e in &expected {
         let (d, v) = got.iter().find(|(_, v)| v.sample == e.sample).unwrap();
         if v.category != e.official || v.strict_category != e.strict {
-            let log = std::fs::read_to_string(d.join("test_output.txt")).unwrap_or_default();
-            let tail: String = log
-                .chars()
-                .rev()
-                .take(1500)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .collect();
+            let tail = output_tail(d);
             wrong.push(format!(
                 "{}: official {:?} (want {:?}), strict {:?} (want {:?}), reason {:?}\n{tail}",
                 e.case, v.category, e.official, v.strict_category, e.strict, v.reason

@@ -18,29 +18,8 @@ use swe_eval::images::{
 };
 use swe_eval::spec::DebianRelease;
 
+use crate::common::git;
 use crate::engine::{base_image, engine, job, run_id};
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
 
 /// A repository with two commits; returns (folder, first commit, second commit).
 fn make_repo(root: &Path) -> (std::path::PathBuf, String, String) {

@@ -11,7 +11,7 @@ use proptest::prelude::*;
 use serde_json::{json, Value};
 use swe_eval::reward::{self, sequence_matcher, udiff, unidiff, Files};
 
-use crate::common;
+use crate::common::{self, git};
 
 fn read_jsonl(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
@@ -452,21 +452,6 @@ fn cli_reports_unknown_instances_and_malformed_lines_and_writes_the_rest() {
 }
 
 // ---------------------------------------------------------------- search/replace with git
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
 
 #[test]
 fn search_replace_from_git_and_converted_patch_applies() {
