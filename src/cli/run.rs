@@ -261,8 +261,11 @@ pub async fn release_and_clean<E: Engine>(
     }
 }
 
+/// Prepares the images `preds` need, printing what happens. Every image found or made is
+/// held for run `run_id` (see `images::hold`) until [`release_and_clean`].
 pub async fn prepare_verbose<E: Engine>(
-    engine: &E,
+    engine: Arc<E>,
+    run_id: &str,
     ds: &Dataset,
     preds: &[&Prediction],
     opts: &PrepareOptions,
@@ -276,7 +279,8 @@ pub async fn prepare_verbose<E: Engine>(
         needed.len(),
         opts.flavour
     );
-    let prepared = prepare::prepare(engine, &needed, opts).await;
+    let holding = Holding::new(engine, hold_labels(&store::owner_id(), run_id));
+    let prepared = prepare::prepare(&holding, &needed, opts).await;
     for w in &prepared.warnings {
         eprintln!("note: {w}");
     }
@@ -378,8 +382,7 @@ async fn run_async(mut args: Args) -> CliResult {
 
     let engine = Arc::new(DockerEngine::connect().await?);
     let pending = runner::pending(&inputs.predictions, &config);
-    let holding = Holding::new(engine.clone(), hold_labels(&store::owner_id(), &run_id));
-    let prepared = prepare_verbose(&holding, &inputs.dataset, &pending, &opts).await;
+    let prepared = prepare_verbose(engine.clone(), &run_id, &inputs.dataset, &pending, &opts).await;
     let plan = Plan {
         setups: with_stand_ins(prepared.setups, &inputs.dataset, &inputs.predictions),
         predictions: inputs.predictions,

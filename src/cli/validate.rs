@@ -16,10 +16,9 @@ use super::run::{
 };
 use super::{CliResult, Outcome};
 use crate::engine::DockerEngine;
-use crate::images::hold::{hold_labels, Holding};
 use crate::images::CacheLevel;
 use crate::predictions::Prediction;
-use crate::runner::{self, store, Category, Layout, Plan, RunConfig, Verdict};
+use crate::runner::{self, Category, Layout, Plan, RunConfig, Verdict};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -136,11 +135,14 @@ async fn run_async(mut args: Args) -> CliResult {
     }));
     let engine = Arc::new(DockerEngine::connect().await?);
     let pending = runner::pending(&predictions, &config);
-    let holding = Holding::new(
+    let prepared = prepare_verbose(
         engine.clone(),
-        hold_labels(&store::owner_id(), &args.run_id),
-    );
-    let prepared = prepare_verbose(&holding, &inputs.dataset, &pending, &opts).await;
+        &args.run_id,
+        &inputs.dataset,
+        &pending,
+        &opts,
+    )
+    .await;
     let plan = Plan {
         setups: with_stand_ins(prepared.setups, &inputs.dataset, &predictions),
         predictions,
