@@ -12,7 +12,9 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 missing=()
-command -v docker >/dev/null 2>&1 || missing+=(docker.io)
+# The engine, not the client: a machine may carry a docker client binary alone
+# (/usr/local/bin/docker) with no daemon to talk to.
+command -v dockerd >/dev/null 2>&1 || [ -x /usr/sbin/dockerd ] || missing+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || missing+=(debootstrap)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "ensure-docker: installing ${missing[*]}"
