@@ -14,6 +14,7 @@ pub mod grading;
 pub mod images;
 pub mod logparse;
 pub mod mini;
+pub mod owner;
 pub mod predictions;
 pub mod progress;
 pub mod report;

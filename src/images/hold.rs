@@ -55,7 +55,7 @@ pub async fn held_by_others<E: Engine>(
         .filter_map(|c| {
             let owner = c.labels.get(LABEL_OWNER)?;
             let image = c.labels.get(LABEL_HOLD)?;
-            (owner != me && !crate::runner::store::owner_is_dead(owner))
+            (owner != me && !crate::owner::owner_is_dead(owner))
                 .then(|| (image.clone(), owner.clone()))
         })
         .collect())

@@ -746,7 +746,7 @@ pub async fn cleanup<E: Engine>(
     level: CacheLevel,
 ) -> CleanupReport {
     let mut report = CleanupReport::default();
-    let me = crate::runner::store::owner_id();
+    let me = crate::owner::owner_id();
     let held = match hold::held_by_others(engine, &me).await {
         Ok(held) => held,
         Err(e) => {

@@ -228,7 +228,7 @@ pub async fn run<E: Engine>(
     };
     let mut st = State::new(&config, plan.predictions.len());
 
-    let owner = store::owner_id();
+    let owner = crate::owner::owner_id();
     let (reaped, _) = reap(
         &*engine,
         Reap::Stale {
@@ -646,7 +646,7 @@ async fn reap<E: Engine>(
         let owner = c.labels.get(LABEL_OWNER);
         let doomed = match which {
             Reap::Stale { run_id } => match owner {
-                Some(o) => store::owner_is_dead(o),
+                Some(o) => crate::owner::owner_is_dead(o),
                 None => c.labels.get(LABEL_RUN_ID).is_some_and(|r| r == run_id),
             },
             // Holds outlive the jobs: the caller releases them before it removes images.

@@ -21,6 +21,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+// Re-exported where they used to live, for callers not yet moved to `crate::owner`.
+pub use crate::owner::{owner_id, owner_is_dead};
 use crate::predictions::model_dir_name;
 
 /// File name of the verdict record in a prediction's log folder.
@@ -177,7 +179,7 @@ pub enum LockError {
 }
 
 /// Held for the whole run so two processes never write the same run's verdicts. The lock
-/// file names its owner (see [`owner_id`]); a lock whose owner is gone (a run killed with
+/// file names its owner (see [`crate::owner::owner_id`]); a lock whose owner is gone (a run killed with
 /// SIGKILL) is taken over. Removed when dropped.
 #[derive(Debug)]
 pub struct RunLock {
@@ -231,49 +233,10 @@ pub fn lock(layout: &Layout) -> Result<RunLock, LockError> {
     })
 }
 
-/// Label value identifying this process: `host:pid:start-time`. A container whose owner is on
-/// this host and no longer alive (same pid and start time) is a leftover of a dead run.
-pub fn owner_id() -> String {
-    let pid = std::process::id();
-    format!(
-        "{}:{pid}:{}",
-        hostname(),
-        start_time(pid).unwrap_or_default()
-    )
-}
-
-/// True when `owner` (from [`owner_id`]) names a process on this host that is gone.
-pub fn owner_is_dead(owner: &str) -> bool {
-    let mut parts = owner.rsplitn(3, ':');
-    let (Some(start), Some(pid), Some(host)) = (parts.next(), parts.next(), parts.next()) else {
-        return false;
-    };
-    if host != hostname() {
-        return false;
-    }
-    let Ok(pid) = pid.parse::<u32>() else {
-        return false;
-    };
-    start_time(pid).is_none_or(|s| s != start)
-}
-
-pub(crate) fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "unknown-host".into())
-}
-
-/// The process start time (field 22 of /proc/<pid>/stat), which tells a reused pid apart.
-pub(crate) fn start_time(pid: u32) -> Option<String> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) may hold spaces; it ends at the last ')'.
-    let after = &stat[stat.rfind(')')? + 1..];
-    after.split_whitespace().nth(19).map(str::to_string)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::owner::hostname;
 
     #[test]
     fn layout_follows_the_official_tree_and_names_samples() {
@@ -323,22 +286,6 @@ mod tests {
             leftovers.is_empty(),
             "no temporary lock files left: {leftovers:?}"
         );
-    }
-
-    #[test]
-    fn this_process_is_alive_and_a_made_up_one_is_dead() {
-        let me = owner_id();
-        assert!(!owner_is_dead(&me), "{me}");
-        let host = hostname();
-        assert!(
-            owner_is_dead(&format!("{host}:{}:1", std::process::id())),
-            "start time differs"
-        );
-        assert!(
-            !owner_is_dead("another-host:1:1"),
-            "other hosts are never judged"
-        );
-        assert!(!owner_is_dead("garbage"));
     }
 
     #[test]

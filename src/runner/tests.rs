@@ -498,7 +498,7 @@ async fn second_interrupt_kills_this_runs_containers() {
     ]);
     let labels = {
         let mut l = labels;
-        l.insert(LABEL_OWNER.to_string(), store::owner_id());
+        l.insert(LABEL_OWNER.to_string(), crate::owner::owner_id());
         l
     };
     // Stands for the running job's container, which the fake does not list by itself.
@@ -537,9 +537,9 @@ async fn reap_at_start_removes_containers_of_dead_processes_only() {
             labels,
         }
     };
-    let host = store::hostname();
+    let host = crate::owner::hostname();
     let dead = format!("{host}:{}:1", std::process::id());
-    let live_other = format!("{host}:1:{}", store::start_time(1).unwrap());
+    let live_other = format!("{host}:1:{}", crate::owner::start_time(1).unwrap());
     e.add_container(c("same-run-dead", "r", Some(dead.clone())));
     e.add_container(c("same-run-live", "r", Some(live_other.clone())));
     e.add_container(c("other-host", "r", Some("elsewhere:1:1".into())));
