@@ -17,6 +17,7 @@ pub mod mini;
 pub mod owner;
 pub mod predictions;
 pub mod progress;
+pub mod repos;
 pub mod report;
 pub mod reward;
 pub mod runner;

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use super::{CliResult, Outcome};
-use crate::images::RepoSources;
+use crate::repos::RepoSources;
 use crate::reward::batch::{self, RewardRecord};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -12,10 +12,11 @@ use super::{BoxError, CliResult, Outcome};
 use crate::dataset::{self, Dataset, Instance};
 use crate::engine::{DockerEngine, Engine};
 use crate::images::hold::{self, hold_labels, Holding};
-use crate::images::{self, CacheLevel, RepoSources};
+use crate::images::{self, CacheLevel};
+use crate::repos::RepoSources;
 use crate::predictions::{self, Prediction};
 use crate::runner::prepare::{self, PrepareOptions};
-use crate::runner::{self, store, Category, Plan, RunConfig, RunReport};
+use crate::runner::{self, Category, Plan, RunConfig, RunReport};
 use crate::spec::Flavour;
 
 #[derive(Debug, clap::Args)]
@@ -241,7 +242,7 @@ pub async fn release_and_clean<E: Engine>(
     prepared: &images::Prepared,
     level: CacheLevel,
 ) {
-    for (hold, e) in hold::release(engine, &store::owner_id()).await {
+    for (hold, e) in hold::release(engine, &crate::owner::owner_id()).await {
         eprintln!("warning: image hold {hold} not removed: {e}");
     }
     let report = images::cleanup(engine, prepared, level).await;
@@ -279,7 +280,7 @@ pub async fn prepare_verbose<E: Engine>(
         needed.len(),
         opts.flavour
     );
-    let holding = Holding::new(engine, hold_labels(&store::owner_id(), run_id));
+    let holding = Holding::new(engine, hold_labels(&crate::owner::owner_id(), run_id));
     let prepared = prepare::prepare(&holding, &needed, opts).await;
     for w in &prepared.warnings {
         eprintln!("note: {w}");

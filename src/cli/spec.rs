@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use super::{CliResult, Outcome};
 use crate::dataset;
 use crate::fsutil::write_atomic;
-use crate::images::repo::RepoSources;
+use crate::repos::RepoSources;
 use crate::spec::{Flavour, GitRepoFiles, RepoFiles, SpecOptions, TestSpec};
 
 #[derive(Debug, clap::Args)]

@@ -106,8 +106,6 @@ pub enum ImageError {
     },
     #[error("repository {repo}: {message}")]
     Repo { repo: String, message: String },
-    #[error("`--repo {0}`: expected owner/name=PATH_OR_URL")]
-    RepoFlag(String),
     #[error("build context of {image}: {message}")]
     Context { image: String, message: String },
     #[error("unknown cache level `{0}` (expected none, base, env or instance)")]

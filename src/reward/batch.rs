@@ -13,7 +13,7 @@ use super::{
     RewardResult,
 };
 use crate::dataset::{Dataset, Instance};
-use crate::images::RepoSources;
+use crate::repos::RepoSources;
 use crate::predictions::Prediction;
 
 /// Why one prediction got no reward; the others still do.

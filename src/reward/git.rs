@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use super::Files;
-use crate::images::RepoSources;
+use crate::repos::RepoSources;
 
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
@@ -156,7 +156,7 @@ mod tests {
             return;
         }
         let dir = tempfile::tempdir().unwrap();
-        let git = |args: &[&str]| crate::images::repo::git_ok(dir.path(), args);
+        let git = |args: &[&str]| crate::repos::git_ok(dir.path(), args);
         git(&["init", "-q"]);
         std::fs::write(dir.path().join("a.txt"), b"caf\xe9\n").unwrap();
         git(&["add", "."]);

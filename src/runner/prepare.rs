@@ -11,8 +11,9 @@ use crate::dataset::Instance;
 use crate::engine::tarball::Entry;
 use crate::engine::Engine;
 use crate::images::{
-    self, BaseOptions, BuildOptions, PlanOptions, Prepared, RepoCache, RepoSources,
+    self, BaseOptions, BuildOptions, PlanOptions, Prepared, RepoCache,
 };
+use crate::repos::RepoSources;
 use crate::spec::{Flavour, SpecOptions, TestSpec};
 
 use super::Setup;
