@@ -9,8 +9,8 @@ use crate::grading::{self, ErrorReason, GradeInput, Mode, RunOutcome};
 use crate::report::{self, InstanceReport};
 
 use super::driver::{Apply, Parsed, PatchMode};
-use super::job::Job;
 use super::store::Category;
+use super::Setup;
 
 /// A graded job.
 #[derive(Debug, Clone)]
@@ -51,15 +51,16 @@ fn category(c: grading::Category) -> Category {
     }
 }
 
-/// Grades one job's output.
+/// Grades one job's output: the job ran `patch` (as `mode` says) in `setup`.
 pub fn grade(
-    job: &Job,
+    setup: &Setup,
+    patch: &str,
+    mode: PatchMode,
     out: &JobOutput,
     parsed: &Parsed<'_>,
     timeout: Duration,
     strict: bool,
 ) -> Graded {
-    let setup = &job.setup;
     let inst = &setup.instance;
     let outcome = if out.timed_out {
         RunOutcome::TimedOut
@@ -77,8 +78,8 @@ pub fn grade(
             },
         }
     };
-    let patch = match job.mode {
-        PatchMode::Apply => Some(job.patch.as_str()),
+    let patch = match mode {
+        PatchMode::Apply => Some(patch),
         // Grading treats an empty patch as "not run"; a validate run without a patch did run.
         PatchMode::None => Some(" "),
     };

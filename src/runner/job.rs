@@ -100,7 +100,15 @@ pub async fn execute<E: Engine>(engine: Arc<E>, job: Arc<Job>, cfg: Arc<JobConfi
                 );
             }
             let _ = writeln!(log, "--- apply\n{}---", parsed.setup_log);
-            let g = grade::grade(&job, out, &parsed, cfg.timeout, cfg.strict);
+            let g = grade::grade(
+                &job.setup,
+                &job.patch,
+                job.mode,
+                out,
+                &parsed,
+                cfg.timeout,
+                cfg.strict,
+            );
             let mut test_output = parsed.eval_output.unwrap_or("").to_string();
             if out.timed_out {
                 let _ = writeln!(
