@@ -148,28 +148,4 @@ mod tests {
             "a bundle is not readable in place: {err}"
         );
     }
-
-    #[test]
-    fn missing_commit_is_an_error_and_missing_files_are_left_out() {
-        if Command::new("git").arg("--version").output().is_err() {
-            eprintln!("skipped: git not found");
-            return;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let git = |args: &[&str]| crate::repos::git_ok(dir.path(), args);
-        git(&["init", "-q"]);
-        std::fs::write(dir.path().join("a.txt"), b"caf\xe9\n").unwrap();
-        git(&["add", "."]);
-        git(&["commit", "-qm", "c"]);
-        let head = git(&["rev-parse", "HEAD"]);
-        let files = read_files(dir.path(), &head, &["a.txt".into(), "gone.txt".into()]).unwrap();
-        assert_eq!(files.len(), 1);
-        assert_eq!(
-            files["a.txt"], "caf\u{fffd}\n",
-            "invalid UTF-8 is replaced, not refused"
-        );
-        let err =
-            read_files(dir.path(), "0123456789abcdef0123456789abcdef01234567", &[]).unwrap_err();
-        assert!(matches!(err, GitError::NoCommit { .. }), "{err}");
-    }
 }

@@ -21,25 +21,72 @@ pub fn proptest_config(cases: u32) -> ProptestConfig {
     config
 }
 
+/// The environment variable that turns every skip into a failure: CI (`.ci/run`) sets it to
+/// `1`, so a green run cannot hide a test that did not run for want of Docker, the shared data,
+/// the Python oracles, git, chromium or root.
+pub const REQUIRE_ALL: &str = "SWE_EVAL_REQUIRE_ALL";
+
+/// Whether a missing prerequisite fails the test (`SWE_EVAL_REQUIRE_ALL=1`) instead of
+/// skipping it.
+pub fn require_all() -> bool {
+    std::env::var(REQUIRE_ALL).is_ok_and(|v| v == "1")
+}
+
+/// The one place that decides whether a test runs without its prerequisite `what`: `Ok` gives
+/// the prerequisite back; `Err(why)` prints `skipped: <what> (<why>)` and gives `None` on a
+/// user's machine, and panics with the same text when `SWE_EVAL_REQUIRE_ALL=1` (CI).
+pub fn prerequisite<T, E: std::fmt::Display>(what: &str, found: Result<T, E>) -> Option<T> {
+    match found {
+        Ok(v) => Some(v),
+        Err(why) => {
+            let why = why.to_string();
+            let why = why.trim();
+            let missing = if why.is_empty() {
+                format!("{what} is not available")
+            } else {
+                format!("{what} is not available ({why})")
+            };
+            if require_all() {
+                panic!("{missing}, and {REQUIRE_ALL}=1 requires every prerequisite");
+            }
+            eprintln!("skipped: {missing}");
+            None
+        }
+    }
+}
+
+/// [`prerequisite`] for a yes/no check: true when the test may go on.
+pub fn require(what: &str, available: bool) -> bool {
+    prerequisite(what, if available { Ok(()) } else { Err("") }).is_some()
+}
+
+/// Whether `program --version` runs and succeeds (through [`require`]).
+pub fn require_program(program: &str) -> bool {
+    let ok = Command::new(program)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    require(program, ok)
+}
+
 /// The shared datasets folder (`$SWE_EVAL_SHARED/datasets`, default `../shared/datasets` beside
-/// the crate), or `None` with a message when it is not there (a user's clone has none; CI does).
+/// the crate), or `None` (through [`prerequisite`]) when it is not there: a user's clone has
+/// none; CI does.
 pub fn shared_datasets() -> Option<PathBuf> {
     let root = std::env::var_os("SWE_EVAL_SHARED")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared"));
     let ds = root.join("datasets");
-    if ds.is_dir() {
-        Some(ds)
+    let found = if ds.is_dir() {
+        Ok(ds)
     } else {
-        eprintln!(
-            "skipped: shared datasets not found at {} (set SWE_EVAL_SHARED)",
-            ds.display()
-        );
-        None
-    }
+        Err(format!("{} not found; set SWE_EVAL_SHARED", ds.display()))
+    };
+    prerequisite("the shared SWE-bench data", found)
 }
 
-/// Returns early from a test (skipping it, with a message) when the shared data is missing.
+/// Returns early from a test (skipping it, or failing under `SWE_EVAL_REQUIRE_ALL=1`) when the
+/// shared data is missing.
 #[macro_export]
 macro_rules! require_shared {
     () => {
@@ -48,6 +95,15 @@ macro_rules! require_shared {
             None => return,
         }
     };
+}
+
+/// A connected Docker engine, or `None` (through [`prerequisite`], with the adapter's advice
+/// on how to start a daemon).
+pub async fn docker_engine() -> Option<swe_eval::engine::DockerEngine> {
+    prerequisite(
+        "a Docker daemon",
+        swe_eval::engine::DockerEngine::connect().await,
+    )
 }
 
 /// The built `swe-eval` binary.

@@ -508,8 +508,8 @@ fn html_report_renders_in_headless_chromium() {
         .into_iter()
         .map(PathBuf::from)
         .find(|p| p.exists());
-    let Some(chromium) = chromium else {
-        eprintln!("skipped: chromium not installed (apt-get install chromium)");
+    let chromium = chromium.ok_or("apt-get install chromium");
+    let Some(chromium) = crate::common::prerequisite("chromium", chromium) else {
         return;
     };
     let (tmp, _, _) = synthetic_study(100);
@@ -550,8 +550,9 @@ fn html_report_renders_in_headless_chromium() {
     }
 }
 
-/// Rewards by `swe-eval reward`, or `None` (with a message) while that command is not there.
-fn reward_cmd(dataset: &Path, preds: &Path, out: &Path) -> Option<PathBuf> {
+/// Rewards by `swe-eval reward` into `out`; the test fails when the command fails (there is no
+/// stored fallback: a broken reward command must turn these tests red).
+fn reward_cmd(dataset: &Path, preds: &Path, out: &Path) -> PathBuf {
     let (ok, _, stderr) = run_bin(&[
         "reward",
         "--dataset",
@@ -561,15 +562,9 @@ fn reward_cmd(dataset: &Path, preds: &Path, out: &Path) -> Option<PathBuf> {
         "--output",
         out.to_str().unwrap(),
     ]);
-    if ok && out.is_file() {
-        Some(out.to_path_buf())
-    } else {
-        eprintln!(
-            "`swe-eval reward` did not run ({}); using stored rewards",
-            stderr.trim()
-        );
-        None
-    }
+    assert!(ok, "`swe-eval reward` failed: {}", stderr.trim());
+    assert!(out.is_file(), "`swe-eval reward` wrote no {}", out.display());
+    out.to_path_buf()
 }
 
 #[test]
@@ -578,14 +573,12 @@ fn pydantic_deep_similarity_auroc_is_0_7704() {
     let preds = shared.join("predictions/pydantic-deep_minimax-m2.5");
     let dataset = shared.join("partial-verified/swebench_verified_partial.jsonl");
     let tmp = tempfile::tempdir().unwrap();
-    // End to end: reward, then correlate. The stored reference rewards stand in only when the
-    // reward command is missing.
+    // End to end: reward, then correlate.
     let rewards = reward_cmd(
         &dataset,
         &preds.join("all_preds.jsonl"),
         &tmp.path().join("r.jsonl"),
-    )
-    .unwrap_or_else(|| shared.join("reward-fixtures/swerl_unidiff_rewards.jsonl"));
+    );
     let out = tmp.path().join("out");
     let (ok, _, stderr) = run_bin(&[
         "correlate",
@@ -640,10 +633,7 @@ fn mini_swe_agent_best_of_seven() {
     let mut args: Vec<String> = vec!["correlate".into()];
     for run in runs {
         let preds = dir.join(run).join("preds.json");
-        let Some(r) = reward_cmd(&dataset, &preds, &tmp.path().join(format!("{run}.jsonl"))) else {
-            eprintln!("skipped: best of n on real runs needs `swe-eval reward`");
-            return;
-        };
+        let r = reward_cmd(&dataset, &preds, &tmp.path().join(format!("{run}.jsonl")));
         args.extend(["--rewards".into(), r.display().to_string()]);
         args.extend(["--predictions".into(), preds.display().to_string()]);
     }

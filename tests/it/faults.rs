@@ -6,7 +6,7 @@
 //! --output`). What must hold: every result file present parses completely (nothing
 //! half-written is taken for a verdict), no temporary file is left for a resume to read, the
 //! error names the file and says the disk is full, and a rerun after space is freed completes
-//! with everything. Needs root to mount; skips with a message otherwise.
+//! with everything. Needs root to mount; skips with a message otherwise (fails in CI).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -23,11 +23,18 @@ pub struct SmallFs {
 }
 
 impl SmallFs {
-    /// Mounts a filesystem of `kib` KiB, or `None` (with the reason printed) when this machine
-    /// does not allow it.
+    /// Mounts a filesystem of `kib` KiB, or `None` (through the skip helper, which fails the
+    /// test in CI) when this machine does not allow it.
     pub fn mount(kib: u64) -> Option<SmallFs> {
-        let dir = tempfile::tempdir().ok()?;
-        let target = dir.path().to_str()?.to_string();
+        crate::common::prerequisite(
+            "a small filesystem mounted for the test (needs root)",
+            Self::try_mount(kib),
+        )
+    }
+
+    fn try_mount(kib: u64) -> Result<SmallFs, String> {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let target = dir.path().display().to_string();
         let tmpfs = Command::new("mount")
             .args([
                 "-t",
@@ -39,11 +46,14 @@ impl SmallFs {
             ])
             .output();
         if tmpfs.as_ref().is_ok_and(|o| o.status.success()) {
-            return Some(SmallFs { dir, _image: None });
+            return Ok(SmallFs { dir, _image: None });
         }
-        let image = tempfile::NamedTempFile::new().ok()?;
-        image.as_file().set_len(kib.max(1024) * 1024).ok()?;
-        let img = image.path().to_str()?.to_string();
+        let image = tempfile::NamedTempFile::new().map_err(|e| e.to_string())?;
+        image
+            .as_file()
+            .set_len(kib.max(1024) * 1024)
+            .map_err(|e| e.to_string())?;
+        let img = image.path().display().to_string();
         let made = Command::new("mkfs.ext4").args(["-q", "-F", &img]).output();
         let mounted = made.is_ok_and(|o| o.status.success())
             && Command::new("mount")
@@ -51,16 +61,18 @@ impl SmallFs {
                 .output()
                 .is_ok_and(|o| o.status.success());
         if mounted {
-            return Some(SmallFs {
+            return Ok(SmallFs {
                 dir,
                 _image: Some(image),
             });
         }
-        eprintln!(
-            "skipped: cannot mount a small filesystem (tmpfs: {}; loop ext4 failed too); run as root",
-            tmpfs.map_or_else(|e| e.to_string(), |o| String::from_utf8_lossy(&o.stderr).trim().to_string())
-        );
-        None
+        Err(format!(
+            "tmpfs: {}; loop ext4 failed too; run as root",
+            tmpfs.map_or_else(
+                |e| e.to_string(),
+                |o| String::from_utf8_lossy(&o.stderr).trim().to_string()
+            )
+        ))
     }
 
     pub fn path(&self) -> &Path {
@@ -650,19 +662,23 @@ struct PrivateDaemon {
 }
 
 impl PrivateDaemon {
-    /// Starts one, or `None` (with the reason printed) when this machine cannot.
+    /// Starts one, or `None` (through the skip helper, which fails the test in CI) when this
+    /// machine cannot.
     fn start() -> Option<PrivateDaemon> {
+        crate::common::prerequisite("a private dockerd (needs root)", Self::try_start())
+    }
+
+    fn try_start() -> Result<PrivateDaemon, String> {
         let have = Command::new("dockerd")
             .arg("--version")
             .output()
             .is_ok_and(|o| o.status.success());
         if !have {
-            eprintln!("skipped: dockerd is not installed");
-            return None;
+            return Err("dockerd is not installed".into());
         }
         // A short path: the socket's path must fit in sun_path.
         let root = PathBuf::from(format!("/tmp/swe-eval-dockerd-{}", std::process::id()));
-        std::fs::create_dir_all(&root).ok()?;
+        std::fs::create_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
         let host = format!("unix://{}/docker.sock", root.display());
         let mut d = PrivateDaemon {
             root,
@@ -670,13 +686,12 @@ impl PrivateDaemon {
             child: None,
         };
         if !d.launch() {
-            eprintln!(
-                "skipped: a private dockerd did not start; its log:\n{}",
+            return Err(format!(
+                "it did not start; its log:\n{}",
                 std::fs::read_to_string(d.root.join("dockerd.log")).unwrap_or_default()
-            );
-            return None;
+            ));
         }
-        Some(d)
+        Ok(d)
     }
 
     /// The private daemon's bridge (at most 15 characters, as Linux wants).

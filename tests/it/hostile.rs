@@ -101,14 +101,12 @@ pub fn add_file(path: &str, text: &str) -> String {
     p
 }
 
-/// True when a Docker daemon answers at `host` (the default one when `None`); prints why not.
+/// True when a Docker daemon answers at `host` (the default one when `None`); otherwise the
+/// skip helper says why (and fails the test under `SWE_EVAL_REQUIRE_ALL=1`).
 pub fn docker_answers(host: Option<&str>) -> bool {
     let ok = docker(host, &["info", "--format", "{{.ServerVersion}}"])
         .is_some_and(|o| o.status.success());
-    if !ok {
-        eprintln!("skipped: no Docker daemon answers");
-    }
-    ok
+    crate::common::require("a Docker daemon answering `docker info`", ok)
 }
 
 /// Runs the `docker` CLI against `host`.

@@ -71,7 +71,7 @@ fn chain(release_alias: &str, env_tag: &str, env_run: &str, inst_tag: &str) -> B
 
 #[tokio::test]
 async fn base_image_is_cached_by_recipe_and_labelled() {
-    let e = engine().await;
+    let Some(e) = engine().await else { return };
     let img = base_image().await;
     assert_eq!(img, base_image_name(DebianRelease::Bookworm));
     assert!(e.image_exists(&img).await.unwrap());
@@ -102,7 +102,7 @@ async fn base_image_is_cached_by_recipe_and_labelled() {
 
 #[tokio::test]
 async fn env_and_instance_images_from_a_local_repo_and_a_failed_build_fails_only_its_instances() {
-    let e = engine().await;
+    let Some(e) = engine().await else { return };
     base_image().await;
     let tmp = tempfile::tempdir().unwrap();
     let (upstream, first, second) = make_repo(tmp.path());
@@ -253,7 +253,8 @@ impl Drop for Registry {
     }
 }
 
-fn start_registry(port: u16) -> Registry {
+/// A registry on loopback, or `None` (through the skip helper) when docker-registry is missing.
+fn start_registry(port: u16) -> Option<Registry> {
     let dir = tempfile::tempdir().unwrap();
     let config = format!(
         "version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: 127.0.0.1:{port}\n",
@@ -272,10 +273,9 @@ fn start_registry(port: u16) -> Registry {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .unwrap_or_else(|e| {
-            panic!("cannot start docker-registry (apt-get install docker-registry): {e}")
-        });
-    Registry { child, _dir: dir }
+        .map_err(|e| format!("{e}; apt-get install docker-registry"));
+    let child = crate::common::prerequisite("docker-registry", child)?;
+    Some(Registry { child, _dir: dir })
 }
 
 fn docker_cli(args: &[&str]) -> String {
@@ -290,10 +290,12 @@ fn docker_cli(args: &[&str]) -> String {
 
 #[tokio::test]
 async fn a_prebuilt_row_image_is_pulled_through_a_namespace_override() {
-    let e: DockerEngine = engine().await;
+    let Some(e): Option<DockerEngine> = engine().await else { return };
     let base = base_image().await;
     let port = 5000 + (std::process::id() % 1000) as u16;
-    let _registry = start_registry(port);
+    let Some(_registry) = start_registry(port) else {
+        return;
+    };
     // Wait (bounded) until the registry answers.
     let ns = format!("127.0.0.1:{port}/swebench");
     let remote = format!("{ns}/sweb.eval.x86_64.x_1776_y:latest");
@@ -389,7 +391,7 @@ async fn a_prebuilt_row_image_is_pulled_through_a_namespace_override() {
 #[tokio::test]
 #[ignore]
 async fn measure_bullseye_bootstrap() {
-    let e = engine().await;
+    let Some(e) = engine().await else { return };
     // SWE_EVAL_IT_RELEASE=trixie measures another release.
     let release = std::env::var("SWE_EVAL_IT_RELEASE")
         .ok()
@@ -430,7 +432,7 @@ async fn images_held_by_another_run_are_handed_over_and_removed_by_the_holder() 
     use swe_eval::images::hold::{hold_labels, release, Holding};
     use swe_eval::images::Prepared;
 
-    let e = Arc::new(engine().await);
+    let Some(e) = engine().await.map(Arc::new) else { return };
     let base = base_image().await;
     let pid = std::process::id();
     let alias = format!("swe-eval-it/held-alias:{pid}");

@@ -20,14 +20,7 @@ fn git(dir: &Path, args: &[&str]) -> Output {
 }
 
 fn have_git() -> bool {
-    let ok = Command::new("git")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("skipped: git is not installed");
-    }
-    ok
+    crate::common::require_program("git")
 }
 
 /// Clones the mirror of `repo` (`owner/name`) into `dest` at `commit`.

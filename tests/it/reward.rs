@@ -183,8 +183,8 @@ fn edge_cases_of_both_variants_equal_reference() {
 
 // ---------------------------------------------------------------- property tests vs Python
 
-/// Runs the oracle script on a batch of cases in one Python process; `None` (with a message)
-/// when python3 or unidiff is missing.
+/// Runs the oracle script on a batch of cases in one Python process; `None` (through the skip
+/// helper) when python3 or unidiff is missing.
 fn python_batch(cases: &[Value]) -> Option<Vec<Value>> {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/reward_oracle.py");
     let child = Command::new("python3")
@@ -194,10 +194,7 @@ fn python_batch(cases: &[Value]) -> Option<Vec<Value>> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn();
-    let Ok(mut child) = child else {
-        eprintln!("skipped: python3 not found");
-        return None;
-    };
+    let mut child = crate::common::prerequisite("python3 (the reward oracle)", child)?;
     let input = serde_json::to_vec(cases).unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let writer = std::thread::spawn(move || stdin.write_all(&input));
@@ -206,8 +203,10 @@ fn python_batch(cases: &[Value]) -> Option<Vec<Value>> {
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         if err.contains("No module named 'unidiff'") {
-            eprintln!("skipped: the unidiff package is missing (pip install unidiff==0.7.5)");
-            return None;
+            return crate::common::prerequisite(
+                "the Python unidiff package",
+                Err("scripts/setup.sh installs it"),
+            );
         }
         panic!("oracle failed: {err}");
     }
@@ -453,10 +452,33 @@ fn cli_reports_unknown_instances_and_malformed_lines_and_writes_the_rest() {
 
 // ---------------------------------------------------------------- search/replace with git
 
+/// Files read from a commit: a missing commit is an error, a missing file is left out, and
+/// invalid UTF-8 is replaced rather than refused.
+#[test]
+fn git_files_missing_commit_is_an_error_and_missing_files_are_left_out() {
+    use swe_eval::reward::git::{read_files, GitError};
+    if !common::require_program("git") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    git(dir.path(), &["init", "-q"]);
+    std::fs::write(dir.path().join("a.txt"), b"caf\xe9\n").unwrap();
+    git(dir.path(), &["add", "."]);
+    git(dir.path(), &["commit", "-qm", "c"]);
+    let head = git(dir.path(), &["rev-parse", "HEAD"]);
+    let files = read_files(dir.path(), &head, &["a.txt".into(), "gone.txt".into()]).unwrap();
+    assert_eq!(files.len(), 1);
+    assert_eq!(
+        files["a.txt"], "caf\u{fffd}\n",
+        "invalid UTF-8 is replaced, not refused"
+    );
+    let err = read_files(dir.path(), "0123456789abcdef0123456789abcdef01234567", &[]).unwrap_err();
+    assert!(matches!(err, GitError::NoCommit { .. }), "{err}");
+}
+
 #[test]
 fn search_replace_from_git_and_converted_patch_applies() {
-    if Command::new("git").arg("--version").output().is_err() {
-        eprintln!("skipped: git not found");
+    if !crate::common::require_program("git") {
         return;
     }
     let repo = tempfile::tempdir().unwrap();

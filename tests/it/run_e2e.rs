@@ -2,7 +2,7 @@
 //! benchmark; every verdict must be the one `datasets/mini/expected.json` writes down (official
 //! and strict), the official files must exist and parse, no container may be left, and a
 //! second run with the same run id must recompute nothing. Skipped with a message when no
-//! Docker daemon answers (CI starts one).
+//! Docker daemon answers (CI starts one and fails instead).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -16,13 +16,8 @@ use crate::common::bin;
 
 fn daemon() -> Option<tokio::runtime::Runtime> {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    match rt.block_on(DockerEngine::connect()) {
-        Ok(_) => Some(rt),
-        Err(e) => {
-            eprintln!("skipped: no Docker daemon: {e}");
-            None
-        }
-    }
+    rt.block_on(crate::common::docker_engine())?;
+    Some(rt)
 }
 
 /// The grading module's category of a stored verdict (with the error kind).

@@ -1,6 +1,6 @@
 //! The runner on the real Docker engine with trivial tasks: every apply path of the driver,
 //! timeouts, strict removal of collection files, forged output, and no container left behind.
-//! Skipped with a message when no daemon answers (CI starts one).
+//! Skipped with a message when no daemon answers (CI starts one and fails instead).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -11,13 +11,7 @@ use swe_eval::runner::{self, trivial, Category, Layout, Plan, RunConfig, RunRepo
 use tokio::sync::mpsc;
 
 async fn engine() -> Option<Arc<DockerEngine>> {
-    match DockerEngine::connect().await {
-        Ok(e) => Some(Arc::new(e)),
-        Err(e) => {
-            eprintln!("skipped: no Docker daemon: {e}");
-            None
-        }
-    }
+    crate::common::docker_engine().await.map(Arc::new)
 }
 
 async fn run(engine: &Arc<DockerEngine>, plan: Plan, cfg: RunConfig) -> RunReport {
