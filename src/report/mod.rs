@@ -16,7 +16,7 @@ use crate::grading::{Category, Group, Mode, TestGroups, Verdict};
 
 pub mod logs;
 mod pyjson;
-pub use pyjson::to_python_json;
+pub use pyjson::{to_python_json, to_python_json_indent};
 
 /// File name of the per-instance report in the official layout.
 pub const REPORT_FILE: &str = "report.json";

@@ -7,19 +7,24 @@ use serde_json::Value;
 
 /// `json.dumps(value, indent=4)`.
 pub fn to_python_json(value: &Value) -> String {
+    to_python_json_indent(value, 4)
+}
+
+/// `json.dumps(value, indent=width)` (also what `json.dump(value, f, indent=width)` writes).
+pub fn to_python_json_indent(value: &Value, width: usize) -> String {
     let mut out = String::new();
-    write_value(&mut out, value, 0);
+    write_value(&mut out, value, 0, width);
     out
 }
 
-fn indent(out: &mut String, level: usize) {
+fn indent(out: &mut String, level: usize, width: usize) {
     out.push('\n');
-    for _ in 0..level {
-        out.push_str("    ");
+    for _ in 0..level * width {
+        out.push(' ');
     }
 }
 
-fn write_value(out: &mut String, value: &Value, level: usize) {
+fn write_value(out: &mut String, value: &Value, level: usize, width: usize) {
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
@@ -32,10 +37,10 @@ fn write_value(out: &mut String, value: &Value, level: usize) {
                 if i > 0 {
                     out.push(',');
                 }
-                indent(out, level + 1);
-                write_value(out, item, level + 1);
+                indent(out, level + 1, width);
+                write_value(out, item, level + 1, width);
             }
-            indent(out, level);
+            indent(out, level, width);
             out.push(']');
         }
         Value::Object(map) if map.is_empty() => out.push_str("{}"),
@@ -45,12 +50,12 @@ fn write_value(out: &mut String, value: &Value, level: usize) {
                 if i > 0 {
                     out.push(',');
                 }
-                indent(out, level + 1);
+                indent(out, level + 1, width);
                 write_string(out, k);
                 out.push_str(": ");
-                write_value(out, v, level + 1);
+                write_value(out, v, level + 1, width);
             }
-            indent(out, level);
+            indent(out, level, width);
             out.push('}');
         }
     }
@@ -91,5 +96,9 @@ mod tests {
         let v = serde_json::json!({"a": [1, {"b": null}], "c": {}, "d": [], "e": "\u{7f}\u{1F600}\u{1}"});
         let expected = "{\n    \"a\": [\n        1,\n        {\n            \"b\": null\n        }\n    ],\n    \"c\": {},\n    \"d\": [],\n    \"e\": \"\\u007f\\ud83d\\ude00\\u0001\"\n}";
         assert_eq!(to_python_json(&v), expected);
+        // json.dumps(v, indent=2).
+        let v = serde_json::json!({"r": {"resolved": 1, "total": 2}, "l": ["x"]});
+        let expected = "{\n  \"r\": {\n    \"resolved\": 1,\n    \"total\": 2\n  },\n  \"l\": [\n    \"x\"\n  ]\n}";
+        assert_eq!(to_python_json_indent(&v, 2), expected);
     }
 }
