@@ -23,3 +23,4 @@ pub mod reward;
 pub mod runner;
 pub mod spec;
 pub mod study;
+pub mod submit;

@@ -10,6 +10,7 @@ pub mod grade;
 pub mod reward;
 pub mod run;
 pub mod spec;
+pub mod submit;
 pub mod validate;
 
 /// Boxed library error, turned into `anyhow` only by the binary.
@@ -60,6 +61,8 @@ pub enum Command {
     Grade(grade::Args),
     /// Run gold and empty patches k times and flag instances whose verdicts are not stable.
     Validate(validate::Args),
+    /// Package a finished run as a SWE-bench leaderboard submission, or check one (--verify).
+    Submit(submit::Args),
     /// Measure the speed of the reward, grading, correlation and harness overhead.
     Bench(bench::Args),
 }
@@ -73,5 +76,6 @@ pub fn dispatch(cli: Cli) -> CliResult {
         Command::Grade(a) => grade::run(a),
         Command::Validate(a) => validate::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::Submit(a) => submit::run(a),
     }
 }

@@ -14,3 +14,4 @@ mod reward;
 mod run_e2e;
 mod runner;
 mod spec;
+mod submit;

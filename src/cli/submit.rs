@@ -1,0 +1,238 @@
+//! `swe-eval submit`: package a finished run as a SWE-bench leaderboard submission, or check a
+//! package (`--verify`). The work is in `swe_eval::submit`.
+
+use std::path::PathBuf;
+
+use super::{BoxError, CliResult, Outcome};
+use crate::dataset;
+use crate::predictions;
+use crate::report::logs::SavedLogs;
+use crate::submit::{self, Metadata, Options, Source};
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Examples:
+  swe-eval submit results/ -d datasets/mini/dataset.jsonl --model mini-demo -o pkg/
+  swe-eval submit graded/ -d verified.jsonl -p all_preds.jsonl --logs test_outputs.jsonl \\
+      --trajs trajs/ --report https://example.org/report --authors 'A. B.' -o 20260101_system/
+  swe-eval submit --verify 20260101_system/ -d verified.jsonl
+
+RUN is a run's output folder: a swe-eval run or the official harness's (its
+logs/run_evaluation/<run_id>/<model>/<id>/ tree gives the patches and test outputs), or a
+`swe-eval grade` output together with --predictions and --logs.
+
+The package (the folder to add under evaluation/<split>/ of SWE-bench/experiments):
+all_preds.jsonl, logs/<instance_id>/{patch.diff,report.json,test_output.txt}, trajs/,
+results/{results.json,resolved_by_repo.json,resolved_by_time.json}, metadata.yaml, README.md.
+results/ is graded from the package's own logs as the repository's analysis script does.
+Every checklist requirement the inputs do not meet is a warning naming the rule.
+
+--verify grades a package again from its own logs and checks every number of results/, each
+report.json, all_preds.jsonl and the README's summary line; any difference fails (exit 1).
+
+Exit codes: 0 done; 1 failed (or --verify found differences); 2 bad usage; 3 done, with
+warnings.")]
+pub struct Args {
+    /// The run's output folder (see below).
+    #[arg(required_unless_present = "verify", conflicts_with = "verify")]
+    pub run: Option<PathBuf>,
+    /// Dataset rows (JSON, JSON Lines or Parquet) with FAIL_TO_PASS, PASS_TO_PASS and
+    /// created_at, as the leaderboard grades them.
+    #[arg(long, short = 'd')]
+    pub dataset: PathBuf,
+    /// The package folder to write (new or empty, apart from every input).
+    #[arg(long, short = 'o', required_unless_present = "verify")]
+    pub output: Option<PathBuf>,
+    /// Check an existing package instead of writing one.
+    #[arg(long, value_name = "PACKAGE")]
+    pub verify: Option<PathBuf>,
+    /// Predictions, when RUN has no patch.diff files (a `grade` output) [default: RUN's].
+    #[arg(long, short = 'p')]
+    pub predictions: Option<String>,
+    /// Test outputs, when RUN has none: a folder or a JSONL of {instance_id, test_output}
+    /// [default: RUN].
+    #[arg(long)]
+    pub logs: Option<PathBuf>,
+    /// The run to package when RUN holds several.
+    #[arg(long)]
+    pub run_id: Option<String>,
+    /// The model to package when the run has several.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Folder of reasoning traces, one per instance, the instance id in each name.
+    #[arg(long)]
+    pub trajs: Option<PathBuf>,
+    /// Benchmark split (the evaluation/<split>/ folder).
+    #[arg(long, default_value = "verified")]
+    pub split: String,
+    /// Leaderboard entry name [default: the model name].
+    #[arg(long)]
+    pub name: Option<String>,
+    /// URL of the system's site.
+    #[arg(long)]
+    pub site: Option<String>,
+    /// URL of the technical report, paper or blog post (required by the leaderboard).
+    #[arg(long)]
+    pub report: Option<String>,
+    /// The people involved (the first author's website or profile too).
+    #[arg(long)]
+    pub authors: Option<String>,
+    /// URL of a logo.
+    #[arg(long)]
+    pub logo: Option<String>,
+    /// Organisation (repeatable).
+    #[arg(long = "org")]
+    pub orgs: Vec<String>,
+    /// Model the system uses (repeatable) [default: the predictions' model name].
+    #[arg(long = "uses-model")]
+    pub models: Vec<String>,
+    /// The model's weights are open.
+    #[arg(long)]
+    pub os_model: bool,
+    /// The system's code is open.
+    #[arg(long)]
+    pub os_system: bool,
+    /// `1` (one attempt per instance) or `2+` (best@k: the system chose among attempts without
+    /// the SWE-bench tests).
+    #[arg(long, default_value = "1", value_parser = ["1", "2+"])]
+    pub attempts: String,
+    /// Confirm a checklist item only you can: no-test-knowledge, no-hints, no-web-browsing
+    /// (repeatable).
+    #[arg(long, value_parser = ["no-test-knowledge", "no-hints", "no-web-browsing"])]
+    pub declare: Vec<String>,
+}
+
+pub fn run(args: Args) -> CliResult {
+    let (ds, ds_problems) = dataset::load_dataset(&args.dataset)?;
+    for p in &ds_problems {
+        eprintln!("warning: skipped dataset row: {p}");
+    }
+    if let Some(pkg) = &args.verify {
+        return verify(&ds, pkg);
+    }
+    let (Some(run), Some(output)) = (args.run.clone(), args.output.clone()) else {
+        return Err("RUN and --output are needed (or --verify PACKAGE)".into());
+    };
+    let mut inputs: Vec<PathBuf> = vec![run.clone(), args.dataset.clone()];
+    inputs.extend(args.logs.clone());
+    inputs.extend(args.trajs.clone());
+    if let Some(p) = &args.predictions {
+        if p != "gold" {
+            inputs.push(PathBuf::from(p));
+        }
+    }
+    let refs: Vec<&std::path::Path> = inputs.iter().map(PathBuf::as_path).collect();
+    submit::check_output(&output, &refs)?;
+
+    let predictions = match &args.predictions {
+        Some(spec) => {
+            let loaded = predictions::load(spec, Some(&ds))?;
+            for p in &loaded.problems {
+                eprintln!("warning: skipped prediction: {p}");
+            }
+            loaded.items
+        }
+        None => submit::predictions_from_tree(&run, args.run_id.as_deref())?,
+    };
+    if predictions.is_empty() {
+        return Err(format!(
+            "no predictions: {} has no patch.diff files; pass --predictions",
+            run.display()
+        )
+        .into());
+    }
+    let logs = SavedLogs::open(args.logs.as_deref().unwrap_or(&run))?;
+    for p in logs.problems() {
+        eprintln!("warning: skipped log row: {p}");
+    }
+    let source = Source {
+        predictions,
+        logs,
+        run_id: args.run_id.clone(),
+        summaries: submit::summaries_in(&run),
+    };
+    let opts = Options {
+        output: output.clone(),
+        model: args.model.clone(),
+        trajs: args.trajs.clone(),
+        split: args.split.clone(),
+        metadata: Metadata {
+            name: args.name,
+            site: args.site,
+            report: args.report,
+            authors: args.authors,
+            logo: args.logo,
+            orgs: args.orgs,
+            models: args.models,
+            os_model: args.os_model,
+            os_system: args.os_system,
+            attempts: args.attempts,
+            declared: args.declare,
+        },
+    };
+    let pkg = submit::build(&ds, &source, &opts)?;
+    for w in &pkg.warnings {
+        eprintln!("warning: {w}");
+    }
+    print!("{}", pkg.results.summary_text(&pkg.name, &args.split));
+    println!(
+        "packaged {} prediction(s) of {} ({} with a reasoning trace) into {}",
+        pkg.predictions,
+        pkg.model,
+        pkg.trajs,
+        output.display()
+    );
+    // The package is checked as the maintainers would before it is called done.
+    let check = submit::verify(&ds, &output)?;
+    if !check.mismatches.is_empty() {
+        for m in &check.mismatches {
+            eprintln!("mismatch: {m}");
+        }
+        return Err(format!(
+            "the package written to {} does not verify ({} difference(s))",
+            output.display(),
+            check.mismatches.len()
+        )
+        .into());
+    }
+    Ok(if pkg.warnings.is_empty() {
+        Outcome::Clean
+    } else {
+        Outcome::WithProblems
+    })
+}
+
+fn verify(ds: &dataset::Dataset, pkg: &std::path::Path) -> CliResult {
+    let v = submit::verify(ds, pkg)?;
+    for w in &v.warnings {
+        eprintln!("warning: {w}");
+    }
+    if !v.mismatches.is_empty() {
+        for m in &v.mismatches {
+            eprintln!("mismatch: {m}");
+        }
+        return Err(BoxError::from(format!(
+            "{} does not verify: {} difference(s) between its files and its own logs graded again",
+            pkg.display(),
+            v.mismatches.len()
+        )));
+    }
+    println!(
+        "verified {}: resolved {} of {} instances ({}%), no_generation {}, no_logs {}; \
+         results/results.json, resolved_by_repo.json ({} repositories), resolved_by_time.json \
+         ({} years), every report.json, all_preds.jsonl and README.md agree with the logs",
+        pkg.display(),
+        v.results.resolved.len(),
+        v.results.total,
+        v.results.rate(),
+        v.results.no_generation.len(),
+        v.results.no_logs.len(),
+        v.results.by_repo.len(),
+        v.results.by_year.len(),
+    );
+    Ok(if v.warnings.is_empty() {
+        Outcome::Clean
+    } else {
+        Outcome::WithProblems
+    })
+}
