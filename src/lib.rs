@@ -1,10 +1,11 @@
 //! swe-eval: an evaluation harness for SWE-bench Verified.
 //!
 //! Three jobs share this library: executing predictions in Docker and grading them as the
-//! official harness does (`runner`, `engine`, `images`, `spec`, `logparse`, `grading`,
-//! `report`), scoring them without execution with the SWE-RL similarity reward (`reward`),
-//! and studying how the two agree (`study`). Data flows one way between modules; each
-//! takes plain values from the one before it.
+//! official harness does (`orchestrate` drives `runner`, `engine`, `images`, `spec`,
+//! `logparse`, `grading`, `report`), scoring them without execution with the SWE-RL
+//! similarity reward (`reward`), and studying how the two agree (`study`). Data flows one way
+//! between modules; each takes plain values from the one before it. ARCHITECTURE.md at the
+//! repository root draws the layers and says what each module may import.
 
 pub mod cli;
 pub mod dataset;
@@ -14,6 +15,7 @@ pub mod grading;
 pub mod images;
 pub mod logparse;
 pub mod mini;
+pub mod orchestrate;
 pub mod owner;
 pub mod predictions;
 pub mod progress;

@@ -5,7 +5,8 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use super::{CliResult, Outcome};
+use super::CliResult;
+use crate::orchestrate::{outcome, Troubles};
 use crate::dataset::{self, InputProblem};
 use crate::study::{self, inputs, report::Patches, Options};
 
@@ -153,9 +154,7 @@ pub fn run(args: Args) -> CliResult {
         args.output.display(),
         started.elapsed().as_secs_f64()
     );
-    if problems.is_empty() && written.png_problems.is_empty() {
-        Ok(Outcome::Clean)
-    } else {
-        Ok(Outcome::WithProblems)
-    }
+    Ok(outcome(&Troubles::of_inputs(
+        problems.len() + written.png_problems.len(),
+    )))
 }

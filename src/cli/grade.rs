@@ -6,7 +6,8 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::{BoxError, CliResult, Outcome};
+use super::{BoxError, CliResult};
+use crate::orchestrate::{outcome, Troubles};
 use crate::dataset::{self, Dataset};
 use crate::grading::{self, GradeInput, Mode, Verdict};
 use crate::predictions::{self, Prediction};
@@ -195,11 +196,7 @@ pub fn run(args: Args) -> CliResult {
         summary.strict_flipped_instances.unwrap_or(0),
         args.output.display()
     );
-    Ok(if graded.problems.is_empty() {
-        Outcome::Clean
-    } else {
-        Outcome::WithProblems
-    })
+    Ok(outcome(&Troubles::of_inputs(graded.problems.len())))
 }
 
 /// Writes the reports, the summary and the rows; returns the summary.

@@ -1,12 +1,14 @@
 //! Command-line definitions (clap), one file per subcommand. Each subcommand's `run` takes its
 //! parsed arguments, calls the library and reports what happened; nothing here holds logic
-//! that a library user would need.
+//! that a library user would need (the run workflow is `crate::orchestrate`; `render` draws
+//! its events).
 
 use clap::{Parser, Subcommand};
 
 pub mod bench;
 pub mod correlate;
 pub mod grade;
+pub mod render;
 pub mod reward;
 pub mod run;
 pub mod spec;
@@ -16,23 +18,9 @@ pub mod validate;
 /// Boxed library error, turned into `anyhow` only by the binary.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
-/// How a command ended when it did not fail outright.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// Everything asked for was done.
-    Clean,
-    /// The command finished, but some inputs or jobs had problems (already reported on stderr).
-    WithProblems,
-}
-
-impl Outcome {
-    pub fn exit_code(self) -> i32 {
-        match self {
-            Outcome::Clean => 0,
-            Outcome::WithProblems => 3,
-        }
-    }
-}
+/// How a command ended when it did not fail outright (decided by
+/// [`crate::orchestrate::outcome`], the one rule for every command).
+pub use crate::orchestrate::Outcome;
 
 pub type CliResult = Result<Outcome, BoxError>;
 

@@ -5,7 +5,8 @@
 
 use std::path::PathBuf;
 
-use super::{CliResult, Outcome};
+use super::CliResult;
+use crate::orchestrate::{outcome, Troubles};
 use crate::repos::RepoSources;
 use crate::reward::batch::{self, RewardRecord};
 
@@ -105,9 +106,5 @@ fn run_in_pool(args: Args) -> CliResult {
             format!(" ({} problems)", problems.len())
         }
     );
-    Ok(if problems.is_empty() {
-        Outcome::Clean
-    } else {
-        Outcome::WithProblems
-    })
+    Ok(outcome(&Troubles::of_inputs(problems.len())))
 }

@@ -5,7 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{CliResult, Outcome};
+use super::CliResult;
+use crate::orchestrate::{outcome, Troubles};
 use crate::dataset;
 use crate::fsutil::write_atomic;
 use crate::repos::RepoSources;
@@ -124,11 +125,7 @@ pub fn run(args: Args) -> CliResult {
         args.output.display(),
         args.flavour
     );
-    Ok(if problems == 0 {
-        Outcome::Clean
-    } else {
-        Outcome::WithProblems
-    })
+    Ok(outcome(&Troubles::of_inputs(problems)))
 }
 
 /// `eval.sh`, the two Dockerfiles and their build-context files, side by side.

@@ -37,10 +37,8 @@ use crate::predictions::Prediction;
 pub mod driver;
 mod grade;
 mod job;
-pub mod prepare;
 pub mod store;
 pub mod summary;
-pub mod trivial;
 
 pub use driver::PatchMode;
 pub use store::{Category, Layout, Verdict};

@@ -6,7 +6,7 @@
 //! official grading cannot.
 //!
 //! The tasks are SWE-bench 5 style rows (their own image and eval script): the trivial fixture
-//! image (`/testbed/m.py` with `f()` returning 1, see `runner::trivial`), a pytest file the eval
+//! image (`/testbed/m.py` with `f()` returning 1, see `orchestrate::trivial`), a pytest file the eval
 //! script writes (as a test patch would), and a check before the tests that no earlier job's
 //! leftovers are visible. Skipped with a message when no Docker daemon answers.
 //!
@@ -17,7 +17,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use swe_eval::engine::{DockerEngine, LABEL_RUN_ID};
-use swe_eval::runner::{trivial, Category, Verdict};
+use swe_eval::orchestrate::trivial;
+use swe_eval::runner::{Category, Verdict};
 
 /// The test file every task's eval script writes before running pytest, as a test patch
 /// would: whatever the model's patch put at that path is overwritten.

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use swe_eval::engine::{DockerEngine, Engine, LABEL_RUN_ID, LABEL_TOOL};
-use swe_eval::runner::{self, trivial, Category, Layout, Plan, RunConfig, RunReport, Verdict};
+use swe_eval::orchestrate::trivial;
+use swe_eval::runner::{self, Category, Layout, Plan, RunConfig, RunReport, Verdict};
 use tokio::sync::mpsc;
 
 async fn engine() -> Option<Arc<DockerEngine>> {

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::cli::grade::{grade_all, load_inputs, read_logs};
-use crate::cli::{CliResult, Outcome};
+use crate::cli::CliResult;
+use crate::orchestrate::{outcome, Troubles};
 use crate::report::logs::SavedLogs;
 
 const SHARED: &str = "../shared/datasets";
@@ -98,9 +99,5 @@ pub fn run(args: Args) -> CliResult {
     for p in &problems {
         eprintln!("{p}");
     }
-    Ok(if problems.is_empty() {
-        Outcome::Clean
-    } else {
-        Outcome::WithProblems
-    })
+    Ok(outcome(&Troubles::of_inputs(problems.len())))
 }

@@ -18,7 +18,8 @@ use tokio::sync::mpsc;
 use crate::cli::{BoxError, CliResult, Outcome};
 use crate::engine::fake::{exited, FakeEngine};
 use crate::engine::{DockerEngine, Engine};
-use crate::runner::{self, trivial, Plan, RunConfig, RunEvent, RunReport};
+use crate::orchestrate::{run_plan, trivial, Event};
+use crate::runner::{self, Plan, RunConfig, RunEvent, RunReport};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -112,7 +113,7 @@ async fn timed<E: Engine>(
     let watcher = tokio::spawn(async move {
         let (mut done, mut job_secs) = (0usize, 0.0f64);
         while let Some(ev) = erx.recv().await {
-            if let RunEvent::Verdict { verdict, .. } = ev {
+            if let Event::Run(RunEvent::Verdict { verdict, .. }) = ev {
                 done += 1;
                 job_secs += verdict.total_secs;
                 if Some(done) == stop_after {
@@ -123,7 +124,9 @@ async fn timed<E: Engine>(
         (done, job_secs)
     });
     let t = Instant::now();
-    let report = runner::run(engine, plan, cfg, irx, etx).await?;
+    let report = run_plan(engine, plan, cfg, irx, &etx).await;
+    drop(etx);
+    let report = report?;
     let wall = t.elapsed().as_secs_f64();
     let (done, job_secs) = watcher.await?;
     let (peak, rss) = memory_mib();

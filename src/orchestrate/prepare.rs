@@ -16,7 +16,7 @@ use crate::images::{
 use crate::repos::RepoSources;
 use crate::spec::{Flavour, SpecOptions, TestSpec};
 
-use super::Setup;
+use crate::runner::Setup;
 
 /// How images are chosen and built.
 #[derive(Debug, Clone)]

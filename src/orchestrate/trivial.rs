@@ -12,7 +12,7 @@ use crate::images::{self, BaseOptions, ImageError};
 use crate::predictions::Prediction;
 use crate::spec::DebianRelease;
 
-use super::Setup;
+use crate::runner::Setup;
 
 /// The image's tag (content-addressed by its Dockerfile, so a changed fixture rebuilds).
 pub fn image_tag(base: &str) -> String {

@@ -1,0 +1,143 @@
+//! A run's inputs: the dataset and the predictions, loaded, checked against each other and
+//! narrowed to the instances asked for; or, with neither given, the bundled mini benchmark
+//! materialized under the output folder.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use crate::dataset::{self, Dataset, Instance, LoadError};
+use crate::predictions::{self, Prediction};
+
+/// The run's inputs, loaded and checked.
+pub struct Inputs {
+    pub dataset: Dataset,
+    pub predictions: Vec<Prediction>,
+    /// The instances the run covers (the dataset, narrowed by `--instance-ids`).
+    pub instance_ids: Vec<String>,
+    /// Rows and predictions skipped, with file and line.
+    pub problems: Vec<String>,
+    /// Mirrors of the mini benchmark, when it is the input.
+    pub mini_mirrors: Option<PathBuf>,
+}
+
+impl Inputs {
+    /// True when the input is the bundled mini benchmark.
+    pub fn is_mini(&self) -> bool {
+        self.mini_mirrors.is_some()
+    }
+}
+
+/// Why the inputs could not be loaded at all.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    #[error("cannot write the mini benchmark to {}: {source}", dir.display())]
+    Mini {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("--predictions needs --dataset")]
+    PredictionsWithoutDataset,
+    #[error("--dataset needs --predictions (a file, or `gold`)")]
+    DatasetWithoutPredictions,
+    #[error(transparent)]
+    Load(#[from] LoadError),
+}
+
+/// Loads the dataset and predictions (or materializes the mini benchmark into `output/mini`).
+pub fn load_inputs(
+    dataset: Option<&Path>,
+    predictions: Option<&str>,
+    instance_ids: &[String],
+    output: &Path,
+) -> Result<Inputs, InputError> {
+    let mut problems = Vec::new();
+    let (ds_path, pred_spec, mini_mirrors) = match (dataset, predictions) {
+        (None, None) => {
+            let dir = output.join("mini");
+            let bench = crate::mini::materialize(&dir).map_err(|source| InputError::Mini {
+                dir: dir.clone(),
+                source,
+            })?;
+            (
+                bench.dataset,
+                bench.predictions.to_string_lossy().into_owned(),
+                Some(bench.mirrors),
+            )
+        }
+        (Some(d), Some(p)) => (d.to_path_buf(), p.to_string(), None),
+        (None, Some(_)) => return Err(InputError::PredictionsWithoutDataset),
+        (Some(_), None) => return Err(InputError::DatasetWithoutPredictions),
+    };
+    let (ds, ds_problems) = dataset::load_dataset(&ds_path)?;
+    problems.extend(ds_problems.iter().map(ToString::to_string));
+    let loaded = predictions::load(&pred_spec, Some(&ds))?;
+    problems.extend(loaded.problems.iter().map(ToString::to_string));
+    let checked = predictions::check_against(&ds, loaded.items, Path::new(&pred_spec));
+    problems.extend(checked.problems.iter().map(ToString::to_string));
+    let mut ids: Vec<String> = ds.instances.iter().map(|i| i.instance_id.clone()).collect();
+    if !instance_ids.is_empty() {
+        for id in instance_ids {
+            if ds.get(id).is_none() {
+                problems.push(format!("--instance-ids: {id} is not in the dataset"));
+            }
+        }
+        ids.retain(|id| instance_ids.contains(id));
+    }
+    let keep: HashSet<&str> = ids.iter().map(String::as_str).collect();
+    let predictions = checked
+        .items
+        .into_iter()
+        .filter(|p| keep.contains(p.instance_id.as_str()))
+        .collect();
+    Ok(Inputs {
+        dataset: ds,
+        predictions,
+        instance_ids: ids,
+        problems,
+        mini_mirrors,
+    })
+}
+
+/// The instances that have predictions, in dataset order.
+pub fn needed<'a>(ds: &'a Dataset, preds: &[&Prediction]) -> Vec<&'a Instance> {
+    let want: HashSet<&str> = preds.iter().map(|p| p.instance_id.as_str()).collect();
+    ds.instances
+        .iter()
+        .filter(|i| want.contains(i.instance_id.as_str()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mini_inputs_load_with_no_arguments() {
+        let dir = tempfile::tempdir().unwrap();
+        let inputs = load_inputs(None, None, &[], dir.path()).unwrap();
+        assert!(inputs.problems.is_empty(), "{:?}", inputs.problems);
+        assert!(inputs.instance_ids.len() >= 8);
+        assert_eq!(inputs.predictions.len(), crate::mini::expected().len());
+        assert!(inputs.mini_mirrors.unwrap().is_dir());
+        let one = load_inputs(None, None, &["swe-eval-mini__calc-1".into()], dir.path()).unwrap();
+        assert_eq!(one.instance_ids, ["swe-eval-mini__calc-1"]);
+        assert!(one
+            .predictions
+            .iter()
+            .all(|p| p.instance_id == "swe-eval-mini__calc-1"));
+    }
+
+    #[test]
+    fn a_dataset_without_predictions_and_the_reverse_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            load_inputs(None, Some("gold"), &[], dir.path()),
+            Err(InputError::PredictionsWithoutDataset)
+        ));
+        assert!(matches!(
+            load_inputs(Some(Path::new("d.jsonl")), None, &[], dir.path()),
+            Err(InputError::DatasetWithoutPredictions)
+        ));
+    }
+}

@@ -1,0 +1,117 @@
+//! Where a run's images and repositories come from: the user's choices (flags) turned into
+//! [`PrepareOptions`], with the defaults that depend on the input (the mini benchmark builds
+//! Debian images from its own mirrors) and on the environment (the repository cache).
+
+use std::path::{Path, PathBuf};
+
+use super::prepare::PrepareOptions;
+use crate::repos::{RepoFlagError, RepoSources};
+use crate::spec::Flavour;
+
+/// The image and repository choices of `run` and `validate`, as given.
+#[derive(Debug, Clone, Default)]
+pub struct ImageChoices {
+    /// `owner/name=PATH_OR_URL` overrides (`--repo`).
+    pub repos: Vec<String>,
+    /// A folder of mirrors (`--mirrors`).
+    pub mirrors: Option<PathBuf>,
+    /// Registry/namespace of prebuilt official images (`--namespace`).
+    pub namespace: Option<String>,
+    /// A PEM bundle image builds trust (`--ca-cert`).
+    pub ca_cert: Option<PathBuf>,
+    /// The image flavour; `None` picks Debian for the mini benchmark, else official.
+    pub flavour: Option<Flavour>,
+}
+
+/// Why the choices cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum OptionsError {
+    #[error(transparent)]
+    RepoFlag(#[from] RepoFlagError),
+    #[error("cannot read --ca-cert {}: {source}", path.display())]
+    CaCert {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot make {} absolute: {source}", path.display())]
+    Path {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Image and repository options from the choices (`mini_mirrors` when the input is the mini
+/// benchmark, which also makes Debian the default flavour).
+pub fn prepare_options(
+    output: &Path,
+    choices: &ImageChoices,
+    mini_mirrors: Option<PathBuf>,
+    workers: usize,
+) -> Result<PrepareOptions, OptionsError> {
+    let flavour = match choices.flavour {
+        Some(f) => f,
+        None if mini_mirrors.is_some() => Flavour::Debian,
+        None => Flavour::Official,
+    };
+    let mirrors = match &choices.mirrors {
+        Some(m) => Some(std::path::absolute(m).map_err(|source| OptionsError::Path {
+            path: m.clone(),
+            source,
+        })?),
+        None => mini_mirrors,
+    };
+    let mut sources = RepoSources {
+        mirrors,
+        ..Default::default()
+    };
+    for r in &choices.repos {
+        sources.add_override(&absolute_repo_flag(r))?;
+    }
+    let ca_cert = match &choices.ca_cert {
+        Some(p) => Some(std::fs::read(p).map_err(|source| OptionsError::CaCert {
+            path: p.clone(),
+            source,
+        })?),
+        None => None,
+    };
+    Ok(PrepareOptions {
+        flavour,
+        namespace: choices.namespace.clone(),
+        ca_cert,
+        repos: sources,
+        repo_cache: repo_cache_dir(output),
+        build_logs: output.join("logs").join("build_images"),
+        parallel: workers,
+    })
+}
+
+/// The bare repository cache: `$SWE_EVAL_CACHE/repos`, else `$XDG_CACHE_HOME/swe-eval/repos`,
+/// else `~/.cache/swe-eval/repos`, else under the output folder.
+fn repo_cache_dir(output: &Path) -> PathBuf {
+    if let Some(d) = std::env::var_os("SWE_EVAL_CACHE") {
+        return PathBuf::from(d).join("repos");
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+        return PathBuf::from(d).join("swe-eval").join("repos");
+    }
+    if let Some(h) = std::env::var_os("HOME") {
+        return PathBuf::from(h)
+            .join(".cache")
+            .join("swe-eval")
+            .join("repos");
+    }
+    output.join(".cache").join("repos")
+}
+
+/// `owner/name=PATH` with PATH made absolute when it is a local path that exists.
+pub fn absolute_repo_flag(flag: &str) -> String {
+    match flag.split_once('=') {
+        Some((repo, src)) if Path::new(src).exists() => match std::path::absolute(src) {
+            Ok(p) => format!("{repo}={}", p.display()),
+            Err(_) => flag.to_string(),
+        },
+        _ => flag.to_string(),
+    }
+}

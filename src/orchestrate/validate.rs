@@ -1,0 +1,174 @@
+//! Validation of a dataset: each instance's gold patch and no patch at all, run `k` times
+//! each, and the instances whose verdicts cannot be trusted flagged: gold does not resolve,
+//! the untouched tree already resolves, or a verdict changes between repetitions (flaky
+//! tests).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::predictions::Prediction;
+use crate::runner::{Category, Layout, Verdict};
+
+use super::inputs::Inputs;
+
+/// What validation found about one instance.
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    pub instance_id: String,
+    /// Categories of the gold runs, then of the empty runs, in sample order.
+    pub gold: Vec<Category>,
+    pub empty: Vec<Category>,
+    pub gold_not_resolved: bool,
+    pub empty_resolves: bool,
+    pub flaky: bool,
+}
+
+impl Finding {
+    pub fn flagged(&self) -> bool {
+        self.gold_not_resolved || self.empty_resolves || self.flaky
+    }
+}
+
+/// Judges one instance from its gold and empty verdicts.
+pub fn judge(instance_id: &str, gold: Vec<Category>, empty: Vec<Category>) -> Finding {
+    let varies = |v: &[Category]| v.windows(2).any(|w| w[0] != w[1]);
+    Finding {
+        instance_id: instance_id.to_string(),
+        gold_not_resolved: gold.is_empty() || gold.iter().any(|c| *c != Category::Resolved),
+        empty_resolves: empty.contains(&Category::Resolved),
+        flaky: varies(&gold) || varies(&empty),
+        gold,
+        empty,
+    }
+}
+
+/// The model names of the gold and the empty runs.
+pub const GOLD: &str = "gold";
+pub const EMPTY: &str = "empty";
+
+/// The predictions of a validation: for each instance of `inputs`, the gold patch and the
+/// empty patch, `k` samples each.
+pub fn gold_and_empty(inputs: &Inputs, k: u32) -> Vec<Prediction> {
+    let mut predictions = Vec::new();
+    for id in &inputs.instance_ids {
+        let Some(inst) = inputs.dataset.get(id) else {
+            continue;
+        };
+        for sample in 0..k {
+            for (model, patch) in [(GOLD, inst.patch.clone()), (EMPTY, String::new())] {
+                predictions.push(Prediction {
+                    instance_id: id.clone(),
+                    model_name_or_path: model.to_string(),
+                    model_patch: Some(patch),
+                    sample,
+                    line: None,
+                    extra: Default::default(),
+                });
+            }
+        }
+    }
+    predictions
+}
+
+/// Why a validation's verdicts could not be read back.
+#[derive(Debug, thiserror::Error)]
+pub enum FindingsError {
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: {source}", path.display())]
+    Json {
+        path: std::path::PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// The findings of each of `instance_ids`, from the run's per-prediction file (resumed
+/// verdicts included).
+pub fn findings(layout: &Layout, instance_ids: &[String]) -> Result<Vec<Finding>, FindingsError> {
+    let path = layout.jsonl_path();
+    let text = std::fs::read_to_string(&path).map_err(|source| FindingsError::Read {
+        path: path.clone(),
+        source,
+    })?;
+    let mut by: BTreeMap<(String, String), BTreeMap<u32, Category>> = BTreeMap::new();
+    for line in text.lines() {
+        let v: Verdict = serde_json::from_str(line).map_err(|source| FindingsError::Json {
+            path: path.clone(),
+            source,
+        })?;
+        by.entry((v.instance_id, v.model))
+            .or_default()
+            .insert(v.sample, v.category);
+    }
+    let mut take = |id: &str, model: &str| -> Vec<Category> {
+        by.remove(&(id.to_string(), model.to_string()))
+            .map(|m| m.into_values().collect())
+            .unwrap_or_default()
+    };
+    Ok(instance_ids
+        .iter()
+        .map(|id| {
+            let gold = take(id, GOLD);
+            let empty = take(id, EMPTY);
+            judge(id, gold, empty)
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Category::*;
+
+    #[test]
+    fn judging_flags_each_kind_of_untrustworthy_instance() {
+        let cases = [
+            (
+                vec![Resolved, Resolved],
+                vec![Unresolved, Unresolved],
+                false,
+                "healthy",
+            ),
+            (
+                vec![Resolved, Unresolved],
+                vec![Unresolved, Unresolved],
+                true,
+                "gold flips",
+            ),
+            (
+                vec![Unresolved, Unresolved],
+                vec![Unresolved, Unresolved],
+                true,
+                "gold never resolves",
+            ),
+            (
+                vec![Resolved, Resolved],
+                vec![Resolved, Resolved],
+                true,
+                "resolves without a patch",
+            ),
+            (
+                vec![Resolved, Resolved],
+                vec![Unresolved, Error],
+                true,
+                "empty run flips",
+            ),
+            (vec![], vec![], true, "nothing ran"),
+        ];
+        for (gold, empty, flagged, why) in cases {
+            assert_eq!(judge("x", gold, empty).flagged(), flagged, "{why}");
+        }
+        let f = judge(
+            "x",
+            vec![Resolved, Unresolved],
+            vec![Unresolved, Unresolved],
+        );
+        assert!(f.flaky && f.gold_not_resolved && !f.empty_resolves);
+    }
+}
