@@ -9,6 +9,7 @@ mod fuzz;
 mod grading;
 mod hostile;
 mod images;
+mod layers;
 mod mini;
 mod reward;
 mod run_e2e;
