@@ -3,11 +3,12 @@
 //! Three jobs share this library: executing predictions in Docker and grading them as the
 //! official harness does (`orchestrate` drives `runner`, `engine`, `images`, `spec`,
 //! `logparse`, `grading`, `report`), scoring them without execution with the SWE-RL
-//! similarity reward (`reward`), and studying how the two agree (`study`). Data flows one way
-//! between modules; each takes plain values from the one before it. ARCHITECTURE.md at the
+//! similarity reward (`reward`), and studying how the two agree (`study`); `compare` says
+//! whether runs differ beyond noise. Data flows one way between modules; each takes plain values from the one before it. ARCHITECTURE.md at the
 //! repository root draws the layers and says what each module may import.
 
 pub mod cli;
+pub mod compare;
 pub mod dataset;
 pub mod engine;
 pub mod fsutil;

@@ -8,17 +8,17 @@
 use super::{Observation, Score, Summary};
 use std::fmt::Write as _;
 
-const W: f64 = 640.0;
-const H: f64 = 420.0;
+pub(crate) const W: f64 = 640.0;
+pub(crate) const H: f64 = 420.0;
 const FONT: &str = "DejaVu Sans, Liberation Sans, Arial, sans-serif";
 /// Resolved, unresolved; similarity, reward; reference lines.
-const GREEN: &str = "#1b9e77";
-const RED: &str = "#d95f02";
-const BLUE: &str = "#2166ac";
+pub(crate) const GREEN: &str = "#1b9e77";
+pub(crate) const RED: &str = "#d95f02";
+pub(crate) const BLUE: &str = "#2166ac";
 const PURPLE: &str = "#7570b3";
-const GREY: &str = "#888888";
+pub(crate) const GREY: &str = "#888888";
 
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -26,16 +26,16 @@ fn esc(s: &str) -> String {
 }
 
 /// An SVG document being written, with one plotting area mapped from data coordinates.
-struct Chart {
-    out: String,
+pub(crate) struct Chart {
+    pub(crate) out: String,
     /// Plot area in pixels: left, top, right, bottom.
-    area: [f64; 4],
-    x: [f64; 2],
-    y: [f64; 2],
+    pub(crate) area: [f64; 4],
+    pub(crate) x: [f64; 2],
+    pub(crate) y: [f64; 2],
 }
 
 impl Chart {
-    fn new(title: &str) -> Chart {
+    pub(crate) fn new(title: &str) -> Chart {
         let mut out = String::new();
         let _ = write!(
             out,
@@ -54,17 +54,17 @@ impl Chart {
         }
     }
 
-    fn px(&self, x: f64) -> f64 {
+    pub(crate) fn px(&self, x: f64) -> f64 {
         let [l, _, r, _] = self.area;
         l + (x - self.x[0]) / (self.x[1] - self.x[0]) * (r - l)
     }
 
-    fn py(&self, y: f64) -> f64 {
+    pub(crate) fn py(&self, y: f64) -> f64 {
         let [_, t, _, b] = self.area;
         b - (y - self.y[0]) / (self.y[1] - self.y[0]) * (b - t)
     }
 
-    fn text(&mut self, x: f64, y: f64, anchor: &str, extra: &str, s: &str) {
+    pub(crate) fn text(&mut self, x: f64, y: f64, anchor: &str, extra: &str, s: &str) {
         let _ = writeln!(
             self.out,
             r##"<text x="{x:.1}" y="{y:.1}" text-anchor="{anchor}" fill="#333333" {extra}>{}</text>"##,
@@ -73,7 +73,13 @@ impl Chart {
     }
 
     /// Axes, grid, ticks (`xt`, `yt` as (value, label)) and axis titles.
-    fn axes(&mut self, xt: &[(f64, String)], yt: &[(f64, String)], xlabel: &str, ylabel: &str) {
+    pub(crate) fn axes(
+        &mut self,
+        xt: &[(f64, String)],
+        yt: &[(f64, String)],
+        xlabel: &str,
+        ylabel: &str,
+    ) {
         let [l, t, r, b] = self.area;
         for (v, label) in yt {
             let y = self.py(*v);
@@ -109,7 +115,13 @@ impl Chart {
         );
     }
 
-    fn polyline(&mut self, pts: &[(f64, f64)], color: &str, width: f64, dash: Option<&str>) {
+    pub(crate) fn polyline(
+        &mut self,
+        pts: &[(f64, f64)],
+        color: &str,
+        width: f64,
+        dash: Option<&str>,
+    ) {
         let d: Vec<String> = pts
             .iter()
             .map(|&(x, y)| format!("{:.1},{:.1}", self.px(x), self.py(y)))
@@ -124,7 +136,7 @@ impl Chart {
         );
     }
 
-    fn dots(&mut self, pts: &[(f64, f64)], color: &str) {
+    pub(crate) fn dots(&mut self, pts: &[(f64, f64)], color: &str) {
         for &(x, y) in pts {
             let _ = writeln!(
                 self.out,
@@ -135,7 +147,7 @@ impl Chart {
         }
     }
 
-    fn rect(&mut self, x0: f64, x1: f64, y0: f64, y1: f64, color: &str, opacity: f64) {
+    pub(crate) fn rect(&mut self, x0: f64, x1: f64, y0: f64, y1: f64, color: &str, opacity: f64) {
         let (a, b) = (self.px(x0), self.px(x1));
         let (c, d) = (self.py(y1), self.py(y0));
         let _ = writeln!(
@@ -149,7 +161,7 @@ impl Chart {
     }
 
     /// A legend box in the plot's top-left (or bottom-right) corner.
-    fn legend(&mut self, items: &[(&str, String)], place: Place) {
+    pub(crate) fn legend(&mut self, items: &[(&str, String)], place: Place) {
         let [l, t, r, b] = self.area;
         let w = 12.0
             + 7.0
@@ -180,7 +192,7 @@ impl Chart {
         }
     }
 
-    fn finish(mut self) -> String {
+    pub(crate) fn finish(mut self) -> String {
         self.out.push_str("</svg>\n");
         self.out
     }
@@ -188,7 +200,7 @@ impl Chart {
 
 /// Where a legend goes: inside the plot area, or right of it (the area must leave room).
 #[derive(Clone, Copy)]
-enum Place {
+pub(crate) enum Place {
     TopLeft,
     BottomRight,
     Right,

@@ -141,9 +141,9 @@ fn per_prediction_csv(obs: &[Observation]) -> Result<Vec<u8>, WriteStudyError> {
 
 // ---- tables shared by both reports ----
 
-struct Table {
-    header: Vec<String>,
-    rows: Vec<Vec<String>>,
+pub(crate) struct Table {
+    pub(crate) header: Vec<String>,
+    pub(crate) rows: Vec<Vec<String>>,
 }
 
 fn f3(x: Option<f64>) -> String {
@@ -331,7 +331,7 @@ fn best_of_n_table(s: &Summary) -> Table {
     }
 }
 
-fn md_table(t: &Table) -> String {
+pub(crate) fn md_table(t: &Table) -> String {
     let cell = |s: &str| s.replace('|', "\\|");
     let mut out = format!(
         "| {} |\n|{}\n",
@@ -352,14 +352,14 @@ fn md_table(t: &Table) -> String {
     out
 }
 
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
 }
 
-fn html_table(t: &Table) -> String {
+pub(crate) fn html_table(t: &Table) -> String {
     let mut out = String::from("<table>\n<tr>");
     for h in &t.header {
         let _ = write!(out, "<th>{}</th>", esc(h));
@@ -491,7 +491,7 @@ fn markdown(s: &Summary, plots: &[(&str, &str, String)], patches: &Patches) -> S
     out
 }
 
-const CSS: &str = r#"
+pub(crate) const CSS: &str = r#"
 body { font-family: "DejaVu Sans", "Liberation Sans", Arial, sans-serif; margin: 24px auto; max-width: 1240px; color: #222; }
 h1 { font-size: 24px; margin-bottom: 8px; }
 .headline { display: flex; gap: 24px; align-items: center; background: #f3f6fa; border-left: 6px solid #2166ac; padding: 16px 20px; margin: 12px 0 20px; }

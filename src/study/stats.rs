@@ -371,11 +371,11 @@ pub fn roc_curve(scores: &[f64], resolved: &[bool]) -> Vec<RocPoint> {
 }
 
 /// A small, fast, seedable generator (SplitMix64): each bootstrap resample gets its own stream,
-/// so the interval does not depend on the number of threads.
-struct SplitMix(u64);
+/// so the interval does not depend on the number of threads. Also used by `compare`.
+pub struct SplitMix(pub u64);
 
 impl SplitMix {
-    fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -384,15 +384,15 @@ impl SplitMix {
     }
 
     /// Uniform in 0..n (Lemire's multiply-shift; the bias is below 2^-32 for any n here).
-    fn below(&mut self, n: usize) -> usize {
-        ((self.next() as u128 * n as u128) >> 64) as usize
+    pub fn below(&mut self, n: usize) -> usize {
+        ((self.next_u64() as u128 * n as u128) >> 64) as usize
     }
 }
 
 /// Mixes a seed and a stream number into a stream seed.
 pub fn stream_seed(seed: u64, stream: u64) -> u64 {
     let mut s = SplitMix(seed ^ stream.wrapping_mul(0xD1B5_4A32_D192_ED03));
-    s.next()
+    s.next_u64()
 }
 
 /// Percentile bootstrap 95% intervals of the AUROC of several scores over the same outcomes,

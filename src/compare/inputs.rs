@@ -1,0 +1,634 @@
+//! The runs `swe-eval compare` reads. A run argument is `[NAME=]PATH[#RUN]`:
+//!
+//! - a `swe-eval run` output folder: its `<run_id>.predictions.jsonl` (`#RUN` picks the run id
+//!   when the folder holds several), else its `logs/run_evaluation/<run_id>/<model>/` tree,
+//!   else its run summaries `<model>.<run_id>.json`;
+//! - an official `logs/run_evaluation/<run_id>/<model>/` folder (one `report.json` per instance
+//!   folder; `<id>.sample<k>` folders are sample k; a folder without `report.json` is an error
+//!   verdict, as the official harness writes none then), or its `<run_id>/` parent when it
+//!   holds one model;
+//! - an official run summary `<model>.<run_id>.json`, or a JSON Lines of
+//!   `{instance_id, sample, resolved}` rows (the study's readers, `crate::study::load_outcomes`);
+//! - mini-swe-agent's `per_run_results.json` (run name -> instance -> 0/1): `#RUN` picks one
+//!   run; without it every run in the file becomes a run of its own, named by its key.
+//!
+//! A run's name is NAME when given, else the run key or run id, else the file's stem; names
+//! must be unique.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Component, Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::dataset::{InputProblem, LoadError, Location};
+use crate::study::inputs::{assign_samples, OutcomeRow, RewardRow};
+use crate::study::{load_outcomes, load_rewards, Verdict};
+
+/// One parsed run argument.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunSpec {
+    /// The argument as given.
+    pub arg: String,
+    pub name: Option<String>,
+    pub path: PathBuf,
+    /// `#RUN`: the run id or run key inside PATH.
+    pub select: Option<String>,
+}
+
+/// Is `s` usable as a run name (and as part of a file name)?
+fn valid_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 100
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+'))
+}
+
+impl RunSpec {
+    /// Parses `[NAME=]PATH[#RUN]`. A prefix before `=` is a name only when it is a valid name
+    /// (letters, digits, `.`, `_`, `-`, `+`) and the whole argument is not an existing path; the
+    /// same for a `#` suffix.
+    pub fn parse(arg: &str) -> Result<RunSpec, String> {
+        let mut rest = arg;
+        let mut name = None;
+        if !Path::new(arg).exists() {
+            if let Some((n, p)) = arg.split_once('=') {
+                if !valid_name(n) {
+                    return Err(format!(
+                        "run `{arg}`: `{n}` is not a run name (use letters, digits, `.`, `_`, `-`, `+`)"
+                    ));
+                }
+                name = Some(n.to_string());
+                rest = p;
+            }
+        }
+        let mut select = None;
+        if !Path::new(rest).exists() {
+            if let Some((p, s)) = rest.rsplit_once('#') {
+                if s.is_empty() {
+                    return Err(format!("run `{arg}`: nothing after `#`"));
+                }
+                select = Some(s.to_string());
+                rest = p;
+            }
+        }
+        if rest.is_empty() {
+            return Err(format!("run `{arg}`: no path"));
+        }
+        Ok(RunSpec {
+            arg: arg.to_string(),
+            name,
+            path: PathBuf::from(rest),
+            select,
+        })
+    }
+}
+
+/// One run's outcomes, by instance, each instance's verdicts in sample order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run {
+    pub name: String,
+    /// Where it came from (`PATH`, `PATH#RUN`).
+    pub source: String,
+    pub outcomes: BTreeMap<String, Vec<(u32, Verdict)>>,
+    /// Similarity per (instance, sample), from `--rewards`, when given.
+    pub similarity: Option<HashMap<(String, u32), f64>>,
+}
+
+fn invalid(path: &Path, field: Option<&str>, message: String) -> LoadError {
+    LoadError::Invalid(InputProblem {
+        location: Location {
+            path: path.to_path_buf(),
+            line: None,
+            field: field.map(str::to_string),
+        },
+        message,
+    })
+}
+
+fn sorted_children(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
+    let rd = std::fs::read_dir(dir).map_err(|source| LoadError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let mut v: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
+    v.sort();
+    Ok(v)
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Picks one of `options` (name, value) by `select`, or the only one; errors name the choices.
+fn pick<T: Clone>(
+    path: &Path,
+    what: &str,
+    options: &[(String, T)],
+    select: Option<&str>,
+) -> Result<(String, T), LoadError> {
+    let names = || {
+        options
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match select {
+        Some(s) => options
+            .iter()
+            .find(|(n, _)| n == s)
+            .cloned()
+            .ok_or_else(|| {
+                invalid(
+                    path,
+                    None,
+                    format!("no {what} `{s}` here (found: {})", names()),
+                )
+            }),
+        None if options.len() == 1 => Ok(options[0].clone()),
+        None => Err(invalid(
+            path,
+            None,
+            format!(
+                "holds {} {what}s ({}); pick one as PATH#{}",
+                options.len(),
+                names(),
+                what.replace(' ', "_").to_uppercase()
+            ),
+        )),
+    }
+}
+
+/// The keys of mini-swe-agent's `per_run_results.json` (run -> instance -> 0/1), in file order,
+/// or `None` when the file is not one.
+fn per_run_keys(bytes: &[u8]) -> Option<Vec<String>> {
+    let Ok(Value::Object(obj)) = serde_json::from_slice::<Value>(bytes) else {
+        return None;
+    };
+    let per_run = !obj.is_empty()
+        && obj.values().all(|run| {
+            run.as_object().is_some_and(|m| {
+                m.values()
+                    .all(|v| v.is_boolean() || v.as_f64().is_some_and(|x| x == 0.0 || x == 1.0))
+            })
+        });
+    per_run.then(|| obj.keys().cloned().collect())
+}
+
+/// Reads an official `<model>/` folder: one `<id>/report.json` per instance (`<id>.sample<k>`
+/// for sample k); an instance folder without one has no verdict (`error`).
+pub fn read_model_dir(
+    dir: &Path,
+    problems: &mut Vec<InputProblem>,
+) -> Result<Vec<OutcomeRow>, LoadError> {
+    let mut rows = Vec::new();
+    for child in sorted_children(dir)? {
+        if !child.is_dir() {
+            continue;
+        }
+        let folder = file_name(&child);
+        let (id, sample) = match folder.rsplit_once(".sample") {
+            Some((id, k)) if !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()) => {
+                (id.to_string(), k.parse::<u32>().ok())
+            }
+            _ => (folder.clone(), Some(0)),
+        };
+        let report = child.join(crate::report::REPORT_FILE);
+        let verdict = if report.is_file() {
+            match crate::report::read_instance_report(&report) {
+                Ok((rid, rep)) => {
+                    if rid != id {
+                        problems.push(InputProblem {
+                            location: Location {
+                                path: report.clone(),
+                                line: None,
+                                field: Some(rid.clone()),
+                            },
+                            message: format!(
+                                "report of `{rid}` in the folder of `{id}`; kept as `{id}`"
+                            ),
+                        });
+                    }
+                    if rep.resolved {
+                        Verdict::Resolved
+                    } else {
+                        Verdict::Unresolved
+                    }
+                }
+                Err(e) => {
+                    problems.push(InputProblem {
+                        location: Location {
+                            path: report.clone(),
+                            line: None,
+                            field: None,
+                        },
+                        message: format!("{e}; instance left out"),
+                    });
+                    continue;
+                }
+            }
+        } else {
+            Verdict::NoVerdict("error".into())
+        };
+        rows.push(OutcomeRow {
+            instance_id: id,
+            sample,
+            verdict,
+        });
+    }
+    Ok(rows)
+}
+
+fn has_reports(dir: &Path) -> bool {
+    sorted_children(dir)
+        .unwrap_or_default()
+        .iter()
+        .any(|c| c.join(crate::report::REPORT_FILE).is_file())
+}
+
+/// `run_evaluation/<run_id>/`: its model folder (one, or the error names them).
+fn model_of_run_dir(run_dir: &Path) -> Result<PathBuf, LoadError> {
+    let models: Vec<(String, PathBuf)> = sorted_children(run_dir)?
+        .into_iter()
+        .filter(|p| p.is_dir())
+        .map(|p| (file_name(&p), p))
+        .collect();
+    match models.len() {
+        1 => Ok(models[0].1.clone()),
+        0 => Err(invalid(run_dir, None, "no model folder in this run".into())),
+        _ => Err(invalid(
+            run_dir,
+            None,
+            format!(
+                "holds {} models ({}); give the path of one model folder",
+                models.len(),
+                models
+                    .iter()
+                    .map(|(n, _)| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )),
+    }
+}
+
+/// The outcomes and default name of a folder run.
+fn load_dir(
+    dir: &Path,
+    select: Option<&str>,
+    problems: &mut Vec<InputProblem>,
+) -> Result<(String, Vec<OutcomeRow>), LoadError> {
+    let children = sorted_children(dir)?;
+    let preds: Vec<(String, PathBuf)> = children
+        .iter()
+        .filter(|p| p.is_file())
+        .filter_map(|p| {
+            file_name(p)
+                .strip_suffix(".predictions.jsonl")
+                .map(|id| (id.to_string(), p.clone()))
+        })
+        .collect();
+    if !preds.is_empty() {
+        let (id, file) = pick(dir, "run id", &preds, select)?;
+        let loaded = load_outcomes(&file)?;
+        problems.extend(loaded.problems);
+        return Ok((id, loaded.items));
+    }
+    let run_eval = dir.join("logs").join("run_evaluation");
+    if run_eval.is_dir() {
+        let runs: Vec<(String, PathBuf)> = sorted_children(&run_eval)?
+            .into_iter()
+            .filter(|p| p.is_dir())
+            .map(|p| (file_name(&p), p))
+            .collect();
+        let (id, run_dir) = pick(&run_eval, "run id", &runs, select)?;
+        let model = model_of_run_dir(&run_dir)?;
+        return Ok((id, read_model_dir(&model, problems)?));
+    }
+    let run_id_of = |model_dir: &Path| {
+        model_dir
+            .parent()
+            .map(file_name)
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| file_name(model_dir))
+    };
+    if has_reports(dir) {
+        return Ok((run_id_of(dir), read_model_dir(dir, problems)?));
+    }
+    let sub: Vec<PathBuf> = children.iter().filter(|p| p.is_dir()).cloned().collect();
+    if !sub.is_empty() && sub.iter().any(|p| has_reports(p)) {
+        let model = model_of_run_dir(dir)?;
+        return Ok((file_name(dir), read_model_dir(&model, problems)?));
+    }
+    let summaries: Vec<(String, PathBuf)> = children
+        .iter()
+        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "json"))
+        .filter(|p| {
+            std::fs::read(p)
+                .ok()
+                .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+                .is_some_and(|v| v.get("resolved_ids").is_some())
+        })
+        .map(|p| {
+            let stem = file_name(p).trim_end_matches(".json").to_string();
+            let run = stem.rsplit('.').next().unwrap_or(&stem).to_string();
+            (run, p.clone())
+        })
+        .collect();
+    if !summaries.is_empty() {
+        let (run, file) = pick(dir, "run id", &summaries, select)?;
+        let loaded = load_outcomes(&file)?;
+        problems.extend(loaded.problems);
+        return Ok((run, loaded.items));
+    }
+    Err(invalid(
+        dir,
+        None,
+        "no run found: no <run_id>.predictions.jsonl, no logs/run_evaluation tree, no \
+         <id>/report.json folders, no run summary <model>.<run_id>.json"
+            .into(),
+    ))
+}
+
+/// Numbers the rows (the row's own `sample`, 0 when absent), drops repeated (instance, sample)
+/// keys with a problem, and groups them by instance.
+fn to_run(
+    name: String,
+    source: String,
+    path: &Path,
+    rows: Vec<OutcomeRow>,
+    problems: &mut Vec<InputProblem>,
+) -> Run {
+    let numbered = assign_samples(
+        vec![(path.to_path_buf(), rows)],
+        |r: &mut OutcomeRow| (r.instance_id.as_str(), &mut r.sample),
+        problems,
+    );
+    let mut outcomes: BTreeMap<String, Vec<(u32, Verdict)>> = BTreeMap::new();
+    for (id, s, row) in numbered {
+        outcomes.entry(id).or_default().push((s, row.verdict));
+    }
+    for v in outcomes.values_mut() {
+        v.sort_by_key(|(s, _)| *s);
+    }
+    Run {
+        name,
+        source,
+        outcomes,
+        similarity: None,
+    }
+}
+
+/// Loads the run(s) one argument names (several only for a whole `per_run_results.json`).
+pub fn load_runs(spec: &RunSpec, problems: &mut Vec<InputProblem>) -> Result<Vec<Run>, LoadError> {
+    let path = &spec.path;
+    let source = match &spec.select {
+        Some(s) => format!("{}#{s}", path.display()),
+        None => path.display().to_string(),
+    };
+    if path.is_dir() {
+        let (id, rows) = load_dir(path, spec.select.as_deref(), problems)?;
+        let name = spec.name.clone().unwrap_or(id);
+        return Ok(vec![to_run(name, source, path, rows, problems)]);
+    }
+    let bytes = std::fs::read(path).map_err(|source| LoadError::Io {
+        path: path.clone(),
+        source,
+    })?;
+    if let Some(keys) = per_run_keys(&bytes) {
+        let loaded = load_outcomes(path)?;
+        problems.extend(loaded.problems);
+        let mut by_run: Vec<Vec<OutcomeRow>> = vec![Vec::new(); keys.len()];
+        for mut row in loaded.items {
+            let k = row.sample.unwrap_or(0) as usize;
+            row.sample = None;
+            if let Some(v) = by_run.get_mut(k) {
+                v.push(row);
+            }
+        }
+        let runs: Vec<(String, usize)> = keys.iter().cloned().zip(0..).collect();
+        let chosen: Vec<(String, usize)> = match &spec.select {
+            Some(_) => vec![pick(path, "run key", &runs, spec.select.as_deref())?],
+            None => runs,
+        };
+        let several = chosen.len() > 1;
+        return Ok(chosen
+            .into_iter()
+            .map(|(key, k)| {
+                let name = match (&spec.name, several) {
+                    (Some(n), false) => n.clone(),
+                    (Some(n), true) => format!("{n}.{key}"),
+                    (None, _) => key.clone(),
+                };
+                let src = format!("{}#{key}", path.display());
+                to_run(name, src, path, std::mem::take(&mut by_run[k]), problems)
+            })
+            .collect());
+    }
+    if let Some(s) = &spec.select {
+        return Err(invalid(
+            path,
+            None,
+            format!("`#{s}` picks a run inside a folder or a per_run_results.json; this file holds one run"),
+        ));
+    }
+    let loaded = load_outcomes(path)?;
+    problems.extend(loaded.problems);
+    let stem = file_name(path);
+    let stem = stem
+        .strip_suffix(".predictions.jsonl")
+        .or_else(|| stem.strip_suffix(".jsonl"))
+        .or_else(|| stem.strip_suffix(".json"))
+        .unwrap_or(&stem)
+        .to_string();
+    let name = spec.name.clone().unwrap_or(stem);
+    Ok(vec![to_run(name, source, path, loaded.items, problems)])
+}
+
+/// Reads a rewards file (`swe-eval reward` output, JSON Lines or CSV) into similarity per
+/// (instance, sample), repeated keys dropped with a problem.
+pub fn load_similarity(
+    path: &Path,
+    problems: &mut Vec<InputProblem>,
+) -> Result<HashMap<(String, u32), f64>, LoadError> {
+    let loaded = load_rewards(path)?;
+    problems.extend(loaded.problems);
+    let numbered = assign_samples(
+        vec![(path.to_path_buf(), loaded.items)],
+        |r: &mut RewardRow| (r.instance_id.as_str(), &mut r.sample),
+        problems,
+    );
+    Ok(numbered
+        .into_iter()
+        .map(|(id, s, row)| ((id, s), row.similarity))
+        .collect())
+}
+
+/// A failed load of the runs.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadRunsError {
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    #[error("{0}")]
+    Request(String),
+}
+
+/// Loads every run argument, then attaches each `(run name, rewards file)`; reward rows
+/// without an outcome in their run are problems (left out).
+pub fn load_all(
+    specs: &[RunSpec],
+    rewards: &[(String, PathBuf)],
+    problems: &mut Vec<InputProblem>,
+) -> Result<Vec<Run>, LoadRunsError> {
+    let mut runs = Vec::new();
+    for spec in specs {
+        runs.extend(load_runs(spec, problems)?);
+    }
+    for (name, file) in rewards {
+        let Some(run) = runs.iter_mut().find(|r| &r.name == name) else {
+            return Err(LoadRunsError::Request(format!(
+                "--rewards {name}={}: no run is named `{name}` ({})",
+                file.display(),
+                runs.iter()
+                    .map(|r| r.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        };
+        if run.similarity.is_some() {
+            return Err(LoadRunsError::Request(format!(
+                "--rewards given twice for run `{name}`"
+            )));
+        }
+        let sims = load_similarity(file, problems)?;
+        let mut orphans: Vec<&(String, u32)> = sims
+            .keys()
+            .filter(|(id, s)| {
+                !run.outcomes
+                    .get(id)
+                    .is_some_and(|v| v.iter().any(|(k, _)| k == s))
+            })
+            .collect();
+        orphans.sort();
+        if let Some((id, s)) = orphans.first() {
+            problems.push(InputProblem {
+                location: Location {
+                    path: file.clone(),
+                    line: None,
+                    field: Some("instance_id".into()),
+                },
+                message: format!(
+                    "{} reward rows have no outcome in run `{name}` (first: {id} sample {s}); left out",
+                    orphans.len()
+                ),
+            });
+        }
+        run.similarity = Some(sims);
+    }
+    Ok(runs)
+}
+
+/// A path made absolute, with `.` and `..` resolved lexically, then its longest existing
+/// ancestor canonicalized (symbolic links).
+fn normalized(p: &Path) -> PathBuf {
+    let abs = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir().unwrap_or_default().join(p)
+    };
+    let mut lexical = PathBuf::new();
+    for c in abs.components() {
+        match c {
+            Component::ParentDir => {
+                lexical.pop();
+            }
+            Component::CurDir => {}
+            other => lexical.push(other),
+        }
+    }
+    let mut existing = lexical.clone();
+    let mut tail = Vec::new();
+    while !existing.exists() {
+        match (existing.file_name(), existing.parent()) {
+            (Some(n), Some(parent)) => {
+                tail.push(n.to_os_string());
+                existing = parent.to_path_buf();
+            }
+            _ => break,
+        }
+    }
+    let mut out = existing.canonicalize().unwrap_or(existing);
+    out.extend(tail.into_iter().rev());
+    out
+}
+
+/// Refuses an output folder that is one of the inputs or holds one (the report files written
+/// there could overwrite it).
+pub fn check_output(output: &Path, inputs: &[&Path]) -> Result<(), String> {
+    let out = normalized(output);
+    for input in inputs {
+        let i = normalized(input);
+        if i == out {
+            return Err(format!(
+                "the output folder {} is an input; choose another --output",
+                output.display()
+            ));
+        }
+        if i.starts_with(&out) {
+            return Err(format!(
+                "the output folder {} holds the input {}; choose another --output",
+                output.display(),
+                input.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_arguments() {
+        let s = RunSpec::parse("base=results/x.jsonl").unwrap();
+        assert_eq!(
+            (s.name.as_deref(), s.path.as_path(), s.select.as_deref()),
+            (Some("base"), Path::new("results/x.jsonl"), None)
+        );
+        let s = RunSpec::parse("per_run_results.json#i0_run1").unwrap();
+        assert_eq!((s.name, s.select.as_deref()), (None, Some("i0_run1")));
+        let s = RunSpec::parse("a=results#r1").unwrap();
+        assert_eq!(
+            (s.name.as_deref(), s.select.as_deref()),
+            (Some("a"), Some("r1"))
+        );
+        assert!(RunSpec::parse("a b=x")
+            .unwrap_err()
+            .contains("not a run name"));
+        assert!(RunSpec::parse("x#").unwrap_err().contains("nothing after"));
+        assert!(RunSpec::parse("a=").unwrap_err().contains("no path"));
+    }
+
+    #[test]
+    fn output_may_not_be_or_hold_an_input() {
+        let d = tempfile::tempdir().unwrap();
+        let run = d.path().join("run");
+        std::fs::create_dir(&run).unwrap();
+        let f = run.join("a.jsonl");
+        std::fs::write(&f, "").unwrap();
+        assert!(check_output(&run, &[&f])
+            .unwrap_err()
+            .contains("holds the input"));
+        assert!(check_output(&run.join("."), &[&run])
+            .unwrap_err()
+            .contains("is an input"));
+        assert!(
+            check_output(&run.join("cmp"), &[&f, &run]).is_ok(),
+            "beside the inputs is fine"
+        );
+        assert!(check_output(&d.path().join("x/../run"), &[&run]).is_err());
+    }
+}
