@@ -45,7 +45,7 @@ pub struct Args {
     pub blind_spots: usize,
 }
 
-fn report_problems(problems: &[InputProblem]) {
+pub(crate) fn report_problems(problems: &[InputProblem]) {
     const SHOWN: usize = 20;
     for p in problems.iter().take(SHOWN) {
         eprintln!("warning: {p}");

@@ -6,6 +6,7 @@
 use clap::{Parser, Subcommand};
 
 pub mod bench;
+pub mod compare;
 pub mod correlate;
 pub mod grade;
 pub mod render;
@@ -43,6 +44,8 @@ pub enum Command {
     Reward(reward::Args),
     /// Correlate executed outcomes with the reward: AUROC, calibration, best of n, blind spots.
     Correlate(correlate::Args),
+    /// Compare runs paired by instance: differences with intervals, McNemar, flips, noise.
+    Compare(compare::Args),
     /// Write the eval script and Dockerfiles of each dataset instance.
     Spec(spec::Args),
     /// Grade again from saved test logs, as the official harness grades them.
@@ -60,6 +63,7 @@ pub fn dispatch(cli: Cli) -> CliResult {
         Command::Run(a) => run::run(a),
         Command::Reward(a) => reward::run(a),
         Command::Correlate(a) => correlate::run(a),
+        Command::Compare(a) => compare::run(a),
         Command::Spec(a) => spec::run(a),
         Command::Grade(a) => grade::run(a),
         Command::Validate(a) => validate::run(a),

@@ -2,6 +2,7 @@
 
 mod common;
 
+mod compare;
 mod correlate;
 mod engine;
 mod faults;

@@ -1,0 +1,149 @@
+//! `swe-eval compare`: is the difference between runs real? Parses the run arguments and
+//! options, calls `crate::compare` to load, analyze and write, and prints the headline.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use super::{CliResult, Outcome};
+use crate::compare::{self, inputs, Options, RunSpec};
+use crate::dataset;
+
+const AFTER_HELP: &str = "\
+Each RUN is [NAME=]PATH[#RUN_ID]:
+  a swe-eval output folder (its <run_id>.predictions.jsonl; #RUN_ID picks one when it holds several),
+  an official logs/run_evaluation/<run_id>/<model>/ folder (report.json per instance),
+  an official run summary <model>.<run_id>.json,
+  a JSON Lines of {instance_id, sample, resolved},
+  or mini-swe-agent's per_run_results.json (#KEY picks a run; without it, every run in the file).
+
+Examples:
+  swe-eval compare base=results#try1 new=results#try2 --dataset verified.jsonl
+  swe-eval compare per_run_results.json --repeat i0=i0_run1,i0_run2,i0_run3 --pair i0_run1,i1c
+
+Writes summary.json, per_prediction.csv, per_instance.csv, flips.csv, a forest plot per pair
+(forest_*.svg/png), report.md and report.html into --output.";
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = AFTER_HELP)]
+pub struct Args {
+    /// The runs to compare (at least two in all; see below for the forms).
+    #[arg(required = true, value_name = "RUN")]
+    pub runs: Vec<String>,
+    /// Repeated runs of one system, as GROUP=RUN,RUN,...: their spread is reported, and the
+    /// instances they disagree on are marked unstable in every pair. Repeatable.
+    #[arg(long, value_name = "GROUP=RUN,RUN,...", value_parser = parse_repeat)]
+    pub repeat: Vec<(String, Vec<String>)>,
+    /// Compare only these pairs, as A,B (B minus A). Repeatable. Default: every pair of runs,
+    /// the later argument as B.
+    #[arg(long, value_name = "A,B", value_parser = parse_pair)]
+    pub pair: Vec<(String, String)>,
+    /// The similarity rewards of a run (from `swe-eval reward`), as RUN=FILE. Repeatable.
+    #[arg(long, value_name = "RUN=FILE", value_parser = parse_rewards)]
+    pub rewards: Vec<(String, PathBuf)>,
+    /// The dataset: repository and difficulty per instance (else the repository from the
+    /// instance id and difficulty `unknown`).
+    #[arg(long, short = 'd', value_name = "FILE")]
+    pub dataset: Option<PathBuf>,
+    /// Output folder (not one of the inputs).
+    #[arg(
+        long,
+        short = 'o',
+        default_value = "results/compare",
+        value_name = "DIR"
+    )]
+    pub output: PathBuf,
+    /// Bootstrap resamples for the intervals of differences (0: none).
+    #[arg(long, default_value_t = 5000, value_name = "N")]
+    pub bootstrap: usize,
+    /// Seed of the bootstrap.
+    #[arg(long, default_value_t = 0, value_name = "S")]
+    pub seed: u64,
+}
+
+fn parse_repeat(s: &str) -> Result<(String, Vec<String>), String> {
+    let (g, runs) = s
+        .split_once('=')
+        .ok_or_else(|| format!("expected GROUP=RUN,RUN,..., found `{s}`"))?;
+    let runs: Vec<String> = runs
+        .split(',')
+        .map(str::trim)
+        .filter(|r| !r.is_empty())
+        .map(String::from)
+        .collect();
+    if g.is_empty() || runs.len() < 2 {
+        return Err(format!(
+            "expected GROUP=RUN,RUN,... with a name and two runs or more, found `{s}`"
+        ));
+    }
+    Ok((g.to_string(), runs))
+}
+
+fn parse_pair(s: &str) -> Result<(String, String), String> {
+    match s.split_once(',') {
+        Some((a, b)) if !a.is_empty() && !b.is_empty() && !b.contains(',') => {
+            Ok((a.to_string(), b.to_string()))
+        }
+        _ => Err(format!("expected A,B (two run names), found `{s}`")),
+    }
+}
+
+fn parse_rewards(s: &str) -> Result<(String, PathBuf), String> {
+    match s.split_once('=') {
+        Some((n, f)) if !n.is_empty() && !f.is_empty() => Ok((n.to_string(), PathBuf::from(f))),
+        _ => Err(format!("expected RUN=FILE, found `{s}`")),
+    }
+}
+
+pub fn run(args: Args) -> CliResult {
+    let started = Instant::now();
+    let specs = args
+        .runs
+        .iter()
+        .map(|a| RunSpec::parse(a))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut inputs_paths: Vec<&Path> = specs.iter().map(|s| s.path.as_path()).collect();
+    inputs_paths.extend(args.rewards.iter().map(|(_, f)| f.as_path()));
+    inputs_paths.extend(args.dataset.as_deref());
+    inputs::check_output(&args.output, &inputs_paths)?;
+
+    let mut problems = Vec::new();
+    let ds = match &args.dataset {
+        Some(p) => {
+            let (d, probs) = dataset::load_dataset(p)?;
+            problems.extend(probs);
+            Some(d)
+        }
+        None => None,
+    };
+    let runs = inputs::load_all(&specs, &args.rewards, &mut problems)?;
+    let opts = Options {
+        bootstrap: args.bootstrap,
+        seed: args.seed,
+        repeats: args.repeat.clone(),
+        pairs: args.pair.clone(),
+    };
+    let summary = compare::analyze(&runs, ds.as_ref(), &opts)?;
+    let written = compare::write_compare(&args.output, &summary, &runs, ds.as_ref())?;
+    super::correlate::report_problems(&problems);
+    for p in &written.png_problems {
+        eprintln!("warning: {p}");
+    }
+    for r in &summary.runs {
+        eprintln!(
+            "{}: {} instances, {} predictions, {} resolved",
+            r.name, r.n_instances, r.n_predictions, r.n_resolved
+        );
+    }
+    println!("{}", summary.headline);
+    println!(
+        "wrote {} files to {} in {:.2} s (open report.html)",
+        written.files.len(),
+        args.output.display(),
+        started.elapsed().as_secs_f64()
+    );
+    if problems.is_empty() && written.png_problems.is_empty() {
+        Ok(Outcome::Clean)
+    } else {
+        Ok(Outcome::WithProblems)
+    }
+}
