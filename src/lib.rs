@@ -4,8 +4,9 @@
 //! official harness does (`orchestrate` drives `runner`, `engine`, `images`, `spec`,
 //! `logparse`, `grading`, `report`), scoring them without execution with the SWE-RL
 //! similarity reward (`reward`), and studying how the two agree (`study`); `compare` says
-//! whether runs differ beyond noise. Data flows one way between modules; each takes plain values from the one before it. ARCHITECTURE.md at the
-//! repository root draws the layers and says what each module may import.
+//! whether runs differ beyond noise. Data flows one way between modules; each takes plain
+//! values from the one before it. ARCHITECTURE.md at the repository root draws the layers and
+//! says what each module may import.
 
 pub mod cli;
 pub mod compare;

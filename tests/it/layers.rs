@@ -16,7 +16,7 @@ const ONLY_IN: &[(&str, &[&str])] = &[("bollard", &["engine"])];
 const FORBIDDEN: &[(&[&str], &[&str])] = &[
     // The pure core does no Docker and knows nothing of how a run is executed.
     (
-        &["grading", "logparse", "reward", "study"],
+        &["grading", "logparse", "reward", "study", "compare"],
         &["engine", "runner", "images", "orchestrate"],
     ),
     // Nothing but the binary imports the command line.
