@@ -669,6 +669,13 @@ fn mini_swe_agent_best_of_seven() {
     assert_eq!(get(1, "first"), 0.79);
     assert_eq!(get(7, "first"), 0.79);
     assert!((get(5, "oracle") - 0.84).abs() < 1e-12);
+    // Picking by reward depends on the reward: these are the figures of the rewards
+    // `swe-eval reward` computes here, whose similarities equal those of the Python oracle
+    // (scripts/reward_oracle.py unidiff) on all 700 predictions (checked by hand). A reward that
+    // said nothing (the same score everywhere) would pick the first sample: max_score 0.79.
+    assert_eq!(get(2, "max_score"), 0.78);
+    assert_eq!(get(7, "max_score"), 0.8);
+    assert!((get(7, "max_score_ties_random") - 0.8085714285714286).abs() < 1e-12);
     for n in 1..=7 {
         assert!(get(n, "random") <= get(n, "oracle") && get(n, "max_score") <= get(n, "oracle"));
         assert_eq!(b[n - 1]["instances"].as_u64(), Some(100));
