@@ -19,6 +19,7 @@ use crate::dataset::Instance;
 
 pub mod directives;
 pub mod docker;
+pub mod frozen;
 mod pyrepr;
 mod scripts;
 pub mod table;

@@ -1,0 +1,784 @@
+//! Frozen environments: the exact packages each SWE-bench Verified instance's tests ran with,
+//! and how the Debian flavour reproduces them from PyPI and Debian.
+//!
+//! `frozen_envs.json` carries over the facts of SWE-bench v4.1.0's
+//! `swebench/resources/swebench-og/<owner>__<repo>/<number>/environment.yml` (one per Verified
+//! instance; written by `scripts/frozen_envs_dump.py`, equal environments stored once): the
+//! Python version, the conda packages (name=version) and the pip packages (name==version).
+//!
+//! `conda_map.json` is this project's mapping of every conda name found there: a PyPI
+//! distribution (installed at the conda version), Debian packages, `skip` (a conda runtime
+//! piece or a native library the PyPI wheels bundle) or `none` (a Python package with no PyPI
+//! or Debian source, reported as missing). A name it does not know is reported as unmapped.
+//!
+//! [`compare_freeze`] measures how close a built environment is: its `pip freeze` against the
+//! frozen Python packages (matched, different version, missing, extra).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+
+use super::DebianRelease;
+
+const FROZEN_JSON: &str = include_str!("frozen_envs.json");
+const CONDA_MAP_JSON: &str = include_str!("conda_map.json");
+
+/// One frozen environment as SWE-bench records it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+pub struct FrozenEnv {
+    /// The full Python version (`3.9.20`).
+    pub python: String,
+    /// Conda packages, `name=version`.
+    pub conda: Vec<String>,
+    /// Pip packages, `name==version`.
+    pub pip: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct FrozenFile {
+    envs: Vec<FrozenEnv>,
+    instances: BTreeMap<String, usize>,
+}
+
+fn frozen_file() -> &'static FrozenFile {
+    static FILE: OnceLock<FrozenFile> = OnceLock::new();
+    FILE.get_or_init(|| {
+        // Part of the binary and covered by tests: a parse failure is a build bug.
+        let f: FrozenFile =
+            serde_json::from_str(FROZEN_JSON).expect("src/spec/frozen_envs.json parses");
+        for (id, &i) in &f.instances {
+            assert!(i < f.envs.len(), "frozen_envs.json: {id} names env {i}");
+        }
+        f
+    })
+}
+
+/// The frozen environment of an instance (SWE-bench Verified ids), if SWE-bench has one.
+pub fn frozen_env(instance_id: &str) -> Option<&'static FrozenEnv> {
+    let f = frozen_file();
+    f.instances.get(instance_id).map(|&i| &f.envs[i])
+}
+
+/// Every instance id with a frozen environment, sorted.
+pub fn frozen_instance_ids() -> impl Iterator<Item = &'static str> {
+    frozen_file().instances.keys().map(String::as_str)
+}
+
+/// The distinct frozen environments.
+pub fn frozen_envs() -> &'static [FrozenEnv] {
+    &frozen_file().envs
+}
+
+/// Where a conda package comes from in the Debian flavour.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CondaTarget<'a> {
+    /// This PyPI distribution, at the conda version.
+    Pypi(&'a str),
+    /// These Debian packages (the version is Debian's).
+    Debian(Vec<&'a str>),
+    /// Not a Python package of the environment (a conda runtime piece, a bundled library).
+    Skip(&'a str),
+    /// A Python package with no PyPI or Debian source: missing, and reported.
+    Unavailable(&'a str),
+}
+
+/// The conda-name mapping (`conda_map.json`).
+#[derive(Debug, Deserialize)]
+pub struct CondaMap {
+    /// Debian packages that make a C compiler and Python's headers available.
+    pub compiler: Vec<String>,
+    /// Repositories whose own install builds C extensions.
+    pub compiler_repos: Vec<String>,
+    map: BTreeMap<String, String>,
+}
+
+/// Why a mapping entry is not understood.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("conda_map.json: `{name}`: {message}")]
+pub struct MapError {
+    pub name: String,
+    pub message: String,
+}
+
+impl CondaMap {
+    pub fn parse(text: &str) -> Result<CondaMap, String> {
+        let m: CondaMap = serde_json::from_str(text).map_err(|e| format!("conda_map.json: {e}"))?;
+        for name in m.map.keys() {
+            m.target(name)
+                .expect("a key of the map")
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(m)
+    }
+
+    /// The target of a conda name: `None` when the map does not know it.
+    pub fn target(&self, conda_name: &str) -> Option<Result<CondaTarget<'_>, MapError>> {
+        let value = self.map.get(conda_name)?;
+        let err = |message: &str| MapError {
+            name: conda_name.to_string(),
+            message: message.to_string(),
+        };
+        let Some((kind, rest)) = value.split_once(':') else {
+            return Some(Err(err("expected `pypi:`, `debian:`, `skip:` or `none:`")));
+        };
+        let rest = rest.trim();
+        if rest.is_empty() {
+            return Some(Err(err("nothing after the colon")));
+        }
+        Some(match kind {
+            "pypi" if !rest.contains(char::is_whitespace) => Ok(CondaTarget::Pypi(rest)),
+            "pypi" => Err(err("a PyPI name has no spaces")),
+            "debian" => Ok(CondaTarget::Debian(rest.split_whitespace().collect())),
+            "skip" => Ok(CondaTarget::Skip(rest)),
+            "none" => Ok(CondaTarget::Unavailable(rest)),
+            _ => Err(err("expected `pypi:`, `debian:`, `skip:` or `none:`")),
+        })
+    }
+
+    /// Number of conda names mapped.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}
+
+/// The mapping the binary carries.
+pub fn conda_map() -> &'static CondaMap {
+    static MAP: OnceLock<CondaMap> = OnceLock::new();
+    MAP.get_or_init(|| CondaMap::parse(CONDA_MAP_JSON).unwrap_or_else(|e| panic!("{e}")))
+}
+
+/// A Python package of a frozen environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pin {
+    /// The PyPI name (the conda name for packages with no PyPI source).
+    pub name: String,
+    pub version: String,
+    /// `pip`, or `conda NAME` when it came from the conda list.
+    pub origin: String,
+}
+
+/// How the Debian flavour builds one frozen environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvPlan {
+    /// The frozen Python version.
+    pub python: String,
+    /// Installed from PyPI in one resolver run (`name==version`), sorted by name.
+    pub pins: Vec<Pin>,
+    /// Debian packages (sorted): mapped ones, and the compiler when one is needed.
+    pub debian: Vec<String>,
+    /// Python packages with no PyPI or Debian source: `(name=version, reason)`.
+    pub unavailable: Vec<(String, String)>,
+    /// Conda packages the mapping does not know (`name=version`).
+    pub unmapped: Vec<String>,
+    /// A compiler and Python's headers are installed.
+    pub compiler: bool,
+}
+
+impl EnvPlan {
+    /// The requirements file: one `name==version` a line.
+    pub fn requirements(&self) -> String {
+        self.pins
+            .iter()
+            .map(|p| format!("{}=={}\n", p.name, p.version))
+            .collect()
+    }
+
+    /// Everything the frozen file lists as a Python package, installable or not: what a built
+    /// environment's `pip freeze` is compared with.
+    pub fn expected(&self) -> Vec<Pin> {
+        let mut all = self.pins.clone();
+        all.extend(self.unavailable.iter().map(|(nv, _)| {
+            let (name, version) = nv.split_once('=').unwrap_or((nv, ""));
+            Pin {
+                name: name.to_string(),
+                version: version.to_string(),
+                origin: format!("conda {name}"),
+            }
+        }));
+        all.sort_by_key(|p| normalize_name(&p.name));
+        all
+    }
+
+    /// The pin of a package, by any spelling of its name.
+    pub fn pin(&self, name: &str) -> Option<&Pin> {
+        let n = normalize_name(name);
+        self.pins.iter().find(|p| normalize_name(&p.name) == n)
+    }
+}
+
+impl FrozenEnv {
+    /// `major.minor` of the frozen Python.
+    pub fn python_minor(&self) -> String {
+        self.python.split('.').take(2).collect::<Vec<_>>().join(".")
+    }
+
+    /// How to build this environment for `repo` on `release`, with `map`. Pip pins win over a
+    /// conda package of the same PyPI name (pip ran last in the official environment).
+    pub fn plan_with(&self, map: &CondaMap, repo: &str, release: DebianRelease) -> EnvPlan {
+        let mut pins: BTreeMap<String, Pin> = BTreeMap::new();
+        for p in &self.pip {
+            let (name, version) = p.split_once("==").unwrap_or((p, ""));
+            pins.insert(
+                normalize_name(name),
+                Pin {
+                    name: name.to_string(),
+                    version: version.to_string(),
+                    origin: "pip".to_string(),
+                },
+            );
+        }
+        let mut debian = BTreeSet::new();
+        let mut unavailable = Vec::new();
+        let mut unmapped = Vec::new();
+        for c in &self.conda {
+            let (name, version) = c.split_once('=').unwrap_or((c, ""));
+            match map.target(name) {
+                None | Some(Err(_)) => unmapped.push(c.clone()),
+                Some(Ok(CondaTarget::Pypi(pypi))) => {
+                    pins.entry(normalize_name(pypi)).or_insert_with(|| Pin {
+                        name: pypi.to_string(),
+                        version: version.to_string(),
+                        origin: format!("conda {name}"),
+                    });
+                }
+                Some(Ok(CondaTarget::Debian(pkgs))) => {
+                    debian.extend(pkgs.into_iter().map(str::to_string))
+                }
+                Some(Ok(CondaTarget::Skip(_))) => {}
+                Some(Ok(CondaTarget::Unavailable(why))) => {
+                    unavailable.push((c.clone(), why.to_string()))
+                }
+            }
+        }
+        let (_, debian_minor) = release.python();
+        let frozen_minor = self
+            .python
+            .split('.')
+            .nth(1)
+            .and_then(|m| m.parse::<u32>().ok());
+        // Old pins often lack wheels for a newer interpreter; development packages are there
+        // to build against; some repositories build their own extensions.
+        let compiler = frozen_minor != Some(debian_minor)
+            || debian.iter().any(|d| d.ends_with("-dev"))
+            || map.compiler_repos.iter().any(|r| r == repo);
+        if compiler {
+            debian.extend(map.compiler.iter().cloned());
+        }
+        EnvPlan {
+            python: self.python.clone(),
+            pins: pins.into_values().collect(),
+            debian: debian.into_iter().collect(),
+            unavailable,
+            unmapped,
+            compiler,
+        }
+    }
+
+    /// [`FrozenEnv::plan_with`] the mapping the binary carries.
+    pub fn plan(&self, repo: &str, release: DebianRelease) -> EnvPlan {
+        self.plan_with(conda_map(), repo, release)
+    }
+}
+
+/// PEP 503 name normalization: lowercase, runs of `-`, `_`, `.` as one `-`.
+pub fn normalize_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut sep = false;
+    for c in name.trim().chars() {
+        if matches!(c, '-' | '_' | '.') {
+            sep = true;
+            continue;
+        }
+        if sep && !out.is_empty() {
+            out.push('-');
+        }
+        sep = false;
+        out.extend(c.to_lowercase());
+    }
+    out
+}
+
+/// A version in a comparable form: lowercase, `-`/`_` as `.`, a dot before `post`/`dev`
+/// (`2.9.0post0` is `2.9.0.post0`), a leading `v` dropped, trailing `.0` release parts dropped
+/// (`1.0` is `1`), and a local part (`+cpu`) dropped.
+pub fn normalize_version(v: &str) -> String {
+    let v = v.trim().to_lowercase();
+    let v = v.strip_prefix('v').unwrap_or(&v);
+    let v = v.split('+').next().unwrap_or("");
+    let v = v.replace(['-', '_'], ".");
+    let mut s = String::with_capacity(v.len() + 2);
+    for (i, c) in v.char_indices() {
+        let rest = &v[i..];
+        if (rest.starts_with("post") || rest.starts_with("dev")) && i > 0 && !s.ends_with('.') {
+            s.push('.');
+        }
+        s.push(c);
+    }
+    // The release is the leading run of dotted numbers.
+    let split = s
+        .char_indices()
+        .find(|&(_, c)| !(c.is_ascii_digit() || c == '.'))
+        .map_or(s.len(), |(i, _)| i);
+    let (release, rest) = s.split_at(split);
+    let mut parts: Vec<String> = release
+        .split('.')
+        .filter(|p| !p.is_empty())
+        .map(|p| p.trim_start_matches('0').to_string())
+        .map(|p| if p.is_empty() { "0".to_string() } else { p })
+        .collect();
+    while parts.len() > 1 && parts.last().is_some_and(|p| p == "0") {
+        parts.pop();
+    }
+    let rest = rest.trim_start_matches('.');
+    if rest.is_empty() {
+        parts.join(".")
+    } else {
+        format!("{}.{rest}", parts.join("."))
+    }
+}
+
+/// A `pip freeze` line that names a package at a version.
+fn parse_freeze_line(line: &str) -> Option<(String, String)> {
+    let line = line.trim();
+    if line.is_empty() || line.starts_with('#') || line.starts_with('-') {
+        return None;
+    }
+    let (name, version) = line.split_once("==")?;
+    Some((name.trim().to_string(), version.trim().to_string()))
+}
+
+/// One environment's `pip freeze` against its frozen Python packages.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct EnvCheck {
+    /// Names present at the frozen version.
+    pub matched: Vec<String>,
+    /// `(name, frozen version, installed version)`.
+    pub different: Vec<(String, String, String)>,
+    /// `(name, frozen version)` not installed at all.
+    pub missing: Vec<(String, String)>,
+    /// `(name, version)` installed but not in the frozen file.
+    pub extra: Vec<(String, String)>,
+    /// Freeze lines that name no version (editable or URL installs: the repository itself).
+    pub not_compared: Vec<String>,
+}
+
+impl EnvCheck {
+    /// How many frozen Python packages there are.
+    pub fn expected(&self) -> usize {
+        self.matched.len() + self.different.len() + self.missing.len()
+    }
+
+    /// Matched packages as a percentage of the frozen ones (100 for an empty list).
+    pub fn match_percent(&self) -> f64 {
+        match self.expected() {
+            0 => 100.0,
+            n => 100.0 * self.matched.len() as f64 / n as f64,
+        }
+    }
+}
+
+/// Compares `pip freeze --all` output with the frozen packages. `pip` itself is left out on
+/// both sides (the harness pins its own installer).
+pub fn compare_freeze(expected: &[Pin], freeze: &str) -> EnvCheck {
+    let mut installed: BTreeMap<String, (String, String)> = BTreeMap::new();
+    let mut out = EnvCheck::default();
+    for line in freeze.lines() {
+        match parse_freeze_line(line) {
+            Some((name, version)) => {
+                installed.insert(normalize_name(&name), (name, version));
+            }
+            None => {
+                let t = line.trim();
+                if !t.is_empty() && !t.starts_with('#') {
+                    out.not_compared.push(t.to_string());
+                }
+            }
+        }
+    }
+    installed.remove("pip");
+    let mut seen = BTreeSet::new();
+    for pin in expected {
+        let key = normalize_name(&pin.name);
+        if key == "pip" || !seen.insert(key.clone()) {
+            continue;
+        }
+        match installed.get(&key) {
+            None => out.missing.push((pin.name.clone(), pin.version.clone())),
+            Some((_, got)) if normalize_version(got) == normalize_version(&pin.version) => {
+                out.matched.push(pin.name.clone())
+            }
+            Some((_, got)) => {
+                out.different
+                    .push((pin.name.clone(), pin.version.clone(), got.clone()))
+            }
+        }
+    }
+    out.extra = installed
+        .into_iter()
+        .filter(|(k, _)| !seen.contains(k))
+        .map(|(_, nv)| nv)
+        .collect();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(entries: &str) -> CondaMap {
+        CondaMap::parse(&format!(
+            r#"{{"compiler": ["build-essential", "python3-dev"], "compiler_repos": ["a/ext"], "map": {{{entries}}}}}"#
+        ))
+        .unwrap()
+    }
+
+    fn env(python: &str, conda: &[&str], pip: &[&str]) -> FrozenEnv {
+        FrozenEnv {
+            python: python.to_string(),
+            conda: conda.iter().map(|s| s.to_string()).collect(),
+            pip: pip.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn map_values_parse_or_are_refused_by_name() {
+        let m = map(
+            r#""a": "pypi:A-b", "z": "debian:zlib1g-dev libz", "s": "skip: runtime", "n": "none: conda only""#,
+        );
+        assert_eq!(m.target("a"), Some(Ok(CondaTarget::Pypi("A-b"))));
+        assert_eq!(
+            m.target("z"),
+            Some(Ok(CondaTarget::Debian(vec!["zlib1g-dev", "libz"])))
+        );
+        assert_eq!(m.target("s"), Some(Ok(CondaTarget::Skip("runtime"))));
+        assert_eq!(
+            m.target("n"),
+            Some(Ok(CondaTarget::Unavailable("conda only")))
+        );
+        assert_eq!(m.target("unknown"), None);
+        for bad in [
+            r#""x": "pip:x""#,
+            r#""x": "pypi:""#,
+            r#""x": "pypi:a b""#,
+            r#""x": "x""#,
+        ] {
+            let e = CondaMap::parse(&format!(
+                r#"{{"compiler": [], "compiler_repos": [], "map": {{{bad}}}}}"#
+            ))
+            .unwrap_err();
+            assert!(e.contains("`x`"), "{e}");
+        }
+    }
+
+    #[test]
+    fn plan_maps_every_conda_name_and_pip_wins() {
+        let m = map(
+            r#""python": "skip: interpreter", "numpy": "pypi:numpy", "setuptools_scm": "pypi:setuptools-scm", "graphviz": "debian:graphviz", "cdms2": "none: conda-forge only""#,
+        );
+        let e = env(
+            "3.9.20",
+            &[
+                "python=3.9.20",
+                "numpy=1.25.2",
+                "setuptools_scm=8.1.0",
+                "graphviz=12.0.0",
+                "cdms2=3.1.5",
+                "mystery=1.0",
+            ],
+            &["setuptools-scm==8.0.4", "six==1.16.0"],
+        );
+        let p = e.plan_with(&m, "o/r", DebianRelease::Bullseye);
+        assert_eq!(
+            p.requirements(),
+            "numpy==1.25.2\nsetuptools-scm==8.0.4\nsix==1.16.0\n",
+            "the pip pin of setuptools-scm wins over conda's setuptools_scm"
+        );
+        assert_eq!(p.pin("Setuptools_SCM").unwrap().origin, "pip");
+        assert_eq!(p.pin("numpy").unwrap().origin, "conda numpy");
+        assert_eq!(p.debian, vec!["graphviz"]);
+        assert!(
+            !p.compiler,
+            "same python, no -dev package, no extension repo"
+        );
+        assert_eq!(
+            p.unavailable,
+            vec![("cdms2=3.1.5".to_string(), "conda-forge only".to_string())]
+        );
+        assert_eq!(p.unmapped, vec!["mystery=1.0"]);
+        let names: Vec<_> = p.expected().into_iter().map(|p| p.name).collect();
+        assert_eq!(names, ["cdms2", "numpy", "setuptools-scm", "six"]);
+    }
+
+    #[test]
+    fn compiler_when_python_differs_dev_packages_or_extension_repo() {
+        let m = map(r#""cairo": "debian:libcairo2-dev""#);
+        let plain = env("3.9.20", &[], &["a==1"]);
+        assert!(!plain.plan_with(&m, "o/r", DebianRelease::Bullseye).compiler);
+        let p = plain.plan_with(&m, "a/ext", DebianRelease::Bullseye);
+        assert!(p.compiler);
+        assert_eq!(p.debian, vec!["build-essential", "python3-dev"]);
+        assert!(
+            env("3.6.13", &[], &[])
+                .plan_with(&m, "o/r", DebianRelease::Bullseye)
+                .compiler
+        );
+        let cairo =
+            env("3.11.10", &["cairo=1.18.0"], &[]).plan_with(&m, "o/r", DebianRelease::Bookworm);
+        assert_eq!(
+            cairo.debian,
+            vec!["build-essential", "libcairo2-dev", "python3-dev"]
+        );
+    }
+
+    #[test]
+    fn names_and_versions_normalize() {
+        assert_eq!(normalize_name("Jupyter_Core"), "jupyter-core");
+        assert_eq!(normalize_name("zope.interface"), "zope-interface");
+        assert_eq!(normalize_name("a--_b"), "a-b");
+        assert_eq!(
+            normalize_version("2.9.0post0"),
+            normalize_version("2.9.0.post0")
+        );
+        assert_eq!(normalize_version("1.0"), normalize_version("1.0.0"));
+        assert_eq!(normalize_version("1.0"), "1");
+        assert_eq!(
+            normalize_version("2.0.0.dev0"),
+            normalize_version("2.0.0dev0")
+        );
+        assert_eq!(normalize_version("1.2+cpu"), "1.2");
+        assert_ne!(normalize_version("1.10"), normalize_version("1.1"));
+        assert_ne!(normalize_version("1.0rc1"), normalize_version("1.0"));
+        assert_eq!(normalize_version("2024.01"), "2024.1");
+    }
+
+    #[test]
+    fn freeze_comparison_sorts_every_package() {
+        let expected = vec![
+            Pin {
+                name: "numpy".into(),
+                version: "1.25.2".into(),
+                origin: "conda numpy".into(),
+            },
+            Pin {
+                name: "python-dateutil".into(),
+                version: "2.9.0post0".into(),
+                origin: "pip".into(),
+            },
+            Pin {
+                name: "six".into(),
+                version: "1.16.0".into(),
+                origin: "pip".into(),
+            },
+            Pin {
+                name: "cdms2".into(),
+                version: "3.1.5".into(),
+                origin: "conda cdms2".into(),
+            },
+            Pin {
+                name: "pip".into(),
+                version: "24.2".into(),
+                origin: "conda pip".into(),
+            },
+        ];
+        let freeze = "# comment\nNumPy==1.26.0\npython_dateutil==2.9.0.post0\nsix==1.16\npip==24.0\n-e git+https://x/y@abc#egg=y\ny @ file:///testbed\nextra-thing==0.1\n";
+        let c = compare_freeze(&expected, freeze);
+        assert_eq!(c.matched, ["python-dateutil", "six"]);
+        assert_eq!(
+            c.different,
+            [(
+                "numpy".to_string(),
+                "1.25.2".to_string(),
+                "1.26.0".to_string()
+            )]
+        );
+        assert_eq!(c.missing, [("cdms2".to_string(), "3.1.5".to_string())]);
+        assert_eq!(c.extra, [("extra-thing".to_string(), "0.1".to_string())]);
+        assert_eq!(
+            c.not_compared,
+            ["-e git+https://x/y@abc#egg=y", "y @ file:///testbed"]
+        );
+        assert_eq!(c.expected(), 4, "pip is left out");
+        assert!((c.match_percent() - 50.0).abs() < 1e-9);
+        assert_eq!(compare_freeze(&[], "").match_percent(), 100.0);
+    }
+}
+
+/// The data the binary carries: SWE-bench's 500 frozen files and the mapping of their names.
+#[cfg(test)]
+mod data_tests {
+    use super::*;
+
+    #[test]
+    fn all_verified_instances_have_one_and_equal_ones_are_stored_once() {
+        assert_eq!(frozen_instance_ids().count(), 500);
+        assert_eq!(frozen_envs().len(), 63);
+        let distinct: BTreeSet<_> = frozen_envs().iter().collect();
+        assert_eq!(
+            distinct.len(),
+            frozen_envs().len(),
+            "no env is stored twice"
+        );
+        let repos: BTreeSet<_> = frozen_instance_ids()
+            .map(|id| id.rsplit_once('-').unwrap().0)
+            .collect();
+        assert_eq!(repos.len(), 12, "{repos:?}");
+    }
+
+    #[test]
+    fn a_frozen_file_reads_as_swebench_wrote_it() {
+        // swebench-og/pytest-dev__pytest/5262/environment.yml
+        let e = frozen_env("pytest-dev__pytest-5262").unwrap();
+        assert_eq!(e.python, "3.9.20");
+        assert_eq!(e.python_minor(), "3.9");
+        assert!(e.conda.contains(&"libgcc-ng=11.2.0".to_string()));
+        assert_eq!(
+            e.pip,
+            [
+                "atomicwrites==1.4.1",
+                "attrs==23.1.0",
+                "more-itertools==10.1.0",
+                "pluggy==0.11.0",
+                "py==1.11.0",
+                "setuptools==68.0.0",
+                "six==1.16.0",
+                "wcwidth==0.2.6"
+            ]
+        );
+        let p = e.plan("pytest-dev/pytest", DebianRelease::Bullseye);
+        assert_eq!(
+            p.requirements(),
+            "atomicwrites==1.4.1\nattrs==23.1.0\nmore-itertools==10.1.0\npluggy==0.11.0\npy==1.11.0\nsetuptools==68.0.0\nsix==1.16.0\nwcwidth==0.2.6\nwheel==0.44.0\n",
+            "the pip list, and conda's wheel (pip, python and the runtime libraries skipped)"
+        );
+        assert_eq!(p.debian, ["tzdata"]);
+        assert!(p.unavailable.is_empty() && p.unmapped.is_empty() && !p.compiler);
+        assert!(frozen_env("pytest-dev__pytest-1").is_none());
+    }
+
+    #[test]
+    fn every_conda_name_of_every_frozen_file_is_mapped() {
+        let map = conda_map();
+        let mut used = BTreeSet::new();
+        for e in frozen_envs() {
+            for c in &e.conda {
+                let name = c.split('=').next().unwrap();
+                match map.target(name) {
+                    Some(Ok(_)) => {
+                        used.insert(name);
+                    }
+                    other => panic!("conda name `{name}`: {other:?}"),
+                }
+            }
+        }
+        assert_eq!(
+            used.len(),
+            map.len(),
+            "every mapping entry is used by some frozen file"
+        );
+    }
+
+    #[test]
+    fn python_packages_go_to_pypi_and_runtime_pieces_are_skipped() {
+        let map = conda_map();
+        for (conda, pypi) in [
+            ("matplotlib-base", "matplotlib"),
+            ("msgpack-python", "msgpack"),
+            ("brotli-python", "Brotli"),
+            ("python-tzdata", "tzdata"),
+            ("pyqt", "PyQt5"),
+            ("numpy", "numpy"),
+            ("setuptools_scm", "setuptools-scm"),
+        ] {
+            assert_eq!(
+                map.target(conda),
+                Some(Ok(CondaTarget::Pypi(pypi))),
+                "{conda}"
+            );
+        }
+        for conda in [
+            "python",
+            "libgcc-ng",
+            "_openmp_mutex",
+            "ca-certificates",
+            "openssl",
+            "numpy-base",
+            "hdf5",
+        ] {
+            assert!(
+                matches!(map.target(conda), Some(Ok(CondaTarget::Skip(_)))),
+                "{conda}"
+            );
+        }
+        assert!(matches!(
+            map.target("cdms2"),
+            Some(Ok(CondaTarget::Unavailable(_)))
+        ));
+        assert_eq!(
+            map.target("graphviz"),
+            Some(Ok(CondaTarget::Debian(vec!["graphviz"])))
+        );
+    }
+
+    /// The repositories the network cannot bring here render all the same: every frozen file
+    /// has a plan whose pins are exact and that names whatever it cannot install.
+    #[test]
+    fn every_frozen_environment_plans_with_exact_pins() {
+        let mut unavailable = BTreeSet::new();
+        for id in frozen_instance_ids() {
+            let e = frozen_env(id).unwrap();
+            let repo = id.rsplit_once('-').unwrap().0.replacen("__", "/", 1);
+            let release = super::super::debian_release_for(&e.python_minor()).release;
+            let p = e.plan(&repo, release);
+            assert!(p.unmapped.is_empty(), "{id}: {:?}", p.unmapped);
+            assert!(!p.pins.is_empty(), "{id}");
+            for pin in &p.pins {
+                assert!(
+                    !pin.version.is_empty() && !pin.name.contains(' '),
+                    "{id}: {pin:?}"
+                );
+            }
+            assert_eq!(
+                p.expected().len(),
+                p.pins.len() + p.unavailable.len(),
+                "{id}: every Python package is expected"
+            );
+            if [
+                "astropy/astropy",
+                "matplotlib/matplotlib",
+                "scikit-learn/scikit-learn",
+            ]
+            .contains(&repo.as_str())
+            {
+                assert!(p.compiler, "{id} builds C extensions");
+            }
+            unavailable.extend(
+                p.unavailable
+                    .iter()
+                    .map(|(n, _)| n.split('=').next().unwrap().to_string()),
+            );
+        }
+        assert_eq!(
+            unavailable.into_iter().collect::<Vec<_>>(),
+            [
+                "cdat_info",
+                "cdms2",
+                "cdtime",
+                "distarray",
+                "esmpy",
+                "pygobject",
+                "wxpython"
+            ],
+            "the Python packages with no PyPI or Debian source"
+        );
+        let django = frozen_env("django__django-11099").unwrap();
+        assert!(django
+            .plan("django/django", DebianRelease::Bullseye)
+            .pin("asgiref")
+            .is_some());
+    }
+}
