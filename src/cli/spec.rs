@@ -76,6 +76,7 @@ pub fn run(args: Args) -> CliResult {
         ca_cert: ca.is_some(),
         base_image: args.base_image.as_deref(),
         repo_files: None,
+        frozen_envs: true,
     };
     let wanted: Vec<&str> = args
         .instance_ids
@@ -168,6 +169,13 @@ fn write_spec(
         "instance_image": spec.instance_image_tag,
         "official_image": spec.official_image_name(None),
         "warnings": spec.warnings,
+        "frozen_env": spec.frozen_env.as_ref().map(|p| serde_json::json!({
+            "python": p.python,
+            "pins": p.pins.len(),
+            "debian_packages": p.debian,
+            "unavailable": p.unavailable.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+            "unmapped": p.unmapped,
+        })),
     });
     crate::fsutil::write_json_atomic(&dir.join("spec.json"), &meta)
 }

@@ -245,6 +245,9 @@ pub struct InstanceRecipe {
     pub files: Vec<Entry>,
     /// The build context needs `repo/`: `repo` at `base_commit`, made on the host.
     pub needs_repo: bool,
+    /// The build needs the network even with the repository in the context (its install
+    /// step fetches from PyPI, as the official build does).
+    pub network: bool,
 }
 
 /// Base, environment and instance images built locally.
@@ -336,6 +339,7 @@ impl InstanceImages {
                 dockerfile: spec.instance_dockerfile.clone(),
                 files: files(spec.instance_context_files()),
                 needs_repo: spec.instance_needs_repo_in_context(),
+                network: spec.instance_build_network,
             },
         });
         out
@@ -450,6 +454,7 @@ pub async fn ensure<E: Engine>(engine: &E, plan: &ImagePlan, opts: &BuildOptions
                 &env.dockerfile,
                 &env.files,
                 None,
+                true,
                 None,
                 opts,
                 &mut out,
@@ -588,6 +593,7 @@ async fn ensure_base_recipe<E: Engine>(
                     dockerfile,
                     &[],
                     None,
+                    true,
                     None,
                     opts,
                     out,
@@ -645,6 +651,7 @@ async fn build_instance<E: Engine>(
         &ir.dockerfile,
         &ir.files,
         repo_dir,
+        ir.network,
         Some(&inst.instance_id),
         opts,
         out,
@@ -661,6 +668,7 @@ async fn build_one<E: Engine>(
     dockerfile: &str,
     files: &[Entry],
     repo_dir: Option<&Path>,
+    needs_network: bool,
     instance_id: Option<&str>,
     opts: &BuildOptions,
     out: &mut Prepared,
@@ -697,10 +705,10 @@ async fn build_one<E: Engine>(
         }
     };
     let log_path = build_log_path(&opts.logs_dir, layer, tag);
-    // An instance image whose repository comes in the context needs no network: build it
-    // without (hermetic, and no network endpoint to set up per build).
+    // An instance image whose repository comes in the context needs no network unless its
+    // install step does: build it without (hermetic, and no network endpoint to set up).
     let settings = BuildSettings {
-        network: !(layer == Layer::Instance && repo_dir.is_some()),
+        network: !(layer == Layer::Instance && repo_dir.is_some()) || needs_network,
     };
     match engine
         .build_image_with(tag, ctx, labels_for(layer, instance_id), settings)
@@ -908,6 +916,7 @@ mod plan_tests {
                 dockerfile: format!("FROM {env}\n"),
                 files: vec![],
                 needs_repo,
+                network: false,
             },
         }
     }

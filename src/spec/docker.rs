@@ -181,12 +181,15 @@ pub fn official_instance_dockerfile(arch: &str, env_image: &str) -> String {
     )
 }
 
-/// The Debian environment Dockerfile.
+/// The Debian environment Dockerfile. `apt` are Debian packages installed in a step of their
+/// own before the Python packages (equal lists share the layer across environment images); a
+/// Debian mirror that cannot be reached leaves them out, named in the build log.
 pub fn debian_env_dockerfile(
     base_image: &str,
     release: DebianRelease,
     label: &str,
     ca_cert: bool,
+    apt: &[String],
 ) -> String {
     let ca = if ca_cert {
         "COPY ./ca.crt /usr/local/share/ca-certificates/swe-eval-extra.crt\n\
@@ -195,6 +198,7 @@ pub fn debian_env_dockerfile(
         ""
     };
     let py = release.python_version();
+    let apt = apt_step(apt);
     fill(
         DEBIAN_ENV_TEMPLATE,
         &[
@@ -203,8 +207,25 @@ pub fn debian_env_dockerfile(
             ("python", &py),
             ("label", label),
             ("ca_cert", ca),
+            ("apt", &apt),
         ],
     )
+}
+
+/// The `RUN` line that installs Debian packages (empty for none).
+fn apt_step(pkgs: &[String]) -> String {
+    if pkgs.is_empty() {
+        return String::new();
+    }
+    let list = pkgs.join(" ");
+    [
+        format!("RUN (apt-get update && apt-get install -y --no-install-recommends {list}) \\"),
+        format!(
+            "    || echo 'swe-eval: Debian packages not installed (no Debian mirror?): {list}'; \\"
+        ),
+        "    rm -rf /var/lib/apt/lists/*\n".to_string(),
+    ]
+    .join("\n")
 }
 
 /// The Debian instance Dockerfile (copies the repository from the context's `repo/`).
@@ -222,7 +243,13 @@ mod tests {
             official_base_dockerfile("x86_64"),
             official_env_dockerfile("x86_64", "b"),
             official_instance_dockerfile("x86_64", "e"),
-            debian_env_dockerfile("b", DebianRelease::Bookworm, "x", true),
+            debian_env_dockerfile(
+                "b",
+                DebianRelease::Bookworm,
+                "x",
+                true,
+                &["graphviz".to_string()],
+            ),
             debian_instance_dockerfile("e"),
         ] {
             assert!(!text.contains("{{"), "{text}");

@@ -4,9 +4,11 @@
 //! Two image flavours:
 //! - [`Flavour::Official`]: conda in `/opt/miniconda3`, environment `testbed`, as the official
 //!   SWE-bench 4.1.0 images are built; its `eval.sh` is byte-identical to the official one.
-//! - [`Flavour::Debian`]: no conda; the Debian release whose `python3` is nearest the spec's
-//!   Python, packages from PyPI with pinned build tools and no build isolation, so the image
-//!   builds and the eval script's re-install runs without network.
+//! - [`Flavour::Debian`]: no conda; the Debian release whose `python3` is nearest the
+//!   instance's Python; for SWE-bench Verified instances exactly the packages of SWE-bench's
+//!   frozen environment (see [`frozen`]), otherwise the spec's package lists, from PyPI with
+//!   pinned build tools and no build isolation, so the eval script's re-install runs without
+//!   network.
 //!
 //! A row that carries its own `eval_script` (SWE-bench 5) is run with it as is.
 
@@ -144,6 +146,9 @@ pub struct SpecOptions<'a> {
     /// script fetches them from GitHub while building (conda) or installs them from the
     /// checkout in the instance image (Debian).
     pub repo_files: Option<&'a dyn RepoFiles>,
+    /// Debian flavour: an instance with a frozen environment (SWE-bench Verified) gets exactly
+    /// its packages (default); otherwise the spec's package lists are installed.
+    pub frozen_envs: bool,
 }
 
 impl fmt::Debug for SpecOptions<'_> {
@@ -154,6 +159,7 @@ impl fmt::Debug for SpecOptions<'_> {
             .field("ca_cert", &self.ca_cert)
             .field("base_image", &self.base_image)
             .field("repo_files", &self.repo_files.is_some())
+            .field("frozen_envs", &self.frozen_envs)
             .finish()
     }
 }
@@ -166,6 +172,7 @@ impl SpecOptions<'static> {
             ca_cert: false,
             base_image: None,
             repo_files: None,
+            frozen_envs: true,
         }
     }
 }
@@ -231,6 +238,12 @@ pub struct TestSpec {
     pub nano_cpus: Option<u64>,
     /// Debian flavour: the build context of the environment image carries `ca.crt`.
     pub ca_cert: bool,
+    /// Debian flavour: the instance's frozen environment (SWE-bench's own record of what its
+    /// tests ran with), as the environment image installs it; `None` when there is none and
+    /// the spec's package lists are installed instead.
+    pub frozen_env: Option<frozen::EnvPlan>,
+    /// The instance image's build needs the network (to PyPI, for the install step).
+    pub instance_build_network: bool,
 }
 
 impl TestSpec {

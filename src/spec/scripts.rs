@@ -8,6 +8,7 @@
 use crate::dataset::Instance;
 
 use super::docker::{self, debian_release_for};
+use super::frozen::{self, EnvPlan};
 use super::pyrepr::list_repr;
 use super::table::{table, RepoSpec};
 use super::{
@@ -133,27 +134,61 @@ pub(super) fn build(inst: &Instance, opts: &SpecOptions<'_>) -> Result<TestSpec,
                 docker::official_instance_dockerfile(opts.arch, &out.env_image_tag);
         }
         Flavour::Debian => {
-            let choice = debian_release_for(&spec.python);
+            let frozen = opts.frozen_envs.then(|| frozen::frozen_env(id)).flatten();
+            let python = frozen.map_or_else(|| spec.python.clone(), |f| f.python_minor());
+            let choice = debian_release_for(&python);
             let release = choice.release;
-            warnings.extend(choice.warning);
             out.debian_release = Some(release);
             out.ca_cert = opts.ca_cert;
-            let deb = Debian::new(&ctx, release, opts.repo_files, &mut warnings);
+            let (deb, label, apt) = match frozen {
+                Some(env) => {
+                    let plan = env.plan(&inst.repo, release);
+                    warnings.extend(
+                        choice
+                            .warning
+                            .map(|w| format!("frozen environment (python {}): {w}", env.python)),
+                    );
+                    warnings.extend(frozen_warnings(&plan));
+                    let label = format!(
+                        "frozen environment {} (python {})",
+                        sha256_hex(&plan.requirements(), 12),
+                        env.python
+                    );
+                    out.python_version = env.python.clone();
+                    let deb = Debian::frozen(&plan, release);
+                    let apt = plan.debian.clone();
+                    out.frozen_env = Some(plan);
+                    (deb, label, apt)
+                }
+                None => {
+                    warnings.extend(choice.warning);
+                    let deb = Debian::new(&ctx, release, opts.repo_files, &mut warnings);
+                    let label = format!(
+                        "{} {} (spec python {})",
+                        inst.repo,
+                        ctx.spec_version(),
+                        spec.python
+                    );
+                    (deb, label, Vec::new())
+                }
+            };
             out.setup_env_script = deb.env_script();
             out.install_repo_script = deb.repo_script(&ctx);
             out.eval_script = deb.eval_script(&ctx);
+            // The official instance build clones and installs with the network; the install
+            // step (build requirements, dependencies the environment lacks) gets PyPI too.
+            out.instance_build_network = spec.install.is_some() || !spec.pre_install.is_empty();
             out.base_image_tag = opts
                 .base_image
                 .map(str::to_string)
                 .unwrap_or_else(|| docker::debian_base_image(release));
-            let label = format!(
-                "{} {} (spec python {})",
-                inst.repo,
-                ctx.spec_version(),
-                spec.python
+            out.env_dockerfile = docker::debian_env_dockerfile(
+                &out.base_image_tag,
+                release,
+                &label,
+                opts.ca_cert,
+                &apt,
             );
-            out.env_dockerfile =
-                docker::debian_env_dockerfile(&out.base_image_tag, release, &label, opts.ca_cert);
             let env_hash = sha256_hex(
                 &format!("{}\n{}", out.env_dockerfile, out.setup_env_script),
                 22,
@@ -262,6 +297,8 @@ fn skeleton(inst: &Instance, test_patch: &str, row_image: Option<String>) -> Tes
         pass_to_pass: inst.pass_to_pass().to_vec(),
         nano_cpus: None,
         ca_cert: false,
+        frozen_env: None,
+        instance_build_network: false,
     }
 }
 
@@ -629,7 +666,7 @@ struct Debian {
     /// Commands for `setup_repo.sh` before `pre_install` (requirements from the checkout).
     deferred: Vec<String>,
     /// The era's setuptools pin, also a constraint on the repository's build requirements.
-    setuptools: &'static str,
+    setuptools: String,
 }
 
 impl Debian {
@@ -644,7 +681,7 @@ impl Debian {
         let venv = spec.packages.is_some() || !pip_packages.is_empty() || spec.install.is_some();
         let mut env_commands = Vec::new();
         let mut deferred = Vec::new();
-        let setuptools = setuptools_pin(&spec.python, release);
+        let setuptools = setuptools_pin(&spec.python, release).to_string();
         if venv {
             // An isolated venv: with the system site-packages visible, pip would take the
             // image's own pytest as satisfying `pytest`, and `/usr/bin/pytest` (system Python)
@@ -715,6 +752,42 @@ impl Debian {
         }
     }
 
+    /// A frozen environment: its pins in one resolver run, in a fresh venv.
+    fn frozen(plan: &EnvPlan, release: docker::DebianRelease) -> Debian {
+        // The environment's own setuptools, else the era's (build requirements are constrained
+        // to it, and the install runs without build isolation).
+        let setuptools = plan.pin("setuptools").map_or_else(
+            || setuptools_pin(&plan.python, release).to_string(),
+            |p| format!("setuptools=={}", p.version),
+        );
+        let wheel = plan.pin("wheel").map_or_else(
+            || WHEEL_PIN.to_string(),
+            |p| format!("wheel=={}", p.version),
+        );
+        let dest = "/root/frozen-requirements.txt";
+        let mut env_commands = vec![
+            format!("python3 -m venv {VENV_DIR}"),
+            format!("python -m pip install {PIP_PIN} {setuptools} {wheel}"),
+            format!(
+                "cat <<'{ENV_HEREDOC}' > {dest}\n{}{ENV_HEREDOC}",
+                plan.requirements()
+            ),
+        ];
+        env_commands.extend(
+            frozen_warnings(plan)
+                .into_iter()
+                .map(|w| format!("echo {}", shell_quote(&format!("swe-eval: {w}")))),
+        );
+        env_commands.push(pinned_install(dest));
+        env_commands.push(format!("rm {dest}"));
+        Debian {
+            venv: true,
+            env_commands,
+            deferred: Vec::new(),
+            setuptools,
+        }
+    }
+
     fn env_script(&self) -> String {
         script_text("set -euxo pipefail", &self.env_commands)
     }
@@ -742,7 +815,7 @@ impl Debian {
         l.extend(ctx.spec.pre_install.iter().map(|c| offline_tolerant(c)));
         if let Some(install) = ctx.install() {
             if install.contains("pip install") {
-                l.push(build_requirements(self.setuptools));
+                l.push(build_requirements(&self.setuptools));
             }
             l.push(no_build_isolation(install));
         }
@@ -841,6 +914,47 @@ fn yml_pip_install(path: &str) -> String {
     // Only the `dependencies:` block (not `channels:`), no URLs; `name=1.2` becomes `name==1.2`.
     format!(
         r#"awk '/^dependencies:/{{d=1;next}} /^[^[:space:]-]/{{d=0}} d' {path} | grep -v -e '://' -e 'git+' | sed -n -E 's/^[[:space:]]*-[[:space:]]+([A-Za-z0-9_.-]+)[[:space:]]*(([<>=!~]=?)[[:space:]]*([^[:space:]#]+))?.*$/\1\3\4/p' | grep -v -E '^(python|pip)([<>=!~]|$)' | sed -E 's/^([A-Za-z0-9_.-]+)=([^=])/\1==\2/' | while read -r pkg; do python -m pip install "$pkg" || echo "swe-eval: skipped $pkg"; done"#
+    )
+}
+
+/// What a frozen environment's plan leaves out, by name: for the spec's warnings and the
+/// environment build's log.
+fn frozen_warnings(plan: &EnvPlan) -> Vec<String> {
+    let mut w = Vec::new();
+    if !plan.unavailable.is_empty() {
+        let names: Vec<String> = plan
+            .unavailable
+            .iter()
+            .map(|(n, why)| format!("{n} ({why})"))
+            .collect();
+        w.push(format!(
+            "frozen environment: not installable, will be missing: {}",
+            names.join("; ")
+        ));
+    }
+    if !plan.unmapped.is_empty() {
+        w.push(format!(
+            "frozen environment: conda packages with no mapping (src/spec/conda_map.json), not installed: {}",
+            plan.unmapped.join(", ")
+        ));
+    }
+    w
+}
+
+/// Installs a pinned requirements file in one resolver run. Should that fail (a pin with no
+/// distribution for this interpreter, a conflict pip's metadata sees and conda's did not), the
+/// pins are installed without dependency resolution, then one by one, and those that still fail
+/// are named in the build log.
+fn pinned_install(path: &str) -> String {
+    format!(
+        r#"if ! python -m pip install -r {path}; then
+  echo 'swe-eval: the pinned set did not install in one resolver run; installing the pins without dependency resolution'
+  if ! python -m pip install --no-deps -r {path}; then
+    swe_failed=""
+    while read -r pin; do python -m pip install --no-deps "$pin" || swe_failed="$swe_failed $pin"; done < {path}
+    [ -z "$swe_failed" ] || echo "swe-eval: frozen pins not installed:$swe_failed"
+  fi
+fi"#
     )
 }
 

@@ -65,6 +65,7 @@ fn chain(release_alias: &str, env_tag: &str, env_run: &str, inst_tag: &str) -> B
             dockerfile: format!("FROM {env_tag}\nCOPY ./repo/ /testbed/\nWORKDIR /testbed/\n"),
             files: vec![],
             needs_repo: true,
+            network: false,
         },
     }
 }

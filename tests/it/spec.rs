@@ -744,3 +744,124 @@ fn cli_reads_requirements_from_a_local_clone_like_the_official_harness() {
         serde_json::from_str(&std::fs::read_to_string(dir.join("spec.json")).unwrap()).unwrap();
     assert_eq!(meta["env_image"], entry["rendered"]["env_image_key"]);
 }
+
+/// A Verified instance in the Debian flavour gets its frozen environment: the exact pins in
+/// one `pip install -r`, the frozen Python's Debian release, the Debian packages the mapping
+/// names; without frozen environments, the spec's own lists as before.
+#[test]
+fn debian_flavour_installs_the_frozen_environment() {
+    let mut inst = synthetic("pytest-dev/pytest", "4.5");
+    inst.instance_id = "pytest-dev__pytest-5262".to_string();
+    let ts = TestSpec::new(&inst, Flavour::Debian).unwrap();
+    let plan = ts
+        .frozen_env
+        .as_ref()
+        .expect("pytest-5262 has a frozen environment");
+    assert_eq!(ts.python_version, "3.9.20");
+    assert_eq!(ts.debian_release, Some(DebianRelease::Bullseye));
+    assert!(ts.warnings.is_empty(), "{:?}", ts.warnings);
+    let env = &ts.setup_env_script;
+    for pin in [
+        "pluggy==0.11.0\n",
+        "more-itertools==10.1.0\n",
+        "wheel==0.44.0\n",
+    ] {
+        assert!(env.contains(pin), "{pin} in {env}");
+    }
+    assert_eq!(
+        env.matches("pip install -r /root/frozen-requirements.txt")
+            .count(),
+        1,
+        "one resolver run: {env}"
+    );
+    assert!(env.contains("python -m pip install pip==24.0 setuptools==68.0.0 wheel==0.44.0"));
+    assert_eq!(plan.pins.len(), 9);
+    assert!(ts
+        .env_dockerfile
+        .contains("apt-get install -y --no-install-recommends tzdata"));
+    assert!(
+        ts.instance_build_network,
+        "pip install -e . gets PyPI while building"
+    );
+
+    // The same environment for another instance with the same frozen file: the same image.
+    let mut other = inst.clone();
+    other.instance_id = "pytest-dev__pytest-5227".to_string();
+    let other = TestSpec::new(&other, Flavour::Debian).unwrap();
+    assert_eq!(
+        spec::frozen::frozen_env("pytest-dev__pytest-5227")
+            == spec::frozen::frozen_env("pytest-dev__pytest-5262"),
+        other.env_image_tag == ts.env_image_tag,
+        "equal frozen environments share the image, different ones do not"
+    );
+
+    let mut opts = SpecOptions::new(Flavour::Debian);
+    opts.frozen_envs = false;
+    let loose = TestSpec::with_options(&inst, &opts).unwrap();
+    assert!(loose.frozen_env.is_none());
+    assert!(!loose.setup_env_script.contains("frozen-requirements"));
+    assert_ne!(loose.env_image_tag, ts.env_image_tag);
+
+    // Official flavour: untouched (the PyPI swebench 4.1.0 wheel has no frozen files).
+    let official = TestSpec::new(&inst, Flavour::Official).unwrap();
+    assert!(official.frozen_env.is_none());
+    assert!(!official.setup_env_script.contains("frozen"));
+}
+
+/// Every Verified row of the shared data renders from its frozen environment, with one
+/// environment image per distinct frozen file, and names what it cannot install.
+#[test]
+fn every_verified_row_renders_its_frozen_environment() {
+    let ds = crate::require_shared!();
+    let rows = partial_verified(&ds);
+    let mut images: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
+    // Frozen files that differ only in what is not installed (conda runtime libraries) give
+    // the same environment.
+    let mut plans: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
+    let mut n = 0;
+    for inst in rows.iter().filter(|r| r.test_patch.is_some()) {
+        let ts = TestSpec::new(inst, Flavour::Debian).unwrap();
+        let env = spec::frozen::frozen_env(&inst.instance_id)
+            .unwrap_or_else(|| panic!("{}: no frozen environment", inst.instance_id));
+        let plan = ts.frozen_env.as_ref().unwrap();
+        assert_eq!(ts.python_version, env.python, "{}", inst.instance_id);
+        for pin in &plan.pins {
+            let line = format!("\n{}=={}\n", pin.name, pin.version);
+            assert!(
+                ts.setup_env_script.contains(&line),
+                "{}: {line}",
+                inst.instance_id
+            );
+        }
+        if !plan.unavailable.is_empty() {
+            let w = ts.warnings.join("\n");
+            for (name, _) in &plan.unavailable {
+                assert!(
+                    w.contains(name.as_str()),
+                    "{}: {name} not reported",
+                    inst.instance_id
+                );
+                assert!(
+                    ts.setup_env_script.contains(name.as_str()),
+                    "{}: {name} not in the build log",
+                    inst.instance_id
+                );
+            }
+        }
+        images
+            .entry(inst.repo.clone())
+            .or_default()
+            .insert(ts.env_image_tag.clone());
+        let key = format!("{} {:?} {}", env.python, plan.debian, plan.requirements());
+        plans.entry(inst.repo.clone()).or_default().insert(key);
+        n += 1;
+    }
+    assert_eq!(n, 399);
+    for (repo, tags) in &images {
+        assert_eq!(
+            tags.len(),
+            plans[repo].len(),
+            "{repo}: one image per distinct environment"
+        );
+    }
+}
