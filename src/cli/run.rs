@@ -8,11 +8,12 @@ use std::time::Duration;
 
 use super::render::{self, print_report};
 use super::{BoxError, CliResult};
-use crate::engine::DockerEngine;
+use crate::engine::{DockerEngine, Engine, SwarmEngine};
 use crate::images::CacheLevel;
 use crate::orchestrate::mini_check::check_mini;
 use crate::orchestrate::{
-    load_inputs, outcome, prepare_options, ImageChoices, ImagePolicy, Troubles, Work,
+    load_inputs, outcome, prepare_options, ImageChoices, ImagePolicy, Inputs, PrepareOptions,
+    Troubles, Work,
 };
 use crate::runner::{self, RunConfig};
 
@@ -69,6 +70,43 @@ pub struct Args {
     /// Give the test containers network access (off by default).
     #[arg(long)]
     pub network: bool,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+/// Where the jobs run.
+#[derive(Debug, Clone, clap::Args)]
+pub struct EngineArgs {
+    /// `docker`: containers on the daemon at DOCKER_HOST (or the local socket). `swarm`: one-shot
+    /// services on the Docker Swarm cluster that daemon manages (images are built there).
+    #[arg(long = "engine", value_enum, default_value = "docker")]
+    pub kind: EngineKind,
+    /// With `--engine swarm`: a registry every node can pull from; the run pushes the images
+    /// it uses there. Without it, every node must already have them.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub registry: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EngineKind {
+    Docker,
+    Swarm,
+}
+
+impl EngineArgs {
+    /// The Swarm engine's settings; `--registry` without `--engine swarm` is an error.
+    pub fn swarm_options(&self) -> Result<Option<crate::engine::SwarmOptions>, BoxError> {
+        match self.kind {
+            EngineKind::Docker if self.registry.is_some() => {
+                Err("--registry is for --engine swarm (a single daemon needs no registry)".into())
+            }
+            EngineKind::Docker => Ok(None),
+            EngineKind::Swarm => Ok(Some(crate::engine::SwarmOptions {
+                registry: self.registry.clone(),
+                ..Default::default()
+            })),
+        }
+    }
 }
 
 /// Where images and repositories come from; shared by `run` and `validate`.
@@ -134,12 +172,7 @@ async fn run_async(mut args: Args) -> CliResult {
             .unwrap_or_else(|| if mini { "mini".into() } else { time_run_id() });
     let workers = args.workers.unwrap_or_else(runner::default_workers).max(1);
     let (choices, cache_level) = args.images.choices()?;
-    let opts = prepare_options(
-        &args.output,
-        &choices,
-        inputs.mini_mirrors.clone(),
-        workers,
-    )?;
+    let opts = prepare_options(&args.output, &choices, inputs.mini_mirrors.clone(), workers)?;
 
     let mut config = RunConfig::new(&run_id, args.output.clone());
     config.workers = workers;
@@ -151,7 +184,28 @@ async fn run_async(mut args: Args) -> CliResult {
         1800
     }));
 
-    let engine = Arc::new(DockerEngine::connect().await?);
+    match args.engine.swarm_options()? {
+        None => {
+            let engine = Arc::new(DockerEngine::connect().await?);
+            run_on(engine, &args, inputs, config, &opts, cache_level, mini).await
+        }
+        Some(swarm) => {
+            let engine = Arc::new(SwarmEngine::connect(swarm).await?);
+            run_on(engine, &args, inputs, config, &opts, cache_level, mini).await
+        }
+    }
+}
+
+/// The run on a connected engine: images, jobs, cleanup, report.
+async fn run_on<E: Engine>(
+    engine: Arc<E>,
+    args: &Args,
+    inputs: Inputs,
+    config: RunConfig,
+    opts: &PrepareOptions,
+    cache_level: CacheLevel,
+    mini: bool,
+) -> CliResult {
     let input_problems = inputs.problems.len();
     let work = Work {
         dataset: &inputs.dataset,
@@ -159,7 +213,7 @@ async fn run_async(mut args: Args) -> CliResult {
         instance_ids: inputs.instance_ids,
     };
     let images = ImagePolicy {
-        prepare: &opts,
+        prepare: opts,
         keep: cache_level,
     };
     let report = render::execute(engine, work, config, images).await?;

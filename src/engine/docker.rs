@@ -81,6 +81,11 @@ impl DockerEngine {
         &self.endpoint
     }
 
+    /// The client, for the Swarm engine that drives the same daemon as its manager.
+    pub(super) fn client(&self) -> &Docker {
+        &self.docker
+    }
+
     async fn force_remove(&self, id: &str) -> Result<(), EngineError> {
         let opts = RemoveContainerOptionsBuilder::default()
             .force(true)
@@ -314,7 +319,7 @@ impl DockerEngine {
     }
 }
 
-fn split_tag(image: &str) -> (&str, &str) {
+pub(super) fn split_tag(image: &str) -> (&str, &str) {
     // A digest reference is pulled whole; bollard then sends no tag.
     if image.contains('@') {
         return (image, "");
@@ -357,14 +362,14 @@ async fn tar_chunks(src: TarSource) -> Result<ChunkStream, String> {
     }
 }
 
-fn status_of(e: &DockerError) -> Option<u16> {
+pub(super) fn status_of(e: &DockerError) -> Option<u16> {
     match e {
         DockerError::DockerResponseServerError { status_code, .. } => Some(*status_code),
         _ => None,
     }
 }
 
-fn label_filters(labels: &BTreeMap<String, String>) -> HashMap<String, Vec<String>> {
+pub(super) fn label_filters(labels: &BTreeMap<String, String>) -> HashMap<String, Vec<String>> {
     let mut f = HashMap::new();
     let mut want: Vec<String> = labels
         .iter()
@@ -612,13 +617,8 @@ impl Engine for DockerEngine {
         let mut out = JobOutput::default();
         let result = self.drive(&id, &job, t0, &mut out).await;
         let removed = self.force_remove(&id).await;
-        if out.setup.is_zero() {
-            // Failed before the start: all of it was setup.
-            out.setup = t0.elapsed();
-        } else {
-            // Reading the rest of the output, inspecting and removing.
-            out.teardown = t0.elapsed().saturating_sub(out.setup + out.run);
-        }
+        // Teardown: reading the rest of the output, inspecting and removing.
+        out.close_timing(t0);
         result?;
         removed?;
         Ok(out)

@@ -1,6 +1,7 @@
 //! The container engine. `Engine` is the small surface the rest of the crate needs; the Docker
-//! implementation (`docker.rs`) is the only code in the crate that imports bollard. A fake
-//! engine (`fake.rs`) stands behind the same trait for unit tests of the runner.
+//! implementation (`docker.rs`) and the Docker Swarm one (`swarm/`, jobs as one-shot services
+//! across a cluster) are the only code in the crate that imports bollard. A fake engine
+//! (`fake.rs`) stands behind the same trait for unit tests of the runner.
 //!
 //! A job is one container whose main process is the whole job (apply the patch, run the eval
 //! script): created, given its files, started, waited for with a deadline, its output read
@@ -9,10 +10,12 @@
 pub mod bounded;
 pub mod docker;
 pub mod fake;
+pub mod swarm;
 pub mod tarball;
 
 pub use docker::DockerEngine;
 pub use fake::FakeEngine;
+pub use swarm::{SwarmEngine, SwarmOptions};
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -94,6 +97,20 @@ pub struct JobOutput {
     pub setup: Duration,
     pub run: Duration,
     pub teardown: Duration,
+    /// The cluster node that ran the job (Swarm); `None` on a single daemon.
+    pub node: Option<String>,
+}
+
+impl JobOutput {
+    /// Splits the time since `t0` (the job's beginning) once the job is over: all of it is
+    /// setup when the job never started, else what follows setup and run is teardown.
+    pub fn close_timing(&mut self, t0: std::time::Instant) {
+        if self.setup.is_zero() {
+            self.setup = t0.elapsed();
+        } else {
+            self.teardown = t0.elapsed().saturating_sub(self.setup + self.run);
+        }
+    }
 }
 
 /// What the daemon said about itself.
@@ -118,6 +135,8 @@ pub enum EngineError {
     Import { tag: String, message: String },
     #[error("pull of {image} failed: {message}")]
     Pull { image: String, message: String },
+    #[error("push of {image} failed: {message}")]
+    Push { image: String, message: String },
     #[error("image {image} is not present")]
     ImageMissing { image: String },
     #[error("image inspect/remove of {image} failed: {message}")]
@@ -256,7 +275,8 @@ pub trait Engine: Send + Sync + 'static {
     ) -> impl Future<Output = Result<String, EngineError>> + Send;
     /// Runs one job to completion or deadline and removes its container.
     fn run_job(&self, job: JobSpec) -> impl Future<Output = Result<JobOutput, EngineError>> + Send;
-    /// Containers carrying all of `labels` (running or not).
+    /// Containers carrying all of `labels` (running or not). A cluster engine lists its other
+    /// per-job objects here too (Swarm: services and configs), so reaps by label cover them.
     fn list_containers(
         &self,
         labels: BTreeMap<String, String>,
@@ -268,6 +288,12 @@ pub trait Engine: Send + Sync + 'static {
         &self,
         labels: BTreeMap<String, String>,
     ) -> impl Future<Output = Result<Vec<Resource>, EngineError>> + Send;
+    /// Called once when a run's jobs are over, before its images are cleaned up: removes what
+    /// the engine itself added for the jobs (Swarm: the registry names of pushed images).
+    /// Returns what could not be undone.
+    fn finish_run(&self) -> impl Future<Output = Vec<String>> + Send {
+        async { Vec::new() }
+    }
 }
 
 #[cfg(test)]

@@ -91,6 +91,9 @@ pub async fn execute<E: Engine>(engine: Arc<E>, job: Arc<Job>, cfg: Arc<JobConfi
         .map(|o| String::from_utf8_lossy(&o.output).into_owned());
     let graded = match (&output, &text) {
         (Some(out), Some(text)) => {
+            if let Some(node) = &out.node {
+                let _ = writeln!(log, "node {node}");
+            }
             let parsed = driver::parse(text, &nonce);
             if out.truncated_bytes > 0 {
                 let _ = writeln!(

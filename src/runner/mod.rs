@@ -341,6 +341,9 @@ pub async fn run<E: Engine>(
             at_start: false,
         });
     }
+    // What the engine added for the jobs (Swarm: registry names of pushed images) goes before
+    // the caller cleans up the images.
+    st.problems.extend(engine.finish_run().await);
     let mode = if config.strict {
         Mode::Strict
     } else {
