@@ -1,0 +1,518 @@
+//! Making the plan's images present: prebuilt ones used or pulled, the rest built, each
+//! base and environment once; a failure fails only the instances that need that image.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use futures_util::stream::{self, StreamExt};
+
+use super::{
+    base, base_image_name, build_log_path, context_tar, context_tar_to, ensure_base, labels_for,
+    BaseOptions, BaseRecipe, BuildChain, ImageError, ImagePlan, InstanceImages, Layer, RepoCache,
+};
+use crate::engine::tarball::Entry;
+use crate::engine::{BuildSettings, Engine, TarSource};
+
+/// Options of [`ensure`].
+#[derive(Debug, Clone)]
+pub struct BuildOptions {
+    /// `<output>/logs/build_images`: failed (and base) build logs go here.
+    pub logs_dir: PathBuf,
+    pub repos: RepoCache,
+    pub base: BaseOptions,
+    /// Instance images built at once.
+    pub parallel: usize,
+}
+
+/// Why one instance has no image.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImageFailure {
+    pub image: String,
+    pub layer: Layer,
+    pub message: String,
+    /// The saved build log, if there was one.
+    pub log_path: Option<PathBuf>,
+    /// Worth retrying (a daemon hiccup), as opposed to a broken recipe.
+    pub transient: bool,
+}
+
+/// What [`ensure`] prepared.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Prepared {
+    /// instance_id -> the image its jobs run in.
+    pub images: BTreeMap<String, String>,
+    /// instance_id -> why it has none.
+    pub failed: BTreeMap<String, ImageFailure>,
+    /// Images this call created (built, imported or pulled), with their layer.
+    pub created: Vec<(String, Layer)>,
+}
+
+/// Makes every image of `plan` present: prebuilt ones used or pulled, the rest built (each
+/// base and environment once). A failure fails only the instances that need that image.
+pub async fn ensure<E: Engine>(engine: &E, plan: &ImagePlan, opts: &BuildOptions) -> Prepared {
+    let mut out = Prepared::default();
+    let mut to_build = Vec::new();
+    for inst in &plan.instances {
+        match resolve_prebuilt(engine, inst, &mut out).await {
+            Ok(Some(image)) => {
+                out.images.insert(inst.instance_id.clone(), image);
+            }
+            Ok(None) => to_build.push(inst),
+            Err(f) => {
+                out.failed.insert(inst.instance_id.clone(), f);
+            }
+        }
+    }
+
+    // Bases and environments, each once, in order; a failure is remembered by image name.
+    let mut layer_failures: BTreeMap<String, ImageFailure> = BTreeMap::new();
+    let mut done: BTreeSet<String> = BTreeSet::new();
+    for inst in &to_build {
+        let Some(chain) = &inst.build else { continue };
+        let base_name = chain.base.image().to_string();
+        if !done.contains(&base_name) && !layer_failures.contains_key(&base_name) {
+            match ensure_base_recipe(engine, &chain.base, opts, &mut out).await {
+                Ok(()) => {
+                    done.insert(base_name.clone());
+                }
+                Err(f) => {
+                    layer_failures.insert(base_name.clone(), f);
+                }
+            }
+        }
+        let env = &chain.env;
+        if done.contains(&base_name)
+            && !done.contains(&env.tag)
+            && !layer_failures.contains_key(&env.tag)
+        {
+            match build_one(
+                engine,
+                Layer::Env,
+                &env.tag,
+                &env.dockerfile,
+                &env.files,
+                None,
+                true,
+                None,
+                opts,
+                &mut out,
+            )
+            .await
+            {
+                Ok(()) => {
+                    done.insert(env.tag.clone());
+                }
+                Err(f) => {
+                    layer_failures.insert(env.tag.clone(), f);
+                }
+            }
+        }
+    }
+
+    // Instance images, a few at a time.
+    let jobs = to_build.into_iter().filter_map(|inst| {
+        let chain = inst.build.as_ref()?;
+        for dep in [chain.base.image(), chain.env.tag.as_str()] {
+            if let Some(f) = layer_failures.get(dep) {
+                return Some(futures_util::future::Either::Left(std::future::ready((
+                    inst,
+                    Err(f.clone()),
+                    Vec::new(),
+                ))));
+            }
+        }
+        Some(futures_util::future::Either::Right(async move {
+            let mut local = Prepared::default();
+            let r = build_instance(engine, inst, chain, opts, &mut local).await;
+            (inst, r, local.created)
+        }))
+    });
+    let results: Vec<_> = stream::iter(jobs)
+        .buffer_unordered(opts.parallel.max(1))
+        .collect()
+        .await;
+    for (inst, r, created) in results {
+        out.created.extend(created);
+        match r {
+            Ok(image) => {
+                out.images.insert(inst.instance_id.clone(), image);
+            }
+            Err(f) => {
+                out.failed.insert(inst.instance_id.clone(), f);
+            }
+        }
+    }
+    out
+}
+
+fn failure(layer: Layer, image: &str, e: &ImageError, log_path: Option<PathBuf>) -> ImageFailure {
+    let transient = match e {
+        ImageError::Engine(ee) => ee.is_transient(),
+        _ => false,
+    };
+    ImageFailure {
+        image: image.to_string(),
+        layer,
+        message: e.to_string(),
+        log_path,
+        transient,
+    }
+}
+
+/// A prebuilt image present or pulled: `Ok(Some)`; none to be had but a chain to build:
+/// `Ok(None)`; neither: the failure.
+async fn resolve_prebuilt<E: Engine>(
+    engine: &E,
+    inst: &InstanceImages,
+    out: &mut Prepared,
+) -> Result<Option<String>, ImageFailure> {
+    // An instance image built by an earlier run is as good as a pulled one.
+    if let Some(chain) = &inst.build {
+        match engine.image_exists(&chain.instance.tag).await {
+            Ok(true) => return Ok(Some(chain.instance.tag.clone())),
+            Ok(false) => {}
+            Err(e) => {
+                return Err(failure(
+                    Layer::Instance,
+                    &chain.instance.tag,
+                    &e.into(),
+                    None,
+                ))
+            }
+        }
+    }
+    let Some(image) = &inst.prebuilt else {
+        return Ok(None);
+    };
+    let pulled = match engine.image_exists(image).await {
+        Ok(true) => return Ok(Some(image.clone())),
+        Ok(false) => engine.pull_image(image).await,
+        Err(e) => Err(e),
+    };
+    match pulled {
+        Ok(()) => {
+            out.created.push((image.clone(), Layer::Instance));
+            Ok(Some(image.clone()))
+        }
+        Err(_) if inst.build.is_some() => Ok(None),
+        Err(e) => Err(failure(Layer::Instance, image, &e.into(), None)),
+    }
+}
+
+async fn ensure_base_recipe<E: Engine>(
+    engine: &E,
+    recipe: &BaseRecipe,
+    opts: &BuildOptions,
+    out: &mut Prepared,
+) -> Result<(), ImageFailure> {
+    match recipe {
+        BaseRecipe::Debian { release, alias } => {
+            let name = base_image_name(*release);
+            let log_path = build_log_path(&opts.logs_dir, Layer::Base, &name);
+            let mut bopts = opts.base.clone();
+            bopts.log_file = Some(log_path.clone());
+            match ensure_base(engine, *release, std::slice::from_ref(alias), &bopts).await {
+                Ok(o) => {
+                    if o.built {
+                        out.created.push((name, Layer::Base));
+                    }
+                    Ok(())
+                }
+                Err(e) => Err(failure(Layer::Base, &name, &e, Some(log_path))),
+            }
+        }
+        BaseRecipe::Dockerfile { tag, dockerfile } => match engine.image_exists(tag).await {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                build_one(
+                    engine,
+                    Layer::Base,
+                    tag,
+                    dockerfile,
+                    &[],
+                    None,
+                    true,
+                    None,
+                    opts,
+                    out,
+                )
+                .await
+            }
+            Err(e) => Err(failure(Layer::Base, tag, &e.into(), None)),
+        },
+    }
+}
+
+async fn build_instance<E: Engine>(
+    engine: &E,
+    inst: &InstanceImages,
+    chain: &BuildChain,
+    opts: &BuildOptions,
+    out: &mut Prepared,
+) -> Result<String, ImageFailure> {
+    let ir = &chain.instance;
+    let snapshot = if ir.needs_repo {
+        let tmp = tempfile::tempdir().map_err(|e| {
+            failure(
+                Layer::Instance,
+                &ir.tag,
+                &ImageError::Context {
+                    image: ir.tag.clone(),
+                    message: e.to_string(),
+                },
+                None,
+            )
+        })?;
+        let dest = tmp.path().join("repo");
+        let repos = opts.repos.clone();
+        let (repo, commit, d) = (inst.repo.clone(), inst.base_commit.clone(), dest.clone());
+        // git runs for seconds to minutes: off the async workers.
+        let r = tokio::task::spawn_blocking(move || repos.snapshot(&repo, &commit, &d))
+            .await
+            .map_err(|e| ImageError::Repo {
+                repo: inst.repo.clone(),
+                message: e.to_string(),
+            })
+            .and_then(|r| r);
+        if let Err(e) = r {
+            return Err(failure(Layer::Instance, &ir.tag, &e, None));
+        }
+        Some((tmp, dest))
+    } else {
+        None
+    };
+    let repo_dir = snapshot.as_ref().map(|(_, d)| d.as_path());
+    build_one(
+        engine,
+        Layer::Instance,
+        &ir.tag,
+        &ir.dockerfile,
+        &ir.files,
+        repo_dir,
+        ir.network,
+        Some(&inst.instance_id),
+        opts,
+        out,
+    )
+    .await?;
+    Ok(ir.tag.clone())
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn build_one<E: Engine>(
+    engine: &E,
+    layer: Layer,
+    tag: &str,
+    dockerfile: &str,
+    files: &[Entry],
+    repo_dir: Option<&Path>,
+    needs_network: bool,
+    instance_id: Option<&str>,
+    opts: &BuildOptions,
+    out: &mut Prepared,
+) -> Result<(), ImageFailure> {
+    match engine.image_exists(tag).await {
+        Ok(true) => return Ok(()),
+        Ok(false) => {}
+        Err(e) => return Err(failure(layer, tag, &e.into(), None)),
+    }
+    // A context with a repository can be hundreds of MB (full history): it goes through a
+    // temporary file, streamed to the daemon, never whole in memory.
+    let ctx_err = |e: std::io::Error| {
+        failure(
+            layer,
+            tag,
+            &ImageError::Context {
+                image: tag.to_string(),
+                message: e.to_string(),
+            },
+            None,
+        )
+    };
+    let mut _ctx_file = None;
+    let ctx: TarSource = match repo_dir {
+        None => context_tar(dockerfile, files, None)
+            .map_err(ctx_err)?
+            .into(),
+        Some(dir) => {
+            let f = tempfile::NamedTempFile::new().map_err(ctx_err)?;
+            context_tar_to(f.as_file(), dockerfile, files, Some(dir)).map_err(ctx_err)?;
+            let path = f.path().to_path_buf();
+            _ctx_file = Some(f);
+            path.into()
+        }
+    };
+    let log_path = build_log_path(&opts.logs_dir, layer, tag);
+    // An instance image whose repository comes in the context needs no network unless its
+    // install step does: build it without (hermetic, and no network endpoint to set up).
+    let settings = BuildSettings {
+        network: !(layer == Layer::Instance && repo_dir.is_some()) || needs_network,
+    };
+    match engine
+        .build_image_with(tag, ctx, labels_for(layer, instance_id), settings)
+        .await
+    {
+        Ok(_log) => {
+            out.created.push((tag.to_string(), layer));
+            Ok(())
+        }
+        Err(e) => {
+            let e = ImageError::from(e);
+            let saved = e
+                .log()
+                .map(|l| base::write_log(&log_path, l).is_ok())
+                .unwrap_or(false);
+            Err(failure(layer, tag, &e, saved.then_some(log_path)))
+        }
+    }
+}
+
+#[cfg(test)]
+mod plan_tests {
+    use super::*;
+    use crate::images::{cleanup, CacheLevel, EnvRecipe, InstanceRecipe};
+    use crate::repos::RepoSources;
+    use crate::spec::DebianRelease;
+    use crate::engine::fake::{Call, FakeEngine};
+
+    fn chain(env: &str, inst: &str, needs_repo: bool) -> BuildChain {
+        BuildChain {
+            base: BaseRecipe::Debian {
+                release: DebianRelease::Bookworm,
+                alias: "swe-eval/base:bookworm".into(),
+            },
+            env: EnvRecipe {
+                tag: env.into(),
+                dockerfile: "FROM swe-eval/base:bookworm\n".into(),
+                files: vec![],
+            },
+            instance: InstanceRecipe {
+                tag: inst.into(),
+                dockerfile: format!("FROM {env}\n"),
+                files: vec![],
+                needs_repo,
+                network: false,
+            },
+        }
+    }
+
+    fn inst(id: &str, prebuilt: Option<&str>, build: Option<BuildChain>) -> InstanceImages {
+        InstanceImages {
+            instance_id: id.into(),
+            repo: "o/n".into(),
+            base_commit: "c".into(),
+            prebuilt: prebuilt.map(str::to_string),
+            build,
+        }
+    }
+
+    fn opts(dir: &Path) -> BuildOptions {
+        BuildOptions {
+            logs_dir: dir.join("logs"),
+            repos: RepoCache::new(dir.join("repos"), RepoSources::default()),
+            base: BaseOptions::default(),
+            parallel: 2,
+        }
+    }
+
+    #[tokio::test]
+    async fn shared_env_once_failures_isolated_prebuilt_pulled_or_built() {
+        let tmp = tempfile::tempdir().unwrap();
+        let e = FakeEngine::new();
+        e.add_image(&base_image_name(DebianRelease::Bookworm));
+        e.add_pullable("reg/sweb.eval.x86_64.p:latest");
+        e.fail_build("env-bad", "E: no such package");
+        let plan = ImagePlan {
+            instances: vec![
+                inst("a", None, Some(chain("env-1", "inst-a", false))),
+                inst("b", None, Some(chain("env-1", "inst-b", false))),
+                inst("c", None, Some(chain("env-bad", "inst-c", false))),
+                inst("p", Some("reg/sweb.eval.x86_64.p:latest"), None),
+                inst(
+                    "q",
+                    Some("reg/sweb.eval.x86_64.q:latest"),
+                    Some(chain("env-1", "inst-q", false)),
+                ),
+                inst("r", Some("reg/sweb.eval.x86_64.r:latest"), None),
+            ],
+        };
+        let got = ensure(&e, &plan, &opts(tmp.path())).await;
+        let images: Vec<(&str, &str)> = got
+            .images
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(
+            images,
+            [
+                ("a", "inst-a"),
+                ("b", "inst-b"),
+                ("p", "reg/sweb.eval.x86_64.p:latest"),
+                ("q", "inst-q")
+            ],
+            "q's pull failed, so it was built"
+        );
+        let c = &got.failed["c"];
+        assert_eq!(
+            (c.layer, c.image.as_str(), c.transient),
+            (Layer::Env, "env-bad", false)
+        );
+        let log = std::fs::read_to_string(c.log_path.as_ref().unwrap()).unwrap();
+        assert_eq!(log, "E: no such package");
+        assert!(
+            got.failed["r"].message.contains("pull"),
+            "nothing to build: a pull failure"
+        );
+        let env1_builds = e
+            .calls()
+            .iter()
+            .filter(|c| matches!(c, Call::BuildImage { tag, .. } if tag == "env-1"))
+            .count();
+        assert_eq!(env1_builds, 1, "the shared environment is built once");
+        assert!(e.calls().contains(&Call::TagImage {
+            image: base_image_name(DebianRelease::Bookworm),
+            new_name: "swe-eval/base:bookworm".into()
+        }));
+
+        // Cache level env: instance images (built and pulled) go, environments stay.
+        assert!(cleanup(&e, &got, CacheLevel::Env).await.errors.is_empty());
+        let left = e.images();
+        for gone in [
+            "inst-a",
+            "inst-b",
+            "inst-q",
+            "reg/sweb.eval.x86_64.p:latest",
+        ] {
+            assert!(!left.contains(&gone.to_string()), "{gone} removed");
+        }
+        assert!(left.contains(&"env-1".to_string()));
+
+        // A second run finds nothing to do for a and b but their instance images again.
+        let again = ensure(&e, &plan, &opts(tmp.path())).await;
+        assert!(
+            !again.created.iter().any(|(n, _)| n == "env-1"),
+            "env-1 cached"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_existing_instance_image_is_used_without_pulling_or_building() {
+        let tmp = tempfile::tempdir().unwrap();
+        let e = FakeEngine::new();
+        e.add_image("inst-a");
+        let plan = ImagePlan {
+            instances: vec![inst(
+                "a",
+                Some("reg/sweb.eval.x86_64.a:latest"),
+                Some(chain("env-1", "inst-a", true)),
+            )],
+        };
+        let got = ensure(&e, &plan, &opts(tmp.path())).await;
+        assert_eq!(got.images["a"], "inst-a");
+        assert!(got.created.is_empty());
+        assert!(!e
+            .calls()
+            .iter()
+            .any(|c| matches!(c, Call::PullImage(_) | Call::BuildImage { .. })));
+    }
+}

@@ -1,0 +1,79 @@
+//! Removing, at the end of a run, the images the cache level does not keep, and handing over
+//! those another live run still holds.
+
+use std::collections::BTreeSet;
+
+use super::{hold, CacheLevel, Layer, Prepared};
+use crate::engine::{Engine, EngineError};
+
+/// What [`cleanup`] did.
+#[derive(Debug, Default)]
+pub struct CleanupReport {
+    /// Images removed: this run's own, then those earlier runs handed over.
+    pub removed: Vec<String>,
+    /// Images another live process still uses, with who holds them (an owner id, or
+    /// "a container"): marked, and removed by the first cleanup that finds them unheld.
+    pub handed_over: Vec<(String, String)>,
+    /// Removals that failed, by image.
+    pub errors: Vec<(String, EngineError)>,
+}
+
+/// Removes the images `prepared` created that `level` does not keep. An image another live
+/// process holds ([`hold`]) is handed over instead: a marker records that it is to go, and
+/// this or any later cleanup removes it once nobody holds it. Those earlier runs handed
+/// over are removed here too, unless this run's own level keeps them. Failures are collected,
+/// not stopped at.
+pub async fn cleanup<E: Engine>(
+    engine: &E,
+    prepared: &Prepared,
+    level: CacheLevel,
+) -> CleanupReport {
+    let mut report = CleanupReport::default();
+    let me = crate::owner::owner_id();
+    let held = match hold::held_by_others(engine, &me).await {
+        Ok(held) => held,
+        Err(e) => {
+            // Not knowing what others hold, removing could break their runs: keep everything.
+            report
+                .errors
+                .push(("(the holds of other runs)".to_string(), e));
+            return report;
+        }
+    };
+    // Instances first: an environment image cannot go while an instance image stands on it.
+    let mut doomed: Vec<&(String, Layer)> = prepared
+        .created
+        .iter()
+        .filter(|(_, l)| !level.keeps(*l))
+        .collect();
+    doomed.sort_by_key(|(_, l)| std::cmp::Reverse(*l));
+    for (image, _) in doomed {
+        let holder = match held.get(image) {
+            Some(owner) => owner.clone(),
+            None => match engine.remove_image(image).await {
+                Ok(()) => {
+                    report.removed.push(image.clone());
+                    continue;
+                }
+                // A job container of another run, or a hold made since the listing.
+                Err(EngineError::ImageInUse { .. }) => "a container".to_string(),
+                Err(e) => {
+                    report.errors.push((image.clone(), e));
+                    continue;
+                }
+            },
+        };
+        match hold::mark_doomed(engine, image).await {
+            Ok(()) => report.handed_over.push((image.clone(), holder)),
+            Err(e) => report.errors.push((image.clone(), e)),
+        }
+    }
+    let keep: BTreeSet<&str> = prepared
+        .created
+        .iter()
+        .filter(|(_, l)| level.keeps(*l))
+        .map(|(i, _)| i.as_str())
+        .collect();
+    hold::sweep_doomed(engine, &held, &keep, &mut report).await;
+    report
+}
