@@ -1,0 +1,50 @@
+//! Helpers every input format shares: problems with file, line and field, reading a file,
+//! numbers written loosely, the `sample` field.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use crate::dataset::{InputProblem, LoadError, Location};
+
+pub(super) fn problem(
+    path: &Path,
+    line: Option<usize>,
+    field: Option<&str>,
+    message: String,
+) -> InputProblem {
+    InputProblem {
+        location: Location {
+            path: path.to_path_buf(),
+            line,
+            field: field.map(str::to_string),
+        },
+        message,
+    }
+}
+
+pub(super) fn read(path: &Path) -> Result<Vec<u8>, LoadError> {
+    std::fs::read(path).map_err(|source| LoadError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// A number field that may also be written as a string (CSV, or loose JSON).
+pub(super) fn number(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+pub(super) fn sample_of(obj: &Map<String, Value>) -> Result<Option<u32>, String> {
+    match obj.get("sample") {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => match number(v) {
+            Some(x) if x >= 0.0 && x.fract() == 0.0 && x <= u32::MAX as f64 => Ok(Some(x as u32)),
+            _ => Err(format!("expected a sample number, found {v}")),
+        },
+    }
+}

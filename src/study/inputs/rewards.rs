@@ -1,0 +1,124 @@
+//! Rewards: `swe-eval reward` rows, as JSON Lines (or a JSON list) or as CSV.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use super::fields::{number, problem, read, sample_of};
+use crate::dataset::{json_values, kind_of, LoadError, Loaded};
+
+/// One row of a rewards file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RewardRow {
+    pub instance_id: String,
+    pub sample: Option<u32>,
+    pub similarity: f64,
+    pub reward: f64,
+    pub format: Option<String>,
+}
+
+/// Reads a rewards file: JSON Lines (or a JSON list) of `swe-eval reward` rows, or its CSV form
+/// (by the `.csv` extension). `similarity` falls back to `reward` (floored at 0) and `reward` to
+/// `similarity` when a file carries only one of them.
+pub fn load_rewards(path: &Path) -> Result<Loaded<RewardRow>, LoadError> {
+    let bytes = read(path)?;
+    let values = if path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("csv"))
+    {
+        csv_values(path, &bytes)?
+    } else {
+        let v = json_values(path, &bytes)?;
+        Loaded {
+            items: v.items,
+            problems: v.problems,
+        }
+    };
+    let mut out = Loaded {
+        items: Vec::new(),
+        problems: values.problems,
+    };
+    for (value, line) in values.items {
+        match reward_row(&value) {
+            Ok(row) => out.items.push(row),
+            Err((field, msg)) => out.problems.push(problem(path, line, field, msg)),
+        }
+    }
+    Ok(out)
+}
+
+fn reward_row(value: &Value) -> Result<RewardRow, (Option<&'static str>, String)> {
+    let obj = value.as_object().ok_or_else(|| {
+        (
+            None,
+            format!("expected an object, found {}", kind_of(value)),
+        )
+    })?;
+    let instance_id = match obj.get("instance_id") {
+        Some(Value::String(s)) if !s.is_empty() => s.clone(),
+        _ => return Err((Some("instance_id"), "missing or not a string".into())),
+    };
+    let sample = sample_of(obj).map_err(|m| (Some("sample"), m))?;
+    let field = |name: &'static str| -> Result<Option<f64>, (Option<&'static str>, String)> {
+        match obj.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
+            Some(v) => match number(v) {
+                Some(x) if x.is_finite() => Ok(Some(x)),
+                _ => Err((Some(name), format!("expected a finite number, found {v}"))),
+            },
+        }
+    };
+    let (similarity, reward) = match (field("similarity")?, field("reward")?) {
+        (Some(s), Some(r)) => (s, r),
+        (Some(s), None) => (s, s),
+        (None, Some(r)) => (r.max(0.0), r),
+        (None, None) => return Err((Some("reward"), "neither `similarity` nor `reward`".into())),
+    };
+    let format = match obj.get("format") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(other) => Some(other.to_string()),
+    };
+    Ok(RewardRow {
+        instance_id,
+        sample,
+        similarity,
+        reward,
+        format,
+    })
+}
+
+/// CSV rows as JSON objects of strings, with 1-based line numbers (the header is line 1).
+fn csv_values(path: &Path, bytes: &[u8]) -> Result<Loaded<(Value, Option<usize>)>, LoadError> {
+    let mut rdr = csv::ReaderBuilder::new().flexible(true).from_reader(bytes);
+    let headers = rdr
+        .headers()
+        .map_err(|e| {
+            LoadError::Invalid(problem(path, Some(1), None, format!("bad CSV header: {e}")))
+        })?
+        .clone();
+    let mut out = Loaded::default();
+    for (i, rec) in rdr.records().enumerate() {
+        let line = rec
+            .as_ref()
+            .ok()
+            .and_then(|r| r.position())
+            .map_or(i + 2, |p| p.line() as usize);
+        match rec {
+            Ok(rec) => {
+                let obj: Map<String, Value> = headers
+                    .iter()
+                    .zip(rec.iter())
+                    .map(|(h, v)| (h.to_string(), Value::String(v.to_string())))
+                    .collect();
+                out.items.push((Value::Object(obj), Some(line)));
+            }
+            Err(e) => {
+                out.problems
+                    .push(problem(path, Some(line), None, format!("bad CSV row: {e}")))
+            }
+        }
+    }
+    Ok(out)
+}
