@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use super::CliResult;
-use crate::orchestrate::{outcome, Troubles};
 use crate::dataset::{self, InputProblem};
+use crate::orchestrate::{outcome, Troubles};
 use crate::study::{self, inputs, report::Patches, Options};
 
 #[derive(Debug, clap::Args)]

@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::{BoxError, CliResult};
-use crate::orchestrate::{outcome, Troubles};
 use crate::dataset::{self, Dataset};
 use crate::grading::{self, GradeInput, Mode, Verdict};
+use crate::orchestrate::{outcome, Troubles};
 use crate::predictions::{self, Prediction};
 use crate::report::logs::{SavedLog, SavedLogs};
 use crate::report::{self, InstanceReport, PredictionRow, RunSummary, Submitted, Timings};

@@ -6,9 +6,9 @@
 use std::path::{Path, PathBuf};
 
 use super::CliResult;
-use crate::orchestrate::{outcome, Troubles};
 use crate::dataset;
 use crate::fsutil::write_atomic;
+use crate::orchestrate::{outcome, Troubles};
 use crate::repos::RepoSources;
 use crate::spec::{Flavour, GitRepoFiles, RepoFiles, SpecOptions, TestSpec};
 

@@ -13,9 +13,7 @@ use super::run::ImageArgs;
 use super::CliResult;
 use crate::engine::DockerEngine;
 use crate::orchestrate::validate::{findings, gold_and_empty, Finding};
-use crate::orchestrate::{
-    load_inputs, outcome, prepare_options, ImagePolicy, Troubles, Work,
-};
+use crate::orchestrate::{load_inputs, outcome, prepare_options, ImagePolicy, Troubles, Work};
 use crate::runner::{self, Category, Layout, RunConfig};
 
 #[derive(Debug, clap::Args)]
@@ -65,12 +63,7 @@ async fn run_async(mut args: Args) -> CliResult {
     let predictions = gold_and_empty(&inputs, k);
     let workers = args.workers.unwrap_or_else(runner::default_workers).max(1);
     let (choices, cache_level) = args.images.choices()?;
-    let opts = prepare_options(
-        &args.output,
-        &choices,
-        inputs.mini_mirrors.clone(),
-        workers,
-    )?;
+    let opts = prepare_options(&args.output, &choices, inputs.mini_mirrors.clone(), workers)?;
     let mut config = RunConfig::new(&args.run_id, args.output.clone());
     config.workers = workers;
     config.dedupe = false;

@@ -370,10 +370,10 @@ async fn build_one<E: Engine>(
 #[cfg(test)]
 mod plan_tests {
     use super::*;
+    use crate::engine::fake::{Call, FakeEngine};
     use crate::images::{cleanup, CacheLevel, EnvRecipe, InstanceRecipe};
     use crate::repos::RepoSources;
     use crate::spec::DebianRelease;
-    use crate::engine::fake::{Call, FakeEngine};
 
     fn chain(env: &str, inst: &str, needs_repo: bool) -> BuildChain {
         BuildChain {

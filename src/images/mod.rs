@@ -20,7 +20,6 @@ mod plan;
 pub mod repo;
 
 pub use base::{base_image_name, ensure_base, BaseOptions, BaseOutcome};
-pub use repo::{RepoCache, RepoSources};
 pub use build::{ensure, BuildOptions, ImageFailure, Prepared};
 pub use cleanup::{cleanup, CleanupReport};
 pub use context::{context_tar, context_tar_to};
@@ -29,6 +28,6 @@ pub use naming::{
     build_log_path, content_hash, labels_for, with_namespace, CacheLevel, Layer, LABEL_LAYER,
 };
 pub use plan::{
-    plan, BaseRecipe, BuildChain, EnvRecipe, ImagePlan, InstanceImages, InstanceRecipe,
-    PlanOptions,
+    plan, BaseRecipe, BuildChain, EnvRecipe, ImagePlan, InstanceImages, InstanceRecipe, PlanOptions,
 };
+pub use repo::{RepoCache, RepoSources};

@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use super::ImageError;
 use crate::repos::git;
-pub use crate::repos::RepoSources;
 #[cfg(test)]
 pub(crate) use crate::repos::git_ok;
+pub use crate::repos::RepoSources;
 
 /// A host-side cache of bare repositories, one per `owner/name`, fetched from their sources.
 #[derive(Debug, Clone)]

@@ -10,9 +10,7 @@ use std::sync::Arc;
 use crate::dataset::Instance;
 use crate::engine::tarball::Entry;
 use crate::engine::Engine;
-use crate::images::{
-    self, BaseOptions, BuildOptions, PlanOptions, Prepared, RepoCache,
-};
+use crate::images::{self, BaseOptions, BuildOptions, PlanOptions, Prepared, RepoCache};
 use crate::repos::RepoSources;
 use crate::spec::{Flavour, SpecOptions, TestSpec};
 

@@ -13,8 +13,8 @@ use super::{
     RewardResult,
 };
 use crate::dataset::{Dataset, Instance};
-use crate::repos::RepoSources;
 use crate::predictions::Prediction;
+use crate::repos::RepoSources;
 
 /// Why one prediction got no reward; the others still do.
 #[derive(Debug, Clone, thiserror::Error)]

@@ -207,7 +207,12 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
 
 /// The import graph of the tree under `src`: module -> (imported module -> files importing
 /// it), and the violations of the rules.
-fn check(src: &Path) -> (BTreeMap<String, BTreeMap<String, BTreeSet<PathBuf>>>, Vec<Violation>) {
+fn check(
+    src: &Path,
+) -> (
+    BTreeMap<String, BTreeMap<String, BTreeSet<PathBuf>>>,
+    Vec<Violation>,
+) {
     let mut graph: BTreeMap<String, BTreeMap<String, BTreeSet<PathBuf>>> = BTreeMap::new();
     let mut violations = Vec::new();
     for rel in rust_files(src) {
@@ -360,7 +365,10 @@ fn the_checker_finds_each_kind_of_violation() {
         std::fs::write(p, text).unwrap();
     };
     write("lib.rs", "pub mod grading;\n");
-    write("main.rs", "use swe_eval::cli;\nfn main() { cli::dispatch(); }\n");
+    write(
+        "main.rs",
+        "use swe_eval::cli;\nfn main() { cli::dispatch(); }\n",
+    );
     // The pure core importing the runner and naming bollard.
     write(
         "grading.rs",
@@ -373,7 +381,10 @@ fn the_checker_finds_each_kind_of_violation() {
     );
     // A cycle between two modules, and one importing the CLI.
     write("runner/mod.rs", "use crate::report::Summary;\n");
-    write("report/x.rs", "pub use crate::runner::Verdict as V;\nuse crate::cli::Outcome;\n");
+    write(
+        "report/x.rs",
+        "pub use crate::runner::Verdict as V;\nuse crate::cli::Outcome;\n",
+    );
     // A leaf that imports something.
     write("owner.rs", "use crate::fsutil;\n");
     write("engine/docker.rs", "use bollard::Docker;\n");
@@ -386,7 +397,10 @@ fn the_checker_finds_each_kind_of_violation() {
     let want = [
         ("src/grading.rs", "bollard is used only in engine"),
         ("src/grading.rs", "grading must not import runner"),
-        ("src/owner.rs", "owner imports nothing of the crate, but imports fsutil"),
+        (
+            "src/owner.rs",
+            "owner imports nothing of the crate, but imports fsutil",
+        ),
         ("src/report/x.rs", "import cycle report -> runner -> report"),
         ("src/report/x.rs", "report must not import cli"),
     ];
