@@ -8,8 +8,11 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use super::*;
+use crate::dataset::Instance;
 use crate::engine::fake::{exited, timed_out, FakeEngine};
+use crate::engine::{EngineError, LABEL_RUN_ID, LABEL_TOOL};
 use crate::engine::{JobSpec, Resource};
+use crate::predictions::Prediction;
 
 const IMAGE: &str = "img:1";
 

@@ -1,0 +1,408 @@
+//! The dispatcher: one task that owns the run state, `select!`s over finished jobs,
+//! interrupts and the deadline, writes every verdict and emits every event; and the turning
+//! of predictions into jobs (resume, empty patches, shared identical patches).
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, Semaphore};
+use tokio::task::JoinSet;
+
+use crate::engine::{Engine, LABEL_OWNER, LABEL_RUN_ID, LABEL_TOOL};
+use crate::grading::Mode;
+use crate::predictions::Prediction;
+
+use super::reap::{reap, Reap};
+use super::store::{self, Category, Layout, Verdict};
+use super::{job, summary, PatchMode, Plan, RunConfig, RunError, RunEvent, RunReport};
+
+/// Runs `plan`. `interrupts` delivers one message per Ctrl-C; `events` receives progress.
+pub async fn run<E: Engine>(
+    engine: Arc<E>,
+    plan: Plan,
+    config: RunConfig,
+    mut interrupts: mpsc::UnboundedReceiver<()>,
+    events: mpsc::UnboundedSender<RunEvent>,
+) -> Result<RunReport, RunError> {
+    let started = Instant::now();
+    let layout = Layout::new(&config.output, &config.run_id);
+    let _lock = store::lock(&layout)?;
+    engine.info().await?;
+    let emit = |e: RunEvent| {
+        let _ = events.send(e);
+    };
+    let mut st = State::new(&config, plan.predictions.len());
+
+    let owner = crate::owner::owner_id();
+    let (reaped, _) = reap(
+        &*engine,
+        Reap::Stale {
+            run_id: &config.run_id,
+        },
+        &mut st.problems,
+    )
+    .await;
+    emit(RunEvent::Reaped {
+        count: reaped.len(),
+        at_start: true,
+    });
+
+    let (queue, planned) = make_jobs(&plan, &config, &layout, &mut st, &emit);
+    emit(planned);
+    let mut queue: VecDeque<Arc<job::Job>> = queue.into();
+
+    let job_cfg = Arc::new(job::JobConfig {
+        run_id: config.run_id.clone(),
+        labels: BTreeMap::from([
+            (LABEL_TOOL.to_string(), "1".to_string()),
+            (LABEL_RUN_ID.to_string(), config.run_id.clone()),
+            (LABEL_OWNER.to_string(), owner.clone()),
+        ]),
+        timeout: config.timeout,
+        limits: config.limits.clone(),
+        network: config.network,
+        max_output_bytes: config.max_output_bytes,
+        strict: config.strict,
+        attempts: config.attempts,
+        backoff: config.backoff,
+    });
+    let sem = Arc::new(Semaphore::new(config.workers.max(1)));
+    let mut running: JoinSet<job::JobDone> = JoinSet::new();
+    let mut in_flight: HashMap<tokio::task::Id, Arc<job::Job>> = HashMap::new();
+    let mut dispatching = true;
+    let mut interrupts_open = true;
+    let deadline = tokio::time::sleep(config.deadline.unwrap_or(Duration::MAX / 4));
+    tokio::pin!(deadline);
+
+    loop {
+        if (queue.is_empty() || !dispatching) && running.is_empty() {
+            break;
+        }
+        tokio::select! {
+            biased;
+            msg = interrupts.recv(), if interrupts_open => {
+                let Some(()) = msg else { interrupts_open = false; continue };
+                st.interrupts += 1;
+                emit(RunEvent::Interrupted { count: st.interrupts });
+                dispatching = false;
+                if st.interrupts >= 2 {
+                    st.killed = true;
+                    running.abort_all();
+                    while let Some(res) = running.join_next_with_id().await {
+                        if let Ok((id, done)) = res {
+                            in_flight.remove(&id);
+                            st.finish(done, &emit);
+                        }
+                    }
+                    let (n, _) = reap(&*engine, Reap::Mine { owner: &owner }, &mut st.problems).await;
+                    emit(RunEvent::Reaped { count: n.len(), at_start: false });
+                    break;
+                }
+            }
+            _ = &mut deadline, if dispatching && config.deadline.is_some() => {
+                dispatching = false;
+                emit(RunEvent::DeadlinePassed);
+            }
+            Some(res) = running.join_next_with_id(), if !running.is_empty() => {
+                match res {
+                    Ok((id, done)) => {
+                        in_flight.remove(&id);
+                        if st.finish(done, &emit) {
+                            dispatching = false;
+                        }
+                    }
+                    Err(e) => {
+                        // A job task that panicked: its predictions get an infra verdict
+                        // (re-run on resume); the run goes on.
+                        if let Some(job) = in_flight.remove(&e.id()) {
+                            let done = panicked(&job, &config.run_id, &e.to_string());
+                            st.finish(done, &emit);
+                        }
+                    }
+                }
+            }
+            permit = sem.clone().acquire_owned(), if dispatching && !queue.is_empty() => {
+                let Ok(permit) = permit else { break };
+                let Some(job) = queue.pop_front() else { continue };
+                emit(RunEvent::JobStarted { instance_id: job.setup.instance.instance_id.clone() });
+                if job.setup.image.is_ok() {
+                    st.jobs_run += 1;
+                }
+                let (engine, cfg, j) = (engine.clone(), job_cfg.clone(), job.clone());
+                let handle = running.spawn(async move {
+                    let _permit = permit;
+                    job::execute(engine, j, cfg).await
+                });
+                in_flight.insert(handle.id(), job);
+            }
+        }
+    }
+    st.interrupted = st.interrupts > 0;
+
+    // Jobs remove their own containers; whatever is still there (a daemon that restarted
+    // mid-job, a killed job) goes now. What cannot be removed is reported as unstopped.
+    let (removed, unstopped) = reap(&*engine, Reap::Mine { owner: &owner }, &mut st.problems).await;
+    if !removed.is_empty() {
+        emit(RunEvent::Reaped {
+            count: removed.len(),
+            at_start: false,
+        });
+    }
+    // What the engine added for the jobs (Swarm: registry names of pushed images) goes before
+    // the caller cleans up the images.
+    st.problems.extend(engine.finish_run().await);
+    let mode = if config.strict {
+        Mode::Strict
+    } else {
+        Mode::Official
+    };
+    // A summary that cannot be written (a full disk) is reported with the rest, not instead
+    // of it: every verdict is already on disk and a rerun with the same id writes the summaries.
+    let files = match summary::write_all(&layout, &plan, &st.verdicts, mode, &unstopped) {
+        Ok(files) => files,
+        Err(e) => {
+            st.problems.push(format!(
+                "run summaries not written: {e}; the verdicts are saved, run again with --run-id {} to write them",
+                config.run_id
+            ));
+            Vec::new()
+        }
+    };
+
+    let mut report = RunReport {
+        run_id: config.run_id.clone(),
+        predictions: plan.predictions.len(),
+        resumed: st.resumed,
+        jobs_run: st.jobs_run,
+        infra_retries: st.infra_retries,
+        interrupted: st.interrupted,
+        killed: st.killed,
+        leftover_containers: removed.len(),
+        unstopped_containers: unstopped,
+        files,
+        wall: started.elapsed(),
+        ..Default::default()
+    };
+    for v in st.verdicts.values() {
+        *report.counts.entry(v.category).or_default() += 1;
+        *report.strict_counts.entry(v.strict_category).or_default() += 1;
+    }
+    report.not_run = st.planned.saturating_sub(st.verdicts.len());
+    report.problems = st.problems;
+    Ok(report)
+}
+
+/// Key of a prediction within a run.
+pub(crate) type Key = (String, u32, String); // (model, sample, instance id)
+
+/// The dispatcher's state; nothing else touches it.
+struct State {
+    verdicts: BTreeMap<Key, Verdict>,
+    problems: Vec<String>,
+    planned: usize,
+    resumed: usize,
+    jobs_run: usize,
+    infra_retries: u32,
+    interrupts: u32,
+    interrupted: bool,
+    killed: bool,
+}
+
+impl State {
+    fn new(_config: &RunConfig, planned: usize) -> Self {
+        State {
+            verdicts: BTreeMap::new(),
+            problems: Vec::new(),
+            planned,
+            resumed: 0,
+            jobs_run: 0,
+            infra_retries: 0,
+            interrupts: 0,
+            interrupted: false,
+            killed: false,
+        }
+    }
+
+    /// Records a finished job: writes each verdict (atomically) and emits it. Returns true
+    /// when a write failed, so the dispatcher stops (a full disk would fail every job).
+    fn finish(&mut self, done: job::JobDone, emit: &impl Fn(RunEvent)) -> bool {
+        if let Some(e) = done.write_error {
+            self.problem(format!("log files not written, verdict dropped: {e}"), emit);
+            return true;
+        }
+        if let Some(first) = done.verdicts.first() {
+            self.infra_retries += first.1.infra_retries;
+        }
+        for (dir, v) in done.verdicts {
+            if let Err(e) = crate::fsutil::write_json_atomic(&dir.join(store::VERDICT_FILE), &v) {
+                self.problem(format!("verdict not written: {e}"), emit);
+                return true;
+            }
+            self.record(v, false, emit);
+        }
+        false
+    }
+
+    fn record(&mut self, v: Verdict, resumed: bool, emit: &impl Fn(RunEvent)) {
+        if resumed {
+            self.resumed += 1;
+        }
+        emit(RunEvent::Verdict {
+            verdict: Box::new(v.clone()),
+            resumed,
+        });
+        self.verdicts
+            .insert((v.model.clone(), v.sample, v.instance_id.clone()), v);
+    }
+
+    fn problem(&mut self, message: String, emit: &impl Fn(RunEvent)) {
+        emit(RunEvent::Problem {
+            message: message.clone(),
+        });
+        self.problems.push(message);
+    }
+}
+
+/// Turns predictions into jobs: resumed ones and empty patches get their verdict at once,
+/// identical (instance, patch) pairs share a job.
+fn make_jobs(
+    plan: &Plan,
+    config: &RunConfig,
+    layout: &Layout,
+    st: &mut State,
+    emit: &impl Fn(RunEvent),
+) -> (Vec<Arc<job::Job>>, RunEvent) {
+    let mut groups: Vec<job::Job> = Vec::new();
+    // (instance, patch hash, and the prediction itself when identical patches do not share).
+    type GroupKey = (String, String, Option<(String, u32)>);
+    let mut by_key: HashMap<GroupKey, usize> = HashMap::new();
+    let (mut resumed, mut empty, mut shared) = (0, 0, 0);
+    for p in &plan.predictions {
+        if !plan.setups.contains_key(&p.instance_id) {
+            st.problem(
+                format!(
+                    "prediction for {} (model {}, sample {}) skipped: instance not in the dataset",
+                    p.instance_id, p.model_name_or_path, p.sample
+                ),
+                emit,
+            );
+            st.planned -= 1;
+            continue;
+        }
+        let setup = &plan.setups[&p.instance_id];
+        let dir = layout.prediction_dir(&p.model_name_or_path, &p.instance_id, p.sample);
+        let hash = p.patch_hash();
+        if let Some(v) = store::load_valid(&dir, &hash) {
+            resumed += 1;
+            st.record(v, true, emit);
+            continue;
+        }
+        let mode = if p.is_empty_patch() {
+            if !config.run_empty {
+                empty += 1;
+                let v = empty_verdict(p, &hash, &config.run_id);
+                match crate::fsutil::write_json_atomic(&dir.join(store::VERDICT_FILE), &v) {
+                    Ok(()) => st.record(v, false, emit),
+                    Err(e) => st.problem(format!("verdict not written: {e}"), emit),
+                }
+                continue;
+            }
+            PatchMode::None
+        } else {
+            PatchMode::Apply
+        };
+        let member = job::Member {
+            model: p.model_name_or_path.clone(),
+            sample: p.sample,
+            dir,
+        };
+        let key = (
+            p.instance_id.clone(),
+            hash.clone(),
+            (!config.dedupe).then(|| (p.model_name_or_path.clone(), p.sample)),
+        );
+        if let Some(&i) = by_key.get(&key) {
+            shared += 1;
+            groups[i].members.push(member);
+            continue;
+        }
+        by_key.insert(key, groups.len());
+        groups.push(job::Job {
+            seq: groups.len(),
+            setup: setup.clone(),
+            patch: p.patch().to_string(),
+            patch_hash: hash,
+            mode,
+            members: vec![member],
+        });
+    }
+    let planned = RunEvent::Planned {
+        predictions: st.planned,
+        resumed,
+        empty,
+        jobs: groups.len(),
+        shared,
+    };
+    (groups.into_iter().map(Arc::new).collect(), planned)
+}
+
+fn empty_verdict(p: &Prediction, hash: &str, run_id: &str) -> Verdict {
+    Verdict {
+        instance_id: p.instance_id.clone(),
+        model: p.model_name_or_path.clone(),
+        sample: p.sample,
+        patch_hash: hash.to_string(),
+        run_id: run_id.to_string(),
+        category: Category::EmptyPatch,
+        resolved: false,
+        strict_category: Category::EmptyPatch,
+        strict_resolved: false,
+        official_report: false,
+        applied_with: None,
+        fail_to_pass_success: 0,
+        fail_to_pass_failure: 0,
+        pass_to_pass_success: 0,
+        pass_to_pass_failure: 0,
+        test_exit_code: None,
+        timed_out: false,
+        error_reason: None,
+        reason: None,
+        infra_retries: 0,
+        setup_secs: 0.0,
+        run_secs: 0.0,
+        teardown_secs: 0.0,
+        total_secs: 0.0,
+        shared_from: None,
+    }
+}
+
+fn panicked(job: &job::Job, run_id: &str, message: &str) -> job::JobDone {
+    let verdicts = job
+        .members
+        .iter()
+        .map(|m| {
+            let mut v = empty_verdict(
+                &Prediction {
+                    instance_id: job.setup.instance.instance_id.clone(),
+                    model_name_or_path: m.model.clone(),
+                    model_patch: None,
+                    sample: m.sample,
+                    line: None,
+                    extra: Default::default(),
+                },
+                &job.patch_hash,
+                run_id,
+            );
+            v.category = Category::InfraError;
+            v.error_reason = Some(crate::grading::ErrorReason::Infra);
+            v.strict_category = Category::InfraError;
+            v.reason = Some(format!("job failed: {message}"));
+            (m.dir.clone(), v)
+        })
+        .collect();
+    job::JobDone {
+        verdicts,
+        write_error: None,
+    }
+}
