@@ -131,8 +131,34 @@ def diff(rows, single, resamples, seed):
     }
 
 
-def compare(runs, labels, repeats, pairs, resamples, seed):
-    """runs: name -> {instance: [bool per sample]}; labels: instance -> (repo, difficulty)."""
+def similarity_change(sa, sb, ids, rows, resamples, seed):
+    """sa, sb: (instance, sample) -> similarity; per instance the mean over its samples."""
+    def inst(sims, i):
+        v = [x for (j, _), x in sims.items() if j == i]
+        return mean(v) if v else None
+    xa, xb, d, up, down = [], [], [], [], []
+    for i in ids:
+        a, b = inst(sa, i), inst(sb, i)
+        if a is None or b is None:
+            continue
+        xa.append(a)
+        xb.append(b)
+        d.append(b - a)
+        if rows[i][1] > rows[i][0]:
+            up.append(b - a)
+        elif rows[i][1] < rows[i][0]:
+            down.append(b - a)
+    return {"n": len(d), "mean_a": mean(xa), "mean_b": mean(xb), "mean_difference": mean(d),
+            "ci95": same_seed_bootstrap(d, resamples, group_seed(seed, "similarity")),
+            "mean_difference_to_resolved": mean(up) if up else None,
+            "mean_difference_to_unresolved": mean(down) if down else None,
+            "n_changed": sum(1 for x in d if abs(x) > 1e-12)}
+
+
+def compare(runs, labels, repeats, pairs, resamples, seed, sims=None):
+    """runs: name -> {instance: [bool per sample]}; labels: instance -> (repo, difficulty);
+    sims: run -> {(instance, sample): similarity} for the runs with rewards."""
+    sims = sims or {}
     out = {"runs": {}, "repeats": {}, "pairs": []}
     for name, r in runs.items():
         rates = [sum(r[i]) / len(r[i]) for i in sorted(r)]
@@ -198,6 +224,8 @@ def compare(runs, labels, repeats, pairs, resamples, seed):
                 name: diff(rs, single, resamples, group_seed(seed, f"{kind}:{name}"))
                 for name, rs in sorted(groups.items())
             }
+        if a in sims and b in sims:
+            p["similarity"] = similarity_change(sims[a], sims[b], ids, rows, resamples, seed)
         out["pairs"].append(p)
     return out
 
@@ -231,13 +259,27 @@ def synthetic():
     repeats = {"A": ["A", "A2", "A3"]}
     pairs = [("A", "B"), ("A", "M")]
     resamples, seed = 1000, 7
-    expected = compare(runs, labels, repeats, pairs, resamples, seed)
+    # Similarity for A and B (B's patches closer where it resolves), some rows missing, some
+    # unchanged between the two runs.
+    sims = {}
+    for name in ("A", "B"):
+        sims[name] = {}
+        for i, vs in runs[name].items():
+            for s, v in enumerate(vs):
+                if rng.random() < 0.1:
+                    continue
+                sims[name][(i, s)] = round(float(0.2 + 0.5 * v + 0.3 * rng.random()), 2)
+    for i in ids[:8]:
+        sims["B"][(i, 0)] = sims["A"].get((i, 0), 0.5)
+    expected = compare(runs, labels, repeats, pairs, resamples, seed, sims)
+    rewards = {name: [{"instance_id": i, "sample": s, "similarity": x, "reward": x}
+                      for (i, s), x in m.items()] for name, m in sims.items()}
     rows = {name: [{"instance_id": i, "sample": s, "resolved": v}
                    for i, vs in r.items() for s, v in enumerate(vs)]
             for name, r in runs.items()}
     dataset = [{"instance_id": i, "repo": labels[i][0], "difficulty": labels[i][1]} for i in ids]
     return {"name": "synthetic", "note": "five runs over 60 instances (numpy seed 5)",
-            "runs": rows, "dataset": dataset, "repeats": repeats, "pairs": pairs,
+            "runs": rows, "rewards": rewards, "dataset": dataset, "repeats": repeats, "pairs": pairs,
             "bootstrap": resamples, "seed": seed, "expected": expected}
 
 

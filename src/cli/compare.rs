@@ -4,9 +4,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::{CliResult, Outcome};
+use super::CliResult;
 use crate::compare::{self, inputs, Options, RunSpec};
 use crate::dataset;
+use crate::orchestrate::{outcome, Troubles};
 
 const AFTER_HELP: &str = "\
 Each RUN is [NAME=]PATH[#RUN_ID]:
@@ -141,9 +142,7 @@ pub fn run(args: Args) -> CliResult {
         args.output.display(),
         started.elapsed().as_secs_f64()
     );
-    if problems.is_empty() && written.png_problems.is_empty() {
-        Ok(Outcome::Clean)
-    } else {
-        Ok(Outcome::WithProblems)
-    }
+    Ok(outcome(&Troubles::of_inputs(
+        problems.len() + written.png_problems.len(),
+    )))
 }

@@ -501,10 +501,14 @@ fn pair_headline(p: &PairStats, any_repeats: bool) -> String {
     }
     if any_repeats && up + down > 0 {
         let u = p.n_to_resolved_unstable + p.n_to_unresolved_unstable;
+        let share = if u == up + down {
+            format!("All {u} are")
+        } else {
+            format!("{u} of these {} are", up + down)
+        };
         s.push_str(&format!(
-            " {u} of these {} are unstable across repeated runs of one system; they account for \
+            " {share} unstable across repeated runs of one system; they account for \
              {:+.1} of the {:+.1} points (the stable instances alone: {:+.1}).",
-            up + down,
             p.difference_unstable * 100.0,
             o.difference * 100.0,
             p.difference_stable * 100.0
@@ -685,12 +689,14 @@ fn overall_headline(
                 .abs()
                 .total_cmp(&y.overall.difference.abs())
         }) {
+            let sig = match significant {
+                0 => "none".to_string(),
+                n => format!("{n}"),
+            };
             parts.push(format!(
-                "Largest of {} pairwise differences: {} ({} of the pairs at McNemar p < 0.05, \
-                 uncorrected)",
+                "Largest of {} pairwise differences ({sig} at McNemar p < 0.05, uncorrected): {}",
                 pairs.len(),
-                big.headline,
-                significant
+                big.headline
             ));
         }
     }

@@ -205,6 +205,11 @@ fn synthetic_runs_match_the_oracle() {
         write_jsonl(&p, rows.as_array().unwrap());
         args.push(p.display().to_string());
     }
+    for (name, rows) in fx["rewards"].as_object().unwrap() {
+        let p = d.join(format!("{name}.rewards.jsonl"));
+        write_jsonl(&p, rows.as_array().unwrap());
+        args.extend(["--rewards".into(), format!("{name}={}", p.display())]);
+    }
     let ds = d.join("dataset.jsonl");
     write_jsonl(&ds, fx["dataset"].as_array().unwrap());
     for (g, members) in fx["repeats"].as_object().unwrap() {
@@ -221,6 +226,11 @@ fn synthetic_runs_match_the_oracle() {
     let (s, stdout) = run_against_oracle(args, &fx, &out);
     // The multi-sample pair has no McNemar test, the single-sample one has.
     assert!(s["pairs"][1]["mcnemar_p"].is_null());
+    assert!(
+        s["pairs"][1]["similarity"].is_null(),
+        "M has no rewards: no similarity change"
+    );
+    assert!(s["pairs"][0]["similarity"]["n"].as_u64().unwrap() > 0);
     assert_eq!(s["pairs"][1]["n_only_a"], json!(1), "M lacks one instance");
     // Outputs: the headline first, a forest plot per pair, the CSVs.
     let headline = s["headline"].as_str().unwrap();
