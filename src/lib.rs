@@ -28,3 +28,4 @@ pub mod runner;
 pub mod spec;
 pub mod study;
 pub mod submit;
+pub mod wire;

@@ -80,11 +80,10 @@ pub enum FindingsError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {message}", path.display())]
     Json {
         path: std::path::PathBuf,
-        #[source]
-        source: serde_json::Error,
+        message: String,
     },
 }
 
@@ -97,11 +96,14 @@ pub fn findings(layout: &Layout, instance_ids: &[String]) -> Result<Vec<Finding>
         source,
     })?;
     let mut by: BTreeMap<(String, String), BTreeMap<u32, Category>> = BTreeMap::new();
-    for line in text.lines() {
-        let v: Verdict = serde_json::from_str(line).map_err(|source| FindingsError::Json {
-            path: path.clone(),
-            source,
-        })?;
+    for (i, line) in text.lines().enumerate() {
+        let v: Verdict =
+            crate::runner::store::parse_verdict(line.as_bytes()).map_err(|e| {
+                FindingsError::Json {
+                    path: path.clone(),
+                    message: format!("line {}: {e}", i + 1),
+                }
+            })?;
         by.entry((v.instance_id, v.model))
             .or_default()
             .insert(v.sample, v.category);

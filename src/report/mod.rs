@@ -316,7 +316,8 @@ pub fn write_run_summary(path: &Path, summary: &RunSummary) -> Result<(), Report
     Ok(())
 }
 
-/// One prediction's outcome, flat, for analyses (JSON Lines and CSV).
+/// One prediction's outcome, flat, for analyses: the per-prediction wire format (JSON Lines
+/// and CSV), version [`crate::wire::GRADE_ROWS_VERSION`], described in docs/formats.md.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PredictionRow {
     pub instance_id: String,
@@ -347,6 +348,9 @@ pub struct PredictionRow {
     pub apply_secs: Option<f64>,
     pub test_secs: Option<f64>,
     pub total_secs: Option<f64>,
+    /// [`crate::wire::GRADE_ROWS_VERSION`]; rows written before the field are version 1.
+    #[serde(default = "crate::wire::unversioned")]
+    pub format_version: u32,
 }
 
 /// Per-phase timings the runner measured (all optional; grading from logs has none).
@@ -396,6 +400,7 @@ impl PredictionRow {
             apply_secs: timings.apply_secs,
             test_secs: timings.test_secs,
             total_secs: timings.total_secs,
+            format_version: crate::wire::GRADE_ROWS_VERSION,
         }
     }
 }

@@ -139,7 +139,8 @@ pub fn search_replace_rewards(
         .collect()
 }
 
-/// One output row (the JSON Lines wire format).
+/// One output row: the rewards wire format (JSON Lines; CSV without `files`), version
+/// [`crate::wire::REWARDS_VERSION`], described in docs/formats.md.
 #[derive(Debug, Clone, Serialize)]
 pub struct RewardRecord<'a> {
     pub instance_id: &'a str,
@@ -150,6 +151,8 @@ pub struct RewardRecord<'a> {
     /// `ok`, `empty`, `unparsable`, or the search/replace format error.
     pub format: String,
     pub files: &'a [FileSimilarity],
+    /// [`crate::wire::REWARDS_VERSION`].
+    pub format_version: u32,
 }
 
 impl<'a> RewardRecord<'a> {
@@ -162,6 +165,7 @@ impl<'a> RewardRecord<'a> {
             reward: r.reward,
             format: r.format.as_string(),
             files: &r.files,
+            format_version: crate::wire::REWARDS_VERSION,
         }
     }
 }
@@ -187,6 +191,7 @@ pub fn to_csv(records: &[RewardRecord<'_>]) -> Result<Vec<u8>, csv::Error> {
         "similarity",
         "reward",
         "format",
+        crate::wire::FIELD,
     ])?;
     for r in records {
         w.write_record([
@@ -196,6 +201,7 @@ pub fn to_csv(records: &[RewardRecord<'_>]) -> Result<Vec<u8>, csv::Error> {
             &r.similarity.to_string(),
             &r.reward.to_string(),
             &r.format,
+            &r.format_version.to_string(),
         ])?;
     }
     w.into_inner()

@@ -235,7 +235,7 @@ impl State {
             self.infra_retries += first.1.infra_retries;
         }
         for (dir, v) in done.verdicts {
-            if let Err(e) = crate::fsutil::write_json_atomic(&dir.join(store::VERDICT_FILE), &v) {
+            if let Err(e) = store::write_verdict(&dir, &v) {
                 self.problem(format!("verdict not written: {e}"), emit);
                 return true;
             }
@@ -302,7 +302,7 @@ fn make_jobs(
             if !config.run_empty {
                 empty += 1;
                 let v = empty_verdict(p, &hash, &config.run_id);
-                match crate::fsutil::write_json_atomic(&dir.join(store::VERDICT_FILE), &v) {
+                match store::write_verdict(&dir, &v) {
                     Ok(()) => st.record(v, false, emit),
                     Err(e) => st.problem(format!("verdict not written: {e}"), emit),
                 }

@@ -158,10 +158,66 @@ impl Layout {
     }
 }
 
-/// The stored verdict of a prediction, if it is there, whole, and still valid for `patch_hash`.
+/// A verdict as written: the verdict wire format, version [`crate::wire::VERDICT_VERSION`]
+/// (docs/formats.md), the version first, then the verdict's fields. `verdict.json` is one;
+/// each row of a run's `<run_id>.predictions.jsonl` is one (the CSV has the same columns, the
+/// version last). Files written before the version field are read as version 1.
+#[derive(Debug, Serialize)]
+pub struct VerdictFile<'a> {
+    /// [`crate::wire::VERDICT_VERSION`].
+    pub format_version: u32,
+    /// The verdict's fields, at the top level of the object.
+    #[serde(flatten)]
+    pub verdict: &'a Verdict,
+}
+
+/// A verdict as read: any version this build reads.
+#[derive(Deserialize)]
+struct VerdictFileIn {
+    #[serde(default)]
+    format_version: Option<serde_json::Value>,
+    #[serde(flatten)]
+    verdict: Verdict,
+}
+
+impl<'a> VerdictFile<'a> {
+    /// `verdict` in the current verdict format.
+    pub fn new(verdict: &'a Verdict) -> Self {
+        VerdictFile {
+            format_version: crate::wire::VERDICT_VERSION,
+            verdict,
+        }
+    }
+}
+
+/// Writes `dir/verdict.json` atomically in the current verdict format.
+pub fn write_verdict(dir: &Path, verdict: &Verdict) -> Result<(), crate::fsutil::WriteError> {
+    crate::fsutil::write_json_atomic(&dir.join(VERDICT_FILE), &VerdictFile::new(verdict))
+}
+
+/// Parses one verdict in the verdict format (a `verdict.json`, or a row of a run's
+/// per-prediction JSON Lines): the verdict, or why not (not JSON, not a verdict, or of a newer
+/// format version).
+pub fn parse_verdict(text: &[u8]) -> Result<Verdict, String> {
+    let file: VerdictFileIn = serde_json::from_slice(text).map_err(|e| e.to_string())?;
+    crate::wire::check(
+        file.format_version.as_ref(),
+        crate::wire::VERDICT_VERSION,
+        "a verdict",
+    )?;
+    Ok(file.verdict)
+}
+
+/// Reads a `verdict.json`: the verdict, or why it cannot be read, naming the file.
+pub fn read_verdict(path: &Path) -> Result<Verdict, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    parse_verdict(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The stored verdict of a prediction, if it is there, whole, of a format this build reads,
+/// and still valid for `patch_hash`.
 pub fn load_valid(dir: &Path, patch_hash: &str) -> Option<Verdict> {
-    let bytes = std::fs::read(dir.join(VERDICT_FILE)).ok()?;
-    let v: Verdict = serde_json::from_slice(&bytes).ok()?;
+    let v = read_verdict(&dir.join(VERDICT_FILE)).ok()?;
     (v.patch_hash == patch_hash && v.category != Category::InfraError).then_some(v)
 }
 
@@ -237,6 +293,48 @@ pub fn lock(layout: &Layout) -> Result<RunLock, LockError> {
 mod tests {
     use super::*;
     use crate::owner::hostname;
+
+    fn a_verdict() -> Verdict {
+        serde_json::from_value(serde_json::json!({
+            "instance_id": "a__b-1", "model": "m", "sample": 0, "patch_hash": "h",
+            "run_id": "r", "category": "resolved", "resolved": true,
+            "strict_category": "resolved", "strict_resolved": true, "official_report": true,
+            "applied_with": "git apply -v", "fail_to_pass_success": 1,
+            "fail_to_pass_failure": 0, "pass_to_pass_success": 2, "pass_to_pass_failure": 0,
+            "test_exit_code": 0, "timed_out": false, "reason": null, "infra_retries": 0,
+            "setup_secs": 1.0, "run_secs": 2.0, "teardown_secs": 0.5, "total_secs": 3.5,
+            "shared_from": null
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn verdict_json_carries_its_version_and_older_and_newer_files_are_handled() {
+        let dir = tempfile::tempdir().unwrap();
+        let v = a_verdict();
+        write_verdict(dir.path(), &v).unwrap();
+        let path = dir.path().join(VERDICT_FILE);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let obj: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(obj["format_version"], crate::wire::VERDICT_VERSION);
+        assert!(text.trim_start().starts_with("{\n  \"format_version\""), "{text}");
+        assert_eq!(read_verdict(&path).unwrap(), v);
+        assert_eq!(load_valid(dir.path(), "h"), Some(v.clone()));
+
+        // A file from before the version field: version 1, read as is.
+        let mut old = obj.clone();
+        old.as_object_mut().unwrap().remove("format_version");
+        std::fs::write(&path, old.to_string()).unwrap();
+        assert_eq!(read_verdict(&path).unwrap(), v);
+
+        // A newer format is refused (and a resume runs the prediction again).
+        let mut newer = obj;
+        newer["format_version"] = (crate::wire::VERDICT_VERSION + 1).into();
+        std::fs::write(&path, newer.to_string()).unwrap();
+        let err = read_verdict(&path).unwrap_err();
+        assert!(err.contains("verdict.json") && err.contains("newer swe-eval"), "{err}");
+        assert_eq!(load_valid(dir.path(), "h"), None);
+    }
 
     #[test]
     fn layout_follows_the_official_tree_and_names_samples() {

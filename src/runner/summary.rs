@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use super::store::{Category, Layout, Verdict};
+use super::store::{Category, Layout, Verdict, VerdictFile};
 use super::{Key, Plan};
 use crate::fsutil::write_atomic;
 use crate::grading::{self, ErrorReason, Mode};
@@ -90,7 +90,7 @@ pub fn write_all(
     let mut jsonl = Vec::new();
     for v in verdicts.values() {
         // A Verdict is plain data: serializing it cannot fail.
-        if let Ok(line) = serde_json::to_vec(v) {
+        if let Ok(line) = serde_json::to_vec(&VerdictFile::new(v)) {
             jsonl.extend_from_slice(&line);
             jsonl.push(b'\n');
         }
@@ -98,16 +98,19 @@ pub fn write_all(
     write_atomic(&layout.jsonl_path(), &jsonl)?;
     files.push(layout.jsonl_path());
 
-    let mut w = csv::Writer::from_writer(Vec::new());
+    // The verdict's fields, then the format's version.
+    let mut w = csv::WriterBuilder::new()
+        .has_headers(false)
+        .from_writer(Vec::new());
     let csv_err = |source| ReportError::Csv {
         path: layout.csv_path(),
         source,
     };
-    if verdicts.is_empty() {
-        w.write_record(CSV_HEADER).map_err(csv_err)?;
-    }
+    w.write_record(CSV_HEADER.iter().chain([&crate::wire::FIELD]))
+        .map_err(csv_err)?;
     for v in verdicts.values() {
-        w.serialize(v).map_err(csv_err)?;
+        w.serialize((v, crate::wire::VERDICT_VERSION))
+            .map_err(csv_err)?;
     }
     let bytes = w.into_inner().map_err(|e| csv_err(e.into_error().into()))?;
     write_atomic(&layout.csv_path(), &bytes)?;
@@ -115,7 +118,7 @@ pub fn write_all(
     Ok(files)
 }
 
-/// The CSV's header when there is no row to take it from (the fields of `Verdict`).
+/// The CSV's header: the fields of `Verdict` (a test holds them equal), then `format_version`.
 const CSV_HEADER: &[&str] = &[
     "instance_id",
     "model",
@@ -134,6 +137,7 @@ const CSV_HEADER: &[&str] = &[
     "pass_to_pass_failure",
     "test_exit_code",
     "timed_out",
+    "error_reason",
     "reason",
     "infra_retries",
     "setup_secs",
@@ -142,3 +146,34 @@ const CSV_HEADER: &[&str] = &[
     "total_secs",
     "shared_from",
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_header_is_the_verdict_fields_in_order() {
+        let v: Verdict = serde_json::from_value(serde_json::json!({
+            "instance_id": "a", "model": "m", "sample": 0, "patch_hash": "h", "run_id": "r",
+            "category": "error", "resolved": false, "strict_category": "error",
+            "strict_resolved": false, "official_report": false, "applied_with": null,
+            "fail_to_pass_success": 0, "fail_to_pass_failure": 0, "pass_to_pass_success": 0,
+            "pass_to_pass_failure": 0, "test_exit_code": null, "timed_out": true,
+            "error_reason": "timeout", "reason": "timed out", "infra_retries": 0,
+            "setup_secs": 0.0, "run_secs": 0.0, "teardown_secs": 0.0, "total_secs": 0.0,
+            "shared_from": null
+        }))
+        .unwrap();
+        let value = serde_json::to_value(&v).unwrap();
+        let keys: Vec<&str> = value.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, CSV_HEADER);
+        // A row has one cell per column, the version last.
+        let mut w = csv::WriterBuilder::new()
+            .has_headers(false)
+            .from_writer(Vec::new());
+        w.serialize((&v, crate::wire::VERDICT_VERSION)).unwrap();
+        let row = String::from_utf8(w.into_inner().unwrap()).unwrap();
+        assert_eq!(row.trim_end().split(',').count(), CSV_HEADER.len() + 1, "{row}");
+        assert!(row.contains(",timeout,timed out,") && row.trim_end().ends_with(",1"), "{row}");
+    }
+}

@@ -146,8 +146,7 @@ fn verdict(dir: &std::path::Path, run: &str, model: &str, id: &str, sample: u32)
     let p = Layout::new(dir, run)
         .prediction_dir(model, id, sample)
         .join(store::VERDICT_FILE);
-    serde_json::from_slice(&std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
-        .unwrap()
+    store::read_verdict(&p).unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[tokio::test]
@@ -245,9 +244,14 @@ async fn every_category_is_reached_and_written() {
     assert_eq!(s["incomplete_ids"], serde_json::json!(["g"]));
     let jsonl = std::fs::read_to_string(layout.jsonl_path()).unwrap();
     assert_eq!(jsonl.lines().count(), 6);
+    for line in jsonl.lines() {
+        let row: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(row["format_version"], crate::wire::GRADE_ROWS_VERSION, "{line}");
+    }
     let csv = std::fs::read_to_string(layout.csv_path()).unwrap();
     assert_eq!(csv.lines().count(), 7, "header and six rows");
     assert!(csv.starts_with("instance_id,model,sample,patch_hash"));
+    assert!(csv.lines().next().unwrap().ends_with(",format_version"));
 }
 
 #[tokio::test]

@@ -59,6 +59,18 @@ fn plot_set(summary: &Summary, obs: &[Observation]) -> Vec<(&'static str, &'stat
     ]
 }
 
+/// `summary.json` as written: the study summary wire format, version
+/// [`crate::wire::STUDY_SUMMARY_VERSION`] (docs/formats.md), the version first, then the
+/// summary's fields.
+#[derive(Debug, serde::Serialize)]
+pub struct SummaryFile<'a> {
+    /// [`crate::wire::STUDY_SUMMARY_VERSION`].
+    pub format_version: u32,
+    /// The summary's fields, at the top level of the object.
+    #[serde(flatten)]
+    pub summary: &'a Summary,
+}
+
 /// Writes every output file into `dir` (created if needed).
 pub fn write_study(
     dir: &Path,
@@ -77,7 +89,11 @@ pub fn write_study(
         w.files.push(p);
         Ok(())
     };
-    write_json_atomic(&dir.join("summary.json"), summary)?;
+    let file = SummaryFile {
+        format_version: crate::wire::STUDY_SUMMARY_VERSION,
+        summary,
+    };
+    write_json_atomic(&dir.join("summary.json"), &file)?;
     w.files.push(dir.join("summary.json"));
     put("per_prediction.csv", &per_prediction_csv(obs)?, &mut w)?;
     let plots = plot_set(summary, obs);

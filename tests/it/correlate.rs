@@ -595,6 +595,7 @@ fn pydantic_deep_similarity_auroc_is_0_7704() {
     ]);
     assert!(ok, "{stderr}");
     let s = summary_of(&out);
+    assert_eq!(s["format_version"], swe_eval::wire::STUDY_SUMMARY_VERSION);
     assert_eq!(s["n"].as_u64(), Some(486), "all submitted predictions");
     assert_eq!(s["n_resolved"].as_u64(), Some(229));
     assert_eq!(
@@ -681,4 +682,56 @@ fn mini_swe_agent_best_of_seven() {
         assert_eq!(b[n - 1]["instances"].as_u64(), Some(100));
     }
     eprintln!("{stdout}");
+}
+
+/// swe-eval's own rewards and per-prediction rows carry `format_version`; the study reads
+/// them, reads rows without it (older files) as version 1, and refuses a newer version with
+/// the file, line and field named while keeping the other rows.
+#[test]
+fn format_versions_of_the_inputs_are_checked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let v = swe_eval::wire::REWARDS_VERSION;
+    let rewards = write(
+        d,
+        "r.jsonl",
+        &format!(
+            "{{\"instance_id\":\"a__a-1\",\"similarity\":0.5,\"reward\":0.5,\"format_version\":{v}}}\n\
+             {{\"instance_id\":\"a__a-2\",\"similarity\":0.25,\"reward\":0.25}}\n\
+             {{\"instance_id\":\"a__a-3\",\"similarity\":0.5,\"reward\":0.5,\"format_version\":{}}}\n",
+            v + 1
+        ),
+    );
+    let loaded = inputs::load_rewards(&rewards).unwrap();
+    let ids: Vec<&str> = loaded
+        .items
+        .iter()
+        .map(|r| r.instance_id.as_str())
+        .collect();
+    assert_eq!(ids, ["a__a-1", "a__a-2"]);
+    assert_eq!(loaded.problems.len(), 1, "{:?}", loaded.problems);
+    let p = &loaded.problems[0];
+    assert_eq!(
+        (p.location.line, p.location.field.as_deref()),
+        (Some(3), Some("format_version"))
+    );
+    assert!(p.message.contains("newer swe-eval"), "{}", p.message);
+
+    let v = swe_eval::wire::VERDICT_VERSION;
+    let rows = write(
+        d,
+        "run.predictions.jsonl",
+        &format!(
+            "{{\"instance_id\":\"a__a-1\",\"resolved\":true,\"category\":\"resolved\",\"format_version\":{v}}}\n\
+             {{\"instance_id\":\"a__a-2\",\"resolved\":false,\"category\":\"unresolved\",\"format_version\":{}}}\n",
+            v + 1
+        ),
+    );
+    let loaded = inputs::load_outcomes(&rows).unwrap();
+    assert_eq!(loaded.items.len(), 1);
+    assert_eq!(loaded.problems.len(), 1, "{:?}", loaded.problems);
+    assert_eq!(
+        loaded.problems[0].location.field.as_deref(),
+        Some("format_version")
+    );
 }

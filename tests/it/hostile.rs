@@ -183,8 +183,8 @@ pub fn verdicts(out: &Path, run_id: &str) -> Vec<(PathBuf, Verdict)> {
             if p.is_dir() {
                 stack.push(p);
             } else if e.file_name() == "verdict.json" {
-                let v: Verdict = serde_json::from_slice(&std::fs::read(&p).unwrap())
-                    .unwrap_or_else(|e| panic!("{}: torn verdict: {e}", p.display()));
+                let v: Verdict = swe_eval::runner::store::read_verdict(&p)
+                    .unwrap_or_else(|e| panic!("torn verdict: {e}"));
                 found.push((p.parent().unwrap().to_path_buf(), v));
             }
         }

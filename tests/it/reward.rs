@@ -433,6 +433,7 @@ fn cli_reports_unknown_instances_and_malformed_lines_and_writes_the_rest() {
     assert_eq!(rows.len(), 2);
     assert_eq!(rows[0]["similarity"], 1.0);
     assert_eq!(rows[0]["format"], "ok");
+    assert_eq!(rows[0]["format_version"], swe_eval::wire::REWARDS_VERSION);
     assert_eq!(rows[0]["files"][0]["path"], "a.py");
     assert_eq!(rows[1]["sample"], 1);
     assert_eq!(rows[1]["format"], "empty");
@@ -445,8 +446,9 @@ fn cli_reports_unknown_instances_and_malformed_lines_and_writes_the_rest() {
     let csv = std::fs::read_to_string(&csv_out).unwrap();
     assert_eq!(
         csv.lines().next().unwrap(),
-        "instance_id,model_name_or_path,sample,similarity,reward,format"
+        "instance_id,model_name_or_path,sample,similarity,reward,format,format_version"
     );
+    assert!(csv.lines().nth(1).unwrap().ends_with(",1"), "{csv}");
     assert_eq!(csv.lines().count(), 3);
 }
 

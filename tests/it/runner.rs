@@ -27,8 +27,7 @@ fn verdict(out: &std::path::Path, run: &str, id: &str) -> Verdict {
     let p = Layout::new(out, run)
         .prediction_dir("m", id, 0)
         .join("verdict.json");
-    serde_json::from_slice(&std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
-        .unwrap()
+    runner::store::read_verdict(&p).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn log(out: &std::path::Path, run: &str, id: &str, file: &str) -> String {

@@ -46,6 +46,20 @@ fn outcome_row(value: &Value) -> Result<OutcomeRow, (Option<&'static str>, Strin
         Some(Value::String(s)) if !s.is_empty() => s.clone(),
         _ => return Err((Some("instance_id"), "missing or not a string".into())),
     };
+    // swe-eval's own per-prediction rows carry their format's version: a run's rows are
+    // verdicts, `grade`'s rows have `official_category`. Other tools' rows have none (read as
+    // version 1, whose fields are the ones used here).
+    let supported = if obj.contains_key("official_category") {
+        crate::wire::GRADE_ROWS_VERSION
+    } else {
+        crate::wire::VERDICT_VERSION
+    };
+    crate::wire::check(
+        obj.get(crate::wire::FIELD),
+        supported,
+        "a per-prediction row",
+    )
+    .map_err(|m| (Some(crate::wire::FIELD), m))?;
     let sample = sample_of(obj).map_err(|m| (Some("sample"), m))?;
     let category = obj
         .get("category")

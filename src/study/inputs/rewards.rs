@@ -58,6 +58,12 @@ fn reward_row(value: &Value) -> Result<RewardRow, (Option<&'static str>, String)
         Some(Value::String(s)) if !s.is_empty() => s.clone(),
         _ => return Err((Some("instance_id"), "missing or not a string".into())),
     };
+    crate::wire::check(
+        obj.get(crate::wire::FIELD),
+        crate::wire::REWARDS_VERSION,
+        "a rewards row",
+    )
+    .map_err(|m| (Some(crate::wire::FIELD), m))?;
     let sample = sample_of(obj).map_err(|m| (Some("sample"), m))?;
     let field = |name: &'static str| -> Result<Option<f64>, (Option<&'static str>, String)> {
         match obj.get(name) {
