@@ -469,6 +469,16 @@ fn png_colours(path: &Path) -> usize {
     seen.len()
 }
 
+/// The Markdown report as a person reads it, on the fixed synthetic study: any change to its
+/// wording, tables or figures shows up as a snapshot diff to review
+/// (`INSTA_UPDATE=always cargo test --test it correlate::report_md` accepts one).
+#[test]
+fn report_md_reads_as_reviewed() {
+    let (tmp, _, _) = synthetic_study(200);
+    let md = std::fs::read_to_string(tmp.path().join("report.md")).unwrap();
+    insta::assert_snapshot!("study_report_md", md);
+}
+
 #[test]
 fn plots_rasterize_with_every_label_and_the_report_embeds_them() {
     let (tmp, s, w) = synthetic_study(200);
