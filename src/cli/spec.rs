@@ -41,6 +41,13 @@ pub struct Args {
     /// A folder of local clones, `<owner>__<name>` or `<owner>/<name>` (as `swe-eval run`).
     #[arg(long)]
     pub mirrors: Option<PathBuf>,
+    /// Also build the Debian environment image of every chosen instance that has a SWE-bench
+    /// frozen environment (needs Docker, PyPI and Debian's mirror; existing images are
+    /// reused) and compare its `pip freeze` with the frozen Python packages: matched,
+    /// different version, missing and extra, per environment and overall, every missing
+    /// package named. Written to `DIR/check_env.json`.
+    #[arg(long)]
+    pub check_env: bool,
 }
 
 impl clap::ValueEnum for Flavour {
@@ -77,6 +84,7 @@ pub fn run(args: Args) -> CliResult {
         base_image: args.base_image.as_deref(),
         repo_files: None,
         frozen_envs: true,
+        frozen_env: None,
     };
     let wanted: Vec<&str> = args
         .instance_ids
@@ -126,7 +134,102 @@ pub fn run(args: Args) -> CliResult {
         args.output.display(),
         args.flavour
     );
+    if args.check_env {
+        let chosen: Vec<&crate::dataset::Instance> = loaded
+            .items
+            .iter()
+            .filter(|i| wanted.is_empty() || wanted.contains(&i.instance_id.as_str()))
+            .collect();
+        problems += check_env(&args, &chosen, ca)?;
+    }
     Ok(outcome(&Troubles::of_inputs(problems)))
+}
+
+/// `--check-env`: builds and compares, prints a line per environment and the totals, writes
+/// `check_env.json`; returns the number of problems (environments not checked, bad rows).
+fn check_env(
+    args: &Args,
+    chosen: &[&crate::dataset::Instance],
+    ca: Option<Vec<u8>>,
+) -> Result<usize, super::BoxError> {
+    use crate::orchestrate::check_env::{check_envs, CheckEnvOptions};
+    let opts = CheckEnvOptions {
+        ca_cert: ca,
+        build_logs: args.output.join("logs").join("build_images"),
+        freeze_timeout: std::time::Duration::from_secs(300),
+    };
+    let rt = tokio::runtime::Runtime::new()?;
+    let report = rt.block_on(async {
+        let engine = crate::engine::DockerEngine::connect().await?;
+        Ok::<_, super::BoxError>(check_envs(&engine, chosen, &opts).await)
+    })?;
+    for env in &report.envs {
+        let head = format!(
+            "{} python {} on {} ({}): {} instance(s)",
+            env.repo,
+            env.frozen_python,
+            env.debian_release,
+            env.debian_python,
+            env.instances.len()
+        );
+        let built = env
+            .build_seconds
+            .map(|s| format!(", built in {s:.0} s"))
+            .unwrap_or_default();
+        match (&env.check, &env.error) {
+            (Some(c), _) => {
+                eprintln!(
+                    "{head}{built}: {}/{} frozen packages matched ({:.1}%), {} different, {} missing, {} extra [{}]",
+                    c.matched.len(),
+                    c.expected(),
+                    c.match_percent(),
+                    c.different.len(),
+                    c.missing.len(),
+                    c.extra.len(),
+                    env.env_image
+                );
+                for (n, want, got) in &c.different {
+                    eprintln!("  different: {n} {got} (frozen {want})");
+                }
+                for (n, want) in &c.missing {
+                    eprintln!("  missing: {n}=={want}");
+                }
+            }
+            (None, e) => {
+                let log = env
+                    .build_log
+                    .as_ref()
+                    .map(|p| format!(" (log: {})", p.display()))
+                    .unwrap_or_default();
+                eprintln!(
+                    "{head}: not checked: {}{log}",
+                    e.as_deref().unwrap_or("unknown")
+                );
+            }
+        }
+    }
+    if !report.no_frozen_env.is_empty() {
+        eprintln!(
+            "no frozen environment (not checked): {}",
+            report.no_frozen_env.join(", ")
+        );
+    }
+    let o = report.overall();
+    eprintln!(
+        "check-env: {}/{} environments built and checked; {}/{} frozen packages matched ({:.1}%), {} different, {} missing, {} extra; mean per environment {:.1}%",
+        o.envs_built,
+        o.envs_total,
+        o.matched,
+        o.expected,
+        o.match_percent,
+        o.different,
+        o.missing,
+        o.extra,
+        o.mean_env_match_percent
+    );
+    let json = serde_json::json!({ "overall": o, "report": report });
+    crate::fsutil::write_json_atomic(&args.output.join("check_env.json"), &json)?;
+    Ok(report.problems())
 }
 
 /// `eval.sh`, the two Dockerfiles and their build-context files, side by side.

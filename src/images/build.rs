@@ -199,7 +199,7 @@ async fn resolve_prebuilt<E: Engine>(
     }
 }
 
-async fn ensure_base_recipe<E: Engine>(
+pub(super) async fn ensure_base_recipe<E: Engine>(
     engine: &E,
     recipe: &BaseRecipe,
     opts: &BuildOptions,
@@ -299,7 +299,7 @@ async fn build_instance<E: Engine>(
 }
 
 #[allow(clippy::too_many_arguments)]
-async fn build_one<E: Engine>(
+pub(super) async fn build_one<E: Engine>(
     engine: &E,
     layer: Layer,
     tag: &str,

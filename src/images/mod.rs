@@ -13,6 +13,7 @@ pub mod base;
 mod build;
 mod cleanup;
 mod context;
+pub mod envonly;
 mod error;
 pub mod hold;
 mod naming;

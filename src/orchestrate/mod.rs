@@ -11,7 +11,9 @@
 //! - `mini_check`, `validate`: the checks `run` (mini benchmark) and `validate` make of the
 //!   verdicts.
 //! - `trivial`: a one-file task image for benchmarks and real-engine tests.
+//! - `check_env`: the Debian environments built and compared with SWE-bench's frozen ones.
 
+pub mod check_env;
 pub mod inputs;
 pub mod mini_check;
 pub mod options;

@@ -383,7 +383,8 @@ impl EnvCheck {
 }
 
 /// Compares `pip freeze --all` output with the frozen packages. `pip` itself is left out on
-/// both sides (the harness pins its own installer).
+/// both sides (the harness pins its own installer), and so is the `pkg_resources==0.0.0`
+/// record of Debian's venv.
 pub fn compare_freeze(expected: &[Pin], freeze: &str) -> EnvCheck {
     let mut installed: BTreeMap<String, (String, String)> = BTreeMap::new();
     let mut out = EnvCheck::default();
@@ -401,6 +402,10 @@ pub fn compare_freeze(expected: &[Pin], freeze: &str) -> EnvCheck {
         }
     }
     installed.remove("pip");
+    // Debian's venv leaves an empty `pkg_resources-0.0.0` record: not a package.
+    if installed.get("pkg-resources").is_some_and(|(_, v)| v == "0.0.0") {
+        installed.remove("pkg-resources");
+    }
     let mut seen = BTreeSet::new();
     for pin in expected {
         let key = normalize_name(&pin.name);
@@ -585,7 +590,7 @@ mod tests {
                 origin: "conda pip".into(),
             },
         ];
-        let freeze = "# comment\nNumPy==1.26.0\npython_dateutil==2.9.0.post0\nsix==1.16\npip==24.0\n-e git+https://x/y@abc#egg=y\ny @ file:///testbed\nextra-thing==0.1\n";
+        let freeze = "# comment\nNumPy==1.26.0\npython_dateutil==2.9.0.post0\nsix==1.16\npip==24.0\n-e git+https://x/y@abc#egg=y\ny @ file:///testbed\nextra-thing==0.1\npkg_resources==0.0.0\n";
         let c = compare_freeze(&expected, freeze);
         assert_eq!(c.matched, ["python-dateutil", "six"]);
         assert_eq!(

@@ -149,6 +149,9 @@ pub struct SpecOptions<'a> {
     /// Debian flavour: an instance with a frozen environment (SWE-bench Verified) gets exactly
     /// its packages (default); otherwise the spec's package lists are installed.
     pub frozen_envs: bool,
+    /// Debian flavour: this frozen environment instead of the instance's own (a frozen-style
+    /// file of one's own; tests).
+    pub frozen_env: Option<&'a frozen::FrozenEnv>,
 }
 
 impl fmt::Debug for SpecOptions<'_> {
@@ -160,6 +163,7 @@ impl fmt::Debug for SpecOptions<'_> {
             .field("base_image", &self.base_image)
             .field("repo_files", &self.repo_files.is_some())
             .field("frozen_envs", &self.frozen_envs)
+            .field("frozen_env", &self.frozen_env.map(|e| &e.python))
             .finish()
     }
 }
@@ -173,6 +177,7 @@ impl SpecOptions<'static> {
             base_image: None,
             repo_files: None,
             frozen_envs: true,
+            frozen_env: None,
         }
     }
 }

@@ -134,7 +134,9 @@ pub(super) fn build(inst: &Instance, opts: &SpecOptions<'_>) -> Result<TestSpec,
                 docker::official_instance_dockerfile(opts.arch, &out.env_image_tag);
         }
         Flavour::Debian => {
-            let frozen = opts.frozen_envs.then(|| frozen::frozen_env(id)).flatten();
+            let frozen = opts
+                .frozen_env
+                .or_else(|| opts.frozen_envs.then(|| frozen::frozen_env(id)).flatten());
             let python = frozen.map_or_else(|| spec.python.clone(), |f| f.python_minor());
             let choice = debian_release_for(&python);
             let release = choice.release;

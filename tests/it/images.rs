@@ -291,7 +291,9 @@ fn docker_cli(args: &[&str]) -> String {
 
 #[tokio::test]
 async fn a_prebuilt_row_image_is_pulled_through_a_namespace_override() {
-    let Some(e): Option<DockerEngine> = engine().await else { return };
+    let Some(e): Option<DockerEngine> = engine().await else {
+        return;
+    };
     let base = base_image().await;
     let port = 5000 + (std::process::id() % 1000) as u16;
     let Some(_registry) = start_registry(port) else {
@@ -433,7 +435,9 @@ async fn images_held_by_another_run_are_handed_over_and_removed_by_the_holder() 
     use swe_eval::images::hold::{hold_labels, release, Holding};
     use swe_eval::images::Prepared;
 
-    let Some(e) = engine().await.map(Arc::new) else { return };
+    let Some(e) = engine().await.map(Arc::new) else {
+        return;
+    };
     let base = base_image().await;
     let pid = std::process::id();
     let alias = format!("swe-eval-it/held-alias:{pid}");

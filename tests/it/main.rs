@@ -5,6 +5,7 @@ mod common;
 mod compare;
 mod correlate;
 mod engine;
+mod envpins;
 mod faults;
 mod fuzz;
 mod grading;
