@@ -39,6 +39,7 @@ pub enum EvalType {
 pub const FAIL_ONLY_REPOS: [&str; 3] = ["chartjs/Chart.js", "processing/p5.js", "markedjs/marked"];
 
 impl EvalType {
+    /// The evaluation type the official harness uses for `repo` (`owner/name`).
     pub fn for_repo(repo: &str) -> EvalType {
         if FAIL_ONLY_REPOS.contains(&repo) {
             EvalType::FailOnly
@@ -51,7 +52,9 @@ impl EvalType {
 /// One test group's outcome, in the order the dataset lists the tests.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Group {
+    /// Tests of the group that passed.
     pub success: Vec<String>,
+    /// Tests of the group that did not pass (failed, errored, or missing from the log).
     pub failure: Vec<String>,
 }
 
@@ -71,19 +74,26 @@ impl Group {
 /// harness never passes `calculate_to_fail`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TestGroups {
+    /// Tests the patch must make pass.
     pub fail_to_pass: Group,
+    /// Tests that passed before and must still pass.
     pub pass_to_pass: Group,
+    /// Always empty (see above).
     pub fail_to_fail: Group,
+    /// Always empty (see above).
     pub pass_to_fail: Group,
 }
 
 /// Official `ResolvedStatus`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Resolution {
+    /// Every FAIL_TO_PASS and PASS_TO_PASS test passes.
     #[serde(rename = "RESOLVED_FULL")]
     Full,
+    /// Some FAIL_TO_PASS tests pass and every PASS_TO_PASS test passes.
     #[serde(rename = "RESOLVED_PARTIAL")]
     Partial,
+    /// Anything else.
     #[serde(rename = "RESOLVED_NO")]
     No,
 }
@@ -166,6 +176,7 @@ pub enum ErrorReason {
 }
 
 impl ErrorReason {
+    /// The wire name: `patch_apply_failed`, `timeout`, `no_test_output` or `infra`.
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorReason::PatchApplyFailed => "patch_apply_failed",
@@ -180,8 +191,11 @@ impl ErrorReason {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Category {
+    /// Every required test passes.
     Resolved,
+    /// The tests ran and some required test did not pass.
     Unresolved,
+    /// No test verdict, for this reason.
     Error(ErrorReason),
     /// Empty or missing patch: not run, counted apart (official `empty_patch_ids`).
     EmptyPatch,
@@ -198,6 +212,7 @@ impl Category {
         }
     }
 
+    /// The reason of an error, `None` for the other kinds.
     pub fn error_reason(self) -> Option<ErrorReason> {
         match self {
             Category::Error(r) => Some(r),
@@ -205,6 +220,7 @@ impl Category {
         }
     }
 
+    /// True only for [`Category::Resolved`].
     pub fn is_resolved(self) -> bool {
         self == Category::Resolved
     }
@@ -222,7 +238,9 @@ pub enum RunOutcome<'a> {
     /// The eval script finished; `log` is its whole output. `exit_code` is the test command's
     /// exit status when known (from the runner, or a `>>>>> Test Exit Code:` line).
     Completed {
+        /// The eval script's whole output.
         log: &'a str,
+        /// The test command's exit status, when known.
         exit_code: Option<i32>,
     },
 }
@@ -234,10 +252,13 @@ pub struct GradeInput<'a> {
     pub repo: &'a str,
     /// Log parser name (see [`logparse::PARSER_NAMES`]).
     pub parser: &'a str,
+    /// The instance's FAIL_TO_PASS tests.
     pub fail_to_pass: &'a [String],
+    /// The instance's PASS_TO_PASS tests.
     pub pass_to_pass: &'a [String],
     /// The model patch; `None` or empty means nothing was run.
     pub patch: Option<&'a str>,
+    /// How the execution went.
     pub outcome: RunOutcome<'a>,
     /// True when files the patch adds or edits that change test collection (see
     /// [`collection_files`]) were still in place during the test run; the runner sets it false
@@ -250,14 +271,23 @@ pub struct GradeInput<'a> {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum StrictFinding {
     /// FAIL_TO_PASS tests reported SKIPPED (the official grader drops them).
-    SkippedFailToPass { tests: Vec<String> },
+    SkippedFailToPass {
+        /// The skipped FAIL_TO_PASS tests.
+        tests: Vec<String>,
+    },
     /// The test command exited non-zero although no parsed test failed: the log's PASSED
     /// lines are not evidence (possibly forged).
-    ExitCodeDisagrees { exit_code: i32 },
+    ExitCodeDisagrees {
+        /// The test command's exit status.
+        exit_code: i32,
+    },
     /// The log shows no sign that the framework's test run started and finished.
     SuiteDidNotRun,
     /// The patch added files that change test collection and they were present in the run.
-    CollectionFilesAdded { paths: Vec<String> },
+    CollectionFilesAdded {
+        /// The added files, relative to the repository root.
+        paths: Vec<String>,
+    },
 }
 
 impl StrictFinding {

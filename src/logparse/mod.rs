@@ -18,10 +18,15 @@ mod python;
 )]
 #[serde(rename_all = "UPPERCASE")]
 pub enum TestStatus {
+    /// The test passed.
     Passed,
+    /// The test failed.
     Failed,
+    /// The test was skipped.
     Skipped,
+    /// The test errored (in setup, teardown or collection).
     Error,
+    /// The test failed as expected (`xfail`).
     Xfail,
 }
 
@@ -71,8 +76,11 @@ pub const TEST_EXIT_CODE: &str = ">>>>> Test Exit Code: ";
 
 /// Markers whose presence anywhere in a log makes the official harness discard the run.
 pub const APPLY_PATCH_FAIL: &str = ">>>>> Patch Apply Failed";
+/// The reset of the repository before the tests failed.
 pub const RESET_FAILED: &str = ">>>>> Reset Failed";
+/// The test command errored.
 pub const TESTS_ERROR: &str = ">>>>> Tests Errored";
+/// The tests ran past their timeout.
 pub const TESTS_TIMEOUT: &str = ">>>>> Tests Timed Out";
 /// Failure markers in the order the official harness checks them.
 pub const BAD_MARKERS: [&str; 4] = [APPLY_PATCH_FAIL, RESET_FAILED, TESTS_ERROR, TESTS_TIMEOUT];
@@ -81,6 +89,7 @@ pub const BAD_MARKERS: [&str; 4] = [APPLY_PATCH_FAIL, RESET_FAILED, TESTS_ERROR,
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown log parser `{name}` (known: {})", PARSER_NAMES.join(", "))]
 pub struct UnknownParser {
+    /// The name that was asked for.
     pub name: String,
 }
 
@@ -222,6 +231,7 @@ pub enum LogReading {
     /// Statuses parsed from the section between the markers, or from the whole log when the
     /// section gave none (as the official harness falls back).
     Parsed {
+        /// Test name to status.
         statuses: StatusMap,
         /// True when the statuses came from the whole-log fallback.
         from_whole_log: bool,

@@ -19,20 +19,28 @@ use crate::repos::RepoSources;
 /// Why one prediction got no reward; the others still do.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum RewardError {
+    /// The prediction names an instance the dataset does not have.
     #[error("instance {0} is not in the dataset")]
     UnknownInstance(String),
+    /// The instance's files could not be read from its repository.
     #[error("{instance_id}: {source}")]
     Git {
+        /// The instance whose files were wanted.
         instance_id: String,
+        /// What git said.
         #[source]
         source: Arc<GitError>,
     },
+    /// The gold patch does not apply to the files at the base commit (a bad row or repository).
     #[error(
         "{instance_id}: the gold patch does not apply to the files at {base_commit}: {source}"
     )]
     GoldDoesNotApply {
+        /// The instance.
         instance_id: String,
+        /// The commit the files were read at.
         base_commit: String,
+        /// Why the patch did not apply.
         #[source]
         source: unidiff::ApplyError,
     },
@@ -59,7 +67,9 @@ pub fn unidiff_rewards(
 /// after the gold patch.
 #[derive(Debug, Clone, Default)]
 pub struct OracleFiles {
+    /// The original files, by path.
     pub code_context: Files,
+    /// The same files after the gold patch (absent when the patch deletes one).
     pub oracle_new_content: Files,
 }
 
@@ -143,19 +153,26 @@ pub fn search_replace_rewards(
 /// [`crate::wire::REWARDS_VERSION`], described in docs/formats.md.
 #[derive(Debug, Clone, Serialize)]
 pub struct RewardRecord<'a> {
+    /// The prediction's instance.
     pub instance_id: &'a str,
+    /// The prediction's model.
     pub model_name_or_path: &'a str,
+    /// The prediction's sample number (0, 1, ...).
     pub sample: u32,
+    /// The reference's similarity (see [`RewardResult::similarity`]).
     pub similarity: f64,
+    /// -1 for a prediction that is not a valid edit, else `similarity`.
     pub reward: f64,
     /// `ok`, `empty`, `unparsable`, or the search/replace format error.
     pub format: String,
+    /// Per-file similarities (JSON Lines only).
     pub files: &'a [FileSimilarity],
     /// [`crate::wire::REWARDS_VERSION`].
     pub format_version: u32,
 }
 
 impl<'a> RewardRecord<'a> {
+    /// The row of prediction `p` with reward `r`.
     pub fn new(p: &'a Prediction, r: &'a RewardResult) -> Self {
         RewardRecord {
             instance_id: &p.instance_id,

@@ -9,20 +9,40 @@ use std::process::{Command, Stdio};
 use super::Files;
 use crate::repos::RepoSources;
 
+/// Why files could not be read from a repository with git.
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
+    /// No local repository was given or found for the instance's repository.
     #[error("no local repository for {repo}: give --repo {repo}=PATH or --mirrors DIR")]
-    NoRepository { repo: String },
+    NoRepository {
+        /// The repository, `owner/name`.
+        repo: String,
+    },
+    /// git could not be started.
     #[error("cannot run git in {dir}: {source}")]
     Spawn {
+        /// Where git was to run.
         dir: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// The commit is not in the repository.
     #[error("git in {dir}: commit {commit} not found")]
-    NoCommit { dir: PathBuf, commit: String },
+    NoCommit {
+        /// The repository folder.
+        dir: PathBuf,
+        /// The commit asked for.
+        commit: String,
+    },
+    /// `git cat-file --batch` answered something unexpected.
     #[error("git in {dir}: unexpected output from cat-file: {line:?}")]
-    Protocol { dir: PathBuf, line: String },
+    Protocol {
+        /// The repository folder.
+        dir: PathBuf,
+        /// The line that could not be read.
+        line: String,
+    },
 }
 
 /// The local repository of `repo` (`owner/name`): a `--repo` override, else a mirror folder.

@@ -28,16 +28,20 @@ pub use sequence_matcher::ratio;
 /// One file of the union of predicted and oracle changes.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FileSimilarity {
+    /// The file's path, relative to the repository root.
     pub path: String,
     /// 0 when either side has no change to this file, else the difflib ratio.
     pub similarity: f64,
+    /// The prediction changes this file.
     pub in_pred: bool,
+    /// The gold patch changes this file.
     pub in_oracle: bool,
 }
 
 /// Whether the prediction could be read as an edit at all.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Format {
+    /// A readable edit.
     Ok,
     /// Nothing but whitespace.
     Empty,
@@ -58,6 +62,7 @@ impl Format {
         }
     }
 
+    /// True for a readable edit.
     pub fn is_ok(&self) -> bool {
         matches!(self, Format::Ok)
     }
@@ -72,6 +77,7 @@ pub struct RewardResult {
     pub similarity: f64,
     /// -1 where `format` is not `Ok`, else `similarity`.
     pub reward: f64,
+    /// Whether the prediction was a readable edit.
     pub format: Format,
     /// The union of changed files: oracle files in patch order, then predicted-only files.
     pub files: Vec<FileSimilarity>,

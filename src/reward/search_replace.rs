@@ -12,12 +12,16 @@ use super::{pystr, udiff, unidiff, Files};
 /// Why an output is not a valid edit; the messages are the reference's, byte for byte.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FormatError {
+    /// The output does not hold exactly one of this tag.
     #[error("count of {0} is not 1")]
     TagCount(&'static str),
+    /// The thought before the solution is empty.
     #[error("Thought is empty")]
     EmptyThought,
+    /// The solution has no search/replace block.
     #[error("No valid search blocks found")]
     NoBlocks,
+    /// Every block's search text equals its replace text.
     #[error("Search and replace blocks are identical")]
     Identical,
     /// Carries the search text with the newline the reference puts in front of it.

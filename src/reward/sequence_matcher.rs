@@ -14,21 +14,29 @@ use std::collections::HashMap;
 /// One matching block: `a[a..a+size] == b[b..b+size]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Match {
+    /// Start of the match in `a`.
     pub a: usize,
+    /// Start of the match in `b`.
     pub b: usize,
+    /// Length of the match.
     pub size: usize,
 }
 
 /// What an opcode says to do with `a[i1..i2]` to get `b[j1..j2]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tag {
+    /// `a[i1..i2]` is replaced by `b[j1..j2]`.
     Replace,
+    /// `a[i1..i2]` is deleted.
     Delete,
+    /// `b[j1..j2]` is inserted at `a[i1]`.
     Insert,
+    /// The ranges are equal.
     Equal,
 }
 
 impl Tag {
+    /// difflib's tag: `replace`, `delete`, `insert` or `equal`.
     pub fn as_str(self) -> &'static str {
         match self {
             Tag::Replace => "replace",
@@ -39,12 +47,18 @@ impl Tag {
     }
 }
 
+/// One of difflib's `get_opcodes()` entries: how to turn `a[i1..i2]` into `b[j1..j2]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Opcode {
+    /// What the step does.
     pub tag: Tag,
+    /// Start in `a`.
     pub i1: usize,
+    /// End in `a` (exclusive).
     pub i2: usize,
+    /// Start in `b`.
     pub j1: usize,
+    /// End in `b` (exclusive).
     pub j2: usize,
 }
 
@@ -581,13 +595,17 @@ impl<'s> SequenceMatcher<'s> {
 /// characters of `b` get ids from 128 on, characters of `a` absent from `b` get `u32::MAX`.
 #[derive(Debug, Default)]
 pub struct CharIds {
+    /// The ids of `a`'s characters (`u32::MAX` for non-ASCII ones absent from `b`).
     pub a: Vec<u32>,
+    /// The ids of `b`'s characters.
     pub b: Vec<u32>,
+    /// One more than the largest id `b` uses (at least 128).
     pub alphabet: usize,
     map: HashMap<char, u32>,
 }
 
 impl CharIds {
+    /// Assigns the ids of `a` and `b`, reusing this value's memory.
     pub fn fill(&mut self, a: &str, b: &str) {
         self.map.clear();
         self.b.clear();

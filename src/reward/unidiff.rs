@@ -21,8 +21,11 @@ const NO_NEWLINE_VALUE: &str = " No newline at end of file\n";
 /// What kind of line a hunk line is; rendered as its prefix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LineType {
+    /// A `+` line.
     Added,
+    /// A `-` line.
     Removed,
+    /// A ` ` (context) line.
     Context,
     /// `\ No newline at end of file` (or any line starting with a backslash inside a hunk).
     NoNewline,
@@ -31,6 +34,7 @@ pub enum LineType {
 }
 
 impl LineType {
+    /// The line's first character: `+`, `-` or a space.
     pub fn prefix(self) -> &'static str {
         match self {
             LineType::Added => "+",
@@ -42,8 +46,10 @@ impl LineType {
     }
 }
 
+/// One line of a hunk.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Line<'a> {
+    /// Added, removed or context.
     pub line_type: LineType,
     /// The text after the prefix, with its line terminator.
     pub value: &'a str,
@@ -52,11 +58,17 @@ pub struct Line<'a> {
 /// One hunk. Starts are kept as Python's `int` prints them (any length); lengths as counts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hunk<'a> {
+    /// The hunk header's start in the source file, as written.
     pub source_start: String,
+    /// The hunk header's line count in the source file.
     pub source_length: u64,
+    /// The hunk header's start in the target file, as written.
     pub target_start: String,
+    /// The hunk header's line count in the target file.
     pub target_length: u64,
+    /// The text after the second `@@` (often the enclosing function).
     pub section_header: &'a str,
+    /// The hunk's lines.
     pub lines: Vec<Line<'a>>,
 }
 
@@ -86,11 +98,17 @@ pub struct PatchedFile<'a> {
     /// Index into [`PatchSet::infos`]: the header lines before the `---`/`+++` pair, shared
     /// with whatever the package shares them with.
     pub patch_info: Option<usize>,
+    /// The `---` path, as written.
     pub source_file: Option<&'a str>,
+    /// The `+++` path, as written.
     pub target_file: Option<&'a str>,
+    /// What follows the `---` path after a tab.
     pub source_timestamp: Option<&'a str>,
+    /// What follows the `+++` path after a tab.
     pub target_timestamp: Option<&'a str>,
+    /// A `Binary files ... differ` or `GIT binary patch` entry.
     pub is_binary_file: bool,
+    /// The file's hunks.
     pub hunks: Vec<Hunk<'a>>,
 }
 
@@ -130,6 +148,7 @@ impl<'a> PatchedFile<'a> {
 /// A parsed patch.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PatchSet<'a> {
+    /// The files, in patch order.
     pub files: Vec<PatchedFile<'a>>,
     /// Header-line groups ("patch info"), referenced by files.
     pub infos: Vec<Vec<&'a str>>,
@@ -168,28 +187,40 @@ impl fmt::Display for PatchSet<'_> {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("line {line}: {kind}")]
 pub struct ParseError {
+    /// The 1-based line the parser stopped at.
     pub line: usize,
+    /// What was wrong there.
     pub kind: ParseErrorKind,
 }
 
+/// What the `unidiff` package would raise.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParseErrorKind {
+    /// A `new file mode` line where none may be.
     #[error("unexpected new file marker")]
     UnexpectedNewFile,
+    /// A `deleted file mode` line where none may be.
     #[error("unexpected deleted file marker")]
     UnexpectedDeletedFile,
+    /// The package's `Target without source` error.
     #[error("target without source")]
     TargetWithoutSource,
+    /// A hunk header outside a file.
     #[error("unexpected hunk")]
     UnexpectedHunk,
+    /// A line inside a hunk that is not a hunk line.
     #[error("hunk diff line expected")]
     HunkLineExpected,
+    /// A hunk with more lines than its header says.
     #[error("hunk is longer than expected")]
     HunkTooLong,
+    /// A hunk with fewer lines than its header says.
     #[error("hunk is shorter than expected")]
     HunkTooShort,
+    /// A `\ No newline at end of file` marker where none may be.
     #[error("unexpected no-newline marker")]
     UnexpectedMarker,
+    /// A blank line after the last hunk that the package refuses.
     #[error("unexpected trailing newline character")]
     UnexpectedTrailingNewline,
     /// The package fails with `UnboundLocalError` here (a `+++` line with no `---` before it).
@@ -562,6 +593,7 @@ pub fn filelevel_diff(set: &PatchSet<'_>) -> Vec<(String, String)> {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("hunk {hunk} of {path} does not apply (its lines are not in the original)")]
 pub struct ApplyError {
+    /// The file's path, relative to the repository root.
     pub path: String,
     /// 1-based.
     pub hunk: usize,
