@@ -65,6 +65,8 @@ struct State {
     containers: Vec<Resource>,
     /// Hold container id -> the image it stands on.
     holds: BTreeMap<String, String>,
+    /// Holds created so far: each gets a new id, whatever was removed since.
+    holds_made: usize,
     delay: Duration,
 }
 
@@ -302,7 +304,9 @@ impl Engine for FakeEngine {
                 image: image.into(),
             });
         }
-        let id = format!("hold-{}", s.holds.len() + s.containers.len());
+        // Never derived from what is left: after removals that would give a live hold's id.
+        let id = format!("hold-{}", s.holds_made);
+        s.holds_made += 1;
         s.holds.insert(id.clone(), image.into());
         s.containers.push(Resource {
             id: id.clone(),
