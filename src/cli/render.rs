@@ -1,5 +1,5 @@
 //! The terminal side of a run: the workflow's events rendered (notices on stderr, the
-//! progress bar while the plan executes), Ctrl-C wired to the runner while it executes, and
+//! progress bar while the plan executes), Ctrl-C and SIGTERM wired to the runner while it executes, and
 //! the run's closing lines.
 
 use std::sync::Arc;
@@ -12,7 +12,8 @@ use crate::orchestrate::{self, Event, ImagePolicy, Level, Notice, Work};
 use crate::runner::{Category, RunConfig, RunError, RunEvent, RunReport};
 
 /// Renders `events` until the channel closes. While the plan executes, the progress bar is
-/// drawn and each Ctrl-C is sent to `interrupts`; outside it, Ctrl-C keeps its default.
+/// drawn and each Ctrl-C or SIGTERM is sent to `interrupts`; outside it, both keep their
+/// default (the process ends; the next run reaps what it leaves).
 pub async fn render(mut events: UnboundedReceiver<Event>, interrupts: UnboundedSender<()>) {
     let visible = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let mut executing: Option<Executing> = None;
@@ -52,13 +53,7 @@ struct Executing {
 
 impl Executing {
     fn start(visible: bool, interrupts: UnboundedSender<()>) -> Executing {
-        let signals = tokio::spawn(async move {
-            while tokio::signal::ctrl_c().await.is_ok() {
-                if interrupts.send(()).is_err() {
-                    break;
-                }
-            }
-        });
+        let signals = tokio::spawn(forward_interrupts(interrupts));
         let (bar, rx) = mpsc::unbounded_channel();
         let drawn = tokio::spawn(crate::progress::show(rx, visible));
         Executing {
@@ -72,6 +67,30 @@ impl Executing {
         self.signals.abort();
         drop(self.bar);
         let _ = self.drawn.await;
+    }
+}
+
+/// Sends one message per Ctrl-C (SIGINT) or SIGTERM until the receiver is gone. SIGTERM is
+/// what a cancelled CI job or `docker stop`/`kill` sends: it drains like the first Ctrl-C, and
+/// a second signal of either kind kills this run's containers.
+async fn forward_interrupts(tx: UnboundedSender<()>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        // No signal handling (never on Linux): the default dispositions stay, killing the run.
+        return;
+    };
+    loop {
+        tokio::select! {
+            Some(()) = int.recv() => {}
+            Some(()) = term.recv() => {}
+            else => return,
+        }
+        if tx.send(()).is_err() {
+            return;
+        }
     }
 }
 

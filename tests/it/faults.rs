@@ -539,6 +539,78 @@ fn sigkill_mid_run_then_resume() {
     );
 }
 
+/// Running containers (holds are created, never started) labelled with `run_id`.
+fn running_containers(run_id: &str) -> usize {
+    let filter = format!("label={}={run_id}", swe_eval::engine::LABEL_RUN_ID);
+    let o = hostile::docker(None, &["ps", "-q", "--filter", &filter]).expect("docker ps");
+    String::from_utf8_lossy(&o.stdout).lines().count()
+}
+
+#[test]
+fn sigterm_drains_like_the_first_ctrl_c() {
+    if !hostile::docker_answers(None) {
+        return;
+    }
+    let image = hostile::trivial_image();
+    let dir = hostile::TestDir::new();
+    let tasks = slow_tasks("term", 6, 4);
+    let (ds, preds) = hostile::write_inputs(dir.path(), &image, &tasks);
+    let out = dir.path().join("out");
+    let run_id = format!("it-sigterm-{}", std::process::id());
+    // stderr is a file, not a terminal: the progress bar is hidden, its notices must not be.
+    let (stdout, stderr) = (dir.path().join("stdout"), dir.path().join("stderr"));
+    let mut child = hostile::run_command(&ds, &preds, &out, &run_id, &["-j", "2", "-t", "120"])
+        .stdout(std::fs::File::create(&stdout).unwrap())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    let started = wait_for(Duration::from_secs(120), || {
+        running_containers(&run_id) >= 2
+    });
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let status = wait_bounded(&mut child, Duration::from_secs(120));
+    let (stdout, stderr) = (
+        std::fs::read_to_string(&stdout).unwrap(),
+        std::fs::read_to_string(&stderr).unwrap(),
+    );
+    let all = format!("exit {status}\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(started, "no two jobs running within 120 s:\n{all}");
+    assert_eq!(status.code(), Some(3), "predictions not run: exit 3\n{all}");
+    assert!(
+        stderr.contains("interrupted: finishing running jobs"),
+        "the notice reaches a log:\n{all}"
+    );
+    // The jobs running at the signal finished (a kill would have made them infra errors).
+    let done = hostile::verdicts(&out, &run_id);
+    assert!(
+        done.len() >= 2 && done.len() < tasks.len(),
+        "{} verdicts:\n{all}",
+        done.len()
+    );
+    for (_, v) in &done {
+        assert_eq!(v.category, Category::Resolved, "{v:?}");
+    }
+    let not_run = format!(
+        "interrupted: {} predictions not run",
+        tasks.len() - done.len()
+    );
+    assert!(stdout.contains(&not_run), "expected `{not_run}`:\n{all}");
+    assert_eq!(
+        hostile::containers(None, &run_id),
+        Vec::<String>::new(),
+        "containers (jobs or holds) of the drained run left behind"
+    );
+    eprintln!(
+        "faults: SIGTERM with 2 jobs running: {} verdicts written, all resolved, {} not run, exit 3, 0 containers left",
+        done.len(),
+        tasks.len() - done.len()
+    );
+}
+
 /// Peak resident memory (VmHWM, KiB) of a live process, if it can be read.
 fn vm_hwm_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
