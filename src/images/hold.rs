@@ -21,15 +21,26 @@
 //! labels and the owner (`host:pid:start`), so a run that dies leaves holds that the next
 //! run's start-up reaps like any container of a dead owner; a run that ends releases its
 //! own with [`release`] before it removes images.
+//!
+//! A run killed outright (SIGKILL, a lost machine) never gets to remove the images its cache
+//! level does not keep. So the hold on an image the run made, of a layer its level does not
+//! keep ([`Holding::removing`]), also carries [`LABEL_REMOVES`]: the next run's start,
+//! [`reap_dead`], turns each such hold of a dead owner into a hand-over marker, removes the
+//! dead owner's holds, and sweeps: images no live run holds go at once, the others when their
+//! holders end.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
-use super::CleanupReport;
+use super::{CacheLevel, CleanupReport, Layer};
 use crate::engine::{
     BuildSettings, Engine, EngineError, EngineInfo, JobOutput, JobSpec, Resource, TarSource,
     LABEL_DOOMED, LABEL_HOLD, LABEL_OWNER, LABEL_RUN_ID, LABEL_TOOL,
 };
+
+/// On a hold: the holder made this image and removes it when it ends (its cache level does not
+/// keep the image's layer); if the holder dies instead, the next run removes it.
+pub const LABEL_REMOVES: &str = "swe-eval.removes";
 
 /// The labels of the holds `owner` makes for run `run_id` (each hold adds [`LABEL_HOLD`] with
 /// the image name it holds).
@@ -66,6 +77,9 @@ pub struct Holding<E> {
     inner: Arc<E>,
     labels: BTreeMap<String, String>,
     held: Mutex<BTreeSet<String>>,
+    /// The cache level of the run, when images it makes and does not keep are to be marked
+    /// [`LABEL_REMOVES`].
+    level: Option<CacheLevel>,
 }
 
 impl<E: Engine> Holding<E> {
@@ -74,7 +88,17 @@ impl<E: Engine> Holding<E> {
             inner,
             labels,
             held: Mutex::new(BTreeSet::new()),
+            level: None,
         }
+    }
+
+    /// Marks the holds of images made here whose layer `level` does not keep with
+    /// [`LABEL_REMOVES`], so that they are removed even if this run dies before its cleanup.
+    /// Layers are those [`super::ensure`] records: builds and imports by their layer label,
+    /// pulls as instance images; a tag only names an image that was there.
+    pub fn removing(mut self, level: CacheLevel) -> Self {
+        self.level = Some(level);
+        self
     }
 
     /// The images held so far.
@@ -86,13 +110,19 @@ impl<E: Engine> Holding<E> {
         self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Holds `image` once; `Ok(false)` when it is not there.
-    async fn hold(&self, image: &str) -> Result<bool, EngineError> {
+    /// Holds `image` once; `Ok(false)` when it is not there. `made` is the layer of an image
+    /// this run just made.
+    async fn hold(&self, image: &str, made: Option<Layer>) -> Result<bool, EngineError> {
         if self.lock().contains(image) {
             return Ok(true);
         }
         let mut labels = self.labels.clone();
         labels.insert(LABEL_HOLD.to_string(), image.to_string());
+        if let (Some(level), Some(layer)) = (self.level, made) {
+            if !level.keeps(layer) {
+                labels.insert(LABEL_REMOVES.to_string(), "1".to_string());
+            }
+        }
         match self.inner.create_hold(image, labels).await {
             Ok(_) => {
                 self.lock().insert(image.to_string());
@@ -104,8 +134,8 @@ impl<E: Engine> Holding<E> {
     }
 
     /// After `image` was made: hold it, or say it vanished at once.
-    async fn hold_made(&self, image: &str) -> Result<(), EngineError> {
-        if self.hold(image).await? {
+    async fn hold_made(&self, image: &str, layer: Option<Layer>) -> Result<(), EngineError> {
+        if self.hold(image, layer).await? {
             Ok(())
         } else {
             Err(EngineError::ImageMissing {
@@ -121,7 +151,7 @@ impl<E: Engine> Engine for Holding<E> {
     }
 
     async fn image_exists(&self, image: &str) -> Result<bool, EngineError> {
-        self.hold(image).await
+        self.hold(image, None).await
     }
 
     async fn build_image_with(
@@ -131,11 +161,12 @@ impl<E: Engine> Engine for Holding<E> {
         labels: BTreeMap<String, String>,
         settings: BuildSettings,
     ) -> Result<String, EngineError> {
+        let layer = layer_of(&labels);
         let log = self
             .inner
             .build_image_with(tag, context_tar, labels, settings)
             .await?;
-        self.hold_made(tag).await?;
+        self.hold_made(tag, layer).await?;
         Ok(log)
     }
 
@@ -145,18 +176,19 @@ impl<E: Engine> Engine for Holding<E> {
         rootfs_tar: impl Into<TarSource> + Send,
         labels: BTreeMap<String, String>,
     ) -> Result<(), EngineError> {
+        let layer = layer_of(&labels);
         self.inner.import_image(tag, rootfs_tar, labels).await?;
-        self.hold_made(tag).await
+        self.hold_made(tag, layer).await
     }
 
     async fn tag_image(&self, image: &str, new_name: &str) -> Result<(), EngineError> {
         self.inner.tag_image(image, new_name).await?;
-        self.hold_made(new_name).await
+        self.hold_made(new_name, None).await
     }
 
     async fn pull_image(&self, image: &str) -> Result<(), EngineError> {
         self.inner.pull_image(image).await?;
-        self.hold_made(image).await
+        self.hold_made(image, Some(Layer::Instance)).await
     }
 
     async fn remove_image(&self, image: &str) -> Result<(), EngineError> {
@@ -192,6 +224,66 @@ impl<E: Engine> Engine for Holding<E> {
     ) -> Result<Vec<Resource>, EngineError> {
         self.inner.list_images(labels).await
     }
+}
+
+/// The layer an image is built with, from its labels ([`super::labels_for`]).
+fn layer_of(labels: &BTreeMap<String, String>) -> Option<Layer> {
+    let name = labels.get(super::LABEL_LAYER)?;
+    [Layer::Base, Layer::Env, Layer::Instance]
+        .into_iter()
+        .find(|l| l.as_str() == name)
+}
+
+/// At a run's start: the images that runs which died (their owner is a gone process on this
+/// host) would have removed at their end are removed now, or handed over when a live run
+/// holds them; the dead runs' holds go, and so do hand-overs whose image nobody holds any
+/// more. `me` is this process's owner id, so that its own holds (none yet, at the start)
+/// never count as another's.
+pub async fn reap_dead<E: Engine>(engine: &E, me: &str) -> CleanupReport {
+    let mut report = CleanupReport::default();
+    let holds = match engine
+        .list_containers(BTreeMap::from([(LABEL_HOLD.to_string(), String::new())]))
+        .await
+    {
+        Ok(h) => h,
+        Err(e) => {
+            report
+                .errors
+                .push(("(holds of earlier runs)".to_string(), e));
+            return report;
+        }
+    };
+    for hold in holds {
+        let dead = hold
+            .labels
+            .get(LABEL_OWNER)
+            .is_some_and(|o| o != me && crate::owner::owner_is_dead(o));
+        if !dead {
+            continue;
+        }
+        let image = hold.labels.get(LABEL_HOLD).cloned().unwrap_or_default();
+        // The marker first: a crash between the two steps leaves the image marked, not lost.
+        if hold.labels.contains_key(LABEL_REMOVES) {
+            if let Err(e) = mark_doomed(engine, &image).await {
+                report.errors.push((image, e));
+                continue;
+            }
+        }
+        if let Err(e) = engine.remove_container(&hold.id).await {
+            report.errors.push((image, e));
+        }
+    }
+    let held = match held_by_others(engine, me).await {
+        Ok(held) => held,
+        Err(e) => {
+            report
+                .errors
+                .push(("(the holds of other runs)".to_string(), e));
+            return report;
+        }
+    };
+    sweep_doomed(engine, &held, &BTreeSet::new(), &mut report).await;
+    report
 }
 
 /// Records that `image` is to be removed once nobody holds it (see the module docs). An image
@@ -359,6 +451,119 @@ mod tests {
         assert!(kept.removed.is_empty() && kept.errors.is_empty());
         assert!(fake.image_exists("inst:k").await.unwrap());
         assert!(fake.list_containers(markers).await.unwrap().is_empty());
+    }
+
+    /// The owner id of a process on this host that is gone (this pid, another start time).
+    fn dead_owner() -> String {
+        let me = crate::owner::owner_id();
+        let host = me.rsplitn(3, ':').nth(2).unwrap().to_string();
+        let dead = format!("{host}:{}:1", std::process::id());
+        assert!(crate::owner::owner_is_dead(&dead), "{dead}");
+        dead
+    }
+
+    /// The holds with `label`: (image, owner), sorted.
+    async fn holds_with(fake: &FakeEngine, label: &str) -> Vec<(String, String)> {
+        let list = fake
+            .list_containers(BTreeMap::from([(label.to_string(), String::new())]))
+            .await
+            .unwrap();
+        let mut v: Vec<(String, String)> = list
+            .into_iter()
+            .map(|c| (c.labels[LABEL_HOLD].clone(), c.labels[LABEL_OWNER].clone()))
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[tokio::test]
+    async fn the_next_start_removes_what_a_dead_run_would_have_removed() {
+        let fake = Arc::new(FakeEngine::new());
+        fake.add_image("found:1").add_pullable("official:1");
+        let dead = dead_owner();
+        let live_other = "elsewhere:9:9";
+        // A run at cache level env makes an instance, an environment and a pulled image, finds
+        // one, and is killed before its cleanup.
+        let run =
+            Holding::new(fake.clone(), hold_labels(&dead, "killed")).removing(CacheLevel::Env);
+        assert!(run.image_exists("found:1").await.unwrap());
+        for (tag, layer) in [
+            ("inst:1", Layer::Instance),
+            ("inst:2", Layer::Instance),
+            ("env:1", Layer::Env),
+        ] {
+            run.build_image(
+                tag,
+                Vec::<u8>::new(),
+                crate::images::labels_for(layer, None),
+            )
+            .await
+            .unwrap();
+        }
+        run.pull_image("official:1").await.unwrap();
+        let removes: Vec<String> = holds_with(&fake, LABEL_REMOVES)
+            .await
+            .into_iter()
+            .map(|(image, _)| image)
+            .collect();
+        assert_eq!(removes, ["inst:1", "inst:2", "official:1"]);
+        // A live run on another host uses inst:2.
+        let other = Holding::new(fake.clone(), hold_labels(live_other, "other"));
+        assert!(other.image_exists("inst:2").await.unwrap());
+
+        let me = crate::owner::owner_id();
+        let report = reap_dead(&*fake, &me).await;
+        assert!(report.errors.is_empty(), "{:?}", report.errors);
+        let mut removed = report.removed.clone();
+        removed.sort();
+        assert_eq!(removed, ["inst:1", "official:1"]);
+        for gone in ["inst:1", "official:1"] {
+            assert!(!fake.image_exists(gone).await.unwrap(), "{gone}");
+        }
+        for kept in ["found:1", "env:1", "inst:2"] {
+            assert!(fake.image_exists(kept).await.unwrap(), "{kept}");
+        }
+        // The dead run's holds are gone; the live run's stays.
+        assert_eq!(
+            holds_with(&fake, LABEL_HOLD).await,
+            [("inst:2".to_string(), live_other.to_string())]
+        );
+
+        // When the live run ends, its cleanup (which made nothing) removes inst:2.
+        assert!(release(&*fake, live_other).await.is_empty());
+        let end = crate::images::cleanup(&*fake, &Prepared::default(), CacheLevel::Env).await;
+        assert_eq!(end.removed, ["inst:2"]);
+        assert!(!fake.image_exists("inst:2").await.unwrap());
+
+        // Nothing of a live owner is touched: a second start-up reap finds nothing to do.
+        let again = reap_dead(&*fake, &me).await;
+        assert!(again.removed.is_empty() && again.errors.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_live_runs_images_are_not_reaped() {
+        let fake = Arc::new(FakeEngine::new());
+        let me = crate::owner::owner_id();
+        // Another live process on this host (this test's own id stands in for it, seen from
+        // a reaper with another id) and one on another host.
+        for (owner, tag) in [(me.as_str(), "inst:mine"), ("elsewhere:1:1", "inst:far")] {
+            let h = Holding::new(fake.clone(), hold_labels(owner, "r")).removing(CacheLevel::None);
+            h.build_image(
+                tag,
+                Vec::<u8>::new(),
+                crate::images::labels_for(Layer::Instance, None),
+            )
+            .await
+            .unwrap();
+        }
+        let report = reap_dead(&*fake, "reaper:0:0").await;
+        assert!(
+            report.removed.is_empty() && report.errors.is_empty(),
+            "{report:?}"
+        );
+        assert_eq!(holds_with(&fake, LABEL_HOLD).await.len(), 2);
+        assert!(fake.image_exists("inst:mine").await.unwrap());
+        assert!(fake.image_exists("inst:far").await.unwrap());
     }
 
     #[tokio::test]

@@ -85,7 +85,7 @@ pub async fn execute<E: Engine>(
         &config.run_id,
         work.dataset,
         &pending,
-        images.prepare,
+        &images,
         &events,
     )
     .await;
@@ -124,15 +124,37 @@ pub async fn run_plan<E: Engine>(
 }
 
 /// Prepares the images `preds` need, each found or made held for run `run_id` (see
-/// `images::hold`) until [`release_and_clean`].
+/// `images::hold`) until [`release_and_clean`]; the holds of images made that `images.keep`
+/// does not keep say so, for the case the run dies before its cleanup. First, the images
+/// runs that died left for removal go ([`hold::reap_dead`]).
 pub async fn prepare_held<E: Engine>(
     engine: Arc<E>,
     run_id: &str,
     ds: &Dataset,
     preds: &[&Prediction],
-    opts: &PrepareOptions,
+    images: &ImagePolicy<'_>,
     events: &UnboundedSender<Event>,
 ) -> Prepare {
+    let reaped = hold::reap_dead(&*engine, &crate::owner::owner_id()).await;
+    if !reaped.removed.is_empty() {
+        notice(
+            events,
+            Level::Note,
+            format!(
+                "removed {} image(s) that runs which died had left to remove: {}",
+                reaped.removed.len(),
+                reaped.removed.join(", ")
+            ),
+        );
+    }
+    for (image, e) in &reaped.errors {
+        notice(
+            events,
+            Level::Warning,
+            format!("leftover image {image} of a run that died not removed: {e}"),
+        );
+    }
+    let opts = images.prepare;
     let needed = needed(ds, preds);
     if needed.is_empty() {
         return Prepare::default();
@@ -141,7 +163,8 @@ pub async fn prepare_held<E: Engine>(
         instances: needed.len(),
         flavour: opts.flavour,
     });
-    let holding = Holding::new(engine, hold_labels(&crate::owner::owner_id(), run_id));
+    let holding =
+        Holding::new(engine, hold_labels(&crate::owner::owner_id(), run_id)).removing(images.keep);
     let prepared = prepare::prepare(&holding, &needed, opts).await;
     for w in &prepared.warnings {
         notice(events, Level::Note, w.clone());
