@@ -22,14 +22,27 @@ pub struct Args {
     #[arg(long, required = true, value_name = "PATH")]
     pub results: Vec<PathBuf>,
     /// Output folder.
-    #[arg(long, default_value = "results/correlate", value_name = "DIR")]
+    #[arg(
+        long,
+        short = 'o',
+        default_value = "results/correlate",
+        value_name = "DIR"
+    )]
     pub output: PathBuf,
     /// The dataset: repository and difficulty per instance, and gold patches for blind spots.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, short = 'd', visible_alias = "dataset_name", value_name = "FILE")]
     pub dataset: Option<PathBuf>,
+    /// The split of a Hugging Face dataset name given as --dataset.
+    #[arg(long, default_value = "test")]
+    pub split: String,
     /// The predictions the rewards were computed on (for the blind spots' patches); repeat as
     /// --rewards.
-    #[arg(long, value_name = "FILE")]
+    #[arg(
+        long,
+        short = 'p',
+        visible_alias = "predictions_path",
+        value_name = "FILE"
+    )]
     pub predictions: Vec<PathBuf>,
     /// Bootstrap resamples for the AUROC intervals (0: none).
     #[arg(long, default_value_t = 1000, value_name = "N")]
@@ -63,7 +76,7 @@ pub fn run(args: Args) -> CliResult {
     let mut problems = Vec::new();
     let ds = match &args.dataset {
         Some(p) => {
-            let (d, probs) = dataset::load_dataset(p)?;
+            let (d, probs) = dataset::load_dataset_split(p, &args.split)?;
             problems.extend(probs);
             Some(d)
         }

@@ -16,18 +16,22 @@ use crate::report::{self, InstanceReport, PredictionRow, RunSummary, Submitted, 
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Dataset rows (JSON, JSON Lines or Parquet) with FAIL_TO_PASS and PASS_TO_PASS.
-    #[arg(long, short = 'd')]
+    /// Dataset rows (JSON, JSON Lines or Parquet) with FAIL_TO_PASS and PASS_TO_PASS, or a
+    /// Hugging Face dataset name.
+    #[arg(long, short = 'd', visible_alias = "dataset_name")]
     pub dataset: PathBuf,
+    /// The split of a Hugging Face dataset name given as --dataset.
+    #[arg(long, default_value = "test")]
+    pub split: String,
     /// Predictions (JSON Lines, JSON list or object), or `gold`.
-    #[arg(long, short = 'p')]
+    #[arg(long, short = 'p', visible_alias = "predictions_path")]
     pub predictions: String,
     /// Saved logs: `DIR/<instance_id>/test_output.txt`, an official `logs/run_evaluation`
     /// tree (or any folder above one), or a JSON Lines file of `{instance_id, test_output}`.
     #[arg(long)]
     pub logs: PathBuf,
     /// Folder for `<instance_id>/report.json`, the run summary and `results.{jsonl,csv}`.
-    #[arg(long, short = 'o')]
+    #[arg(long, short = 'o', visible_alias = "report_dir")]
     pub output: PathBuf,
     /// Grade with the later hardening (see `swe_eval::grading`); the default reproduces the
     /// official harness v4.1.0 exactly.
@@ -35,7 +39,7 @@ pub struct Args {
     pub strict: bool,
     /// Run id for the summary's name, and to choose among several runs in a logs tree
     /// (default: the tree's only run id, else `regrade`).
-    #[arg(long)]
+    #[arg(long, visible_alias = "run_id")]
     pub run_id: Option<String>,
 }
 
@@ -135,10 +139,11 @@ pub fn grade_all(
 /// Loads the dataset and predictions, reporting row problems.
 pub fn load_inputs(
     dataset: &Path,
+    split: &str,
     predictions: &str,
     problems: &mut Vec<String>,
 ) -> Result<(Dataset, Vec<Prediction>), BoxError> {
-    let (ds, ds_problems) = dataset::load_dataset(dataset)?;
+    let (ds, ds_problems) = dataset::load_dataset_split(dataset, split)?;
     problems.extend(
         ds_problems
             .iter()
@@ -168,7 +173,7 @@ pub fn run(args: Args) -> CliResult {
         Mode::Official
     };
     let mut problems = Vec::new();
-    let (ds, preds) = load_inputs(&args.dataset, &args.predictions, &mut problems)?;
+    let (ds, preds) = load_inputs(&args.dataset, &args.split, &args.predictions, &mut problems)?;
     let logs = SavedLogs::open(&args.logs)?;
     let run_id = args
         .run_id

@@ -71,3 +71,123 @@ pub fn dispatch(cli: Cli) -> CliResult {
         Command::Submit(a) => submit::run(a),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// The official harness's spelling, this tool's long name and short flag of each option
+    /// that both have.
+    const SPELLINGS: &[(&str, &str, Option<char>)] = &[
+        ("dataset_name", "dataset", Some('d')),
+        ("predictions_path", "predictions", Some('p')),
+        ("max_workers", "workers", Some('j')),
+        ("run_id", "run-id", None),
+        ("instance_ids", "instance-ids", Some('i')),
+        ("cache_level", "cache-level", None),
+    ];
+
+    /// Every subcommand and bench target, by path.
+    fn commands() -> Vec<(String, clap::Command)> {
+        let mut out = Vec::new();
+        let mut stack = vec![(String::new(), Cli::command())];
+        while let Some((path, cmd)) = stack.pop() {
+            for sub in cmd.get_subcommands() {
+                stack.push((format!("{path} {}", sub.get_name()), sub.clone()));
+            }
+            out.push((path, cmd));
+        }
+        out
+    }
+
+    #[test]
+    fn every_command_takes_the_same_short_flags_and_the_official_spellings() {
+        let mut checked = 0;
+        for (path, cmd) in commands() {
+            for arg in cmd.get_arguments() {
+                let Some(long) = arg.get_long() else { continue };
+                if long == "output" {
+                    assert_eq!(arg.get_short(), Some('o'), "{path} --output");
+                }
+                // `bench harness --predictions` is a count, not a file.
+                if long == "predictions" && path.ends_with("harness") {
+                    continue;
+                }
+                for (official, ours, short) in SPELLINGS {
+                    if long != *ours {
+                        continue;
+                    }
+                    checked += 1;
+                    assert_eq!(arg.get_short(), *short, "{path} --{long}: short flag");
+                    // The bench commands are ours alone; everything else takes the official name.
+                    if !path.starts_with(" bench") {
+                        let aliases = arg.get_visible_aliases().unwrap_or_default();
+                        assert!(
+                            aliases.contains(official),
+                            "{path} --{long} lacks the alias --{official}: {aliases:?}"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(checked >= 15, "only {checked} options checked");
+    }
+
+    #[test]
+    fn the_official_command_line_parses_as_run() {
+        let cli = Cli::try_parse_from([
+            "swe-eval",
+            "run",
+            "--dataset_name",
+            "data.jsonl",
+            "--predictions_path",
+            "preds.jsonl",
+            "--max_workers",
+            "8",
+            "--run_id",
+            "R",
+            "--instance_ids",
+            "a__b-1",
+            "c__d-2",
+            "--report_dir",
+            "out",
+            "--timeout",
+            "900",
+            "--cache_level",
+            "instance",
+            "--namespace",
+            "",
+        ])
+        .unwrap();
+        let Command::Run(a) = cli.command else {
+            panic!("not run")
+        };
+        assert_eq!(
+            a.dataset.as_deref(),
+            Some(std::path::Path::new("data.jsonl"))
+        );
+        assert_eq!(a.predictions.as_deref(), Some("preds.jsonl"));
+        assert_eq!(a.workers, Some(8));
+        assert_eq!(a.run_id.as_deref(), Some("R"));
+        assert_eq!(a.instance_ids, ["a__b-1", "c__d-2"]);
+        assert_eq!(a.output, std::path::Path::new("out"));
+        assert_eq!(a.timeout, Some(900));
+        assert_eq!(a.images.cache_level, "instance");
+        assert_eq!(a.images.namespace.as_deref(), Some(""));
+    }
+
+    #[test]
+    fn reward_takes_workers_and_its_old_spelling() {
+        for flag in ["--workers", "--jobs", "-j", "--max_workers"] {
+            let cli = Cli::try_parse_from([
+                "swe-eval", "reward", "-d", "d.jsonl", "-p", "gold", "-o", "r.jsonl", flag, "3",
+            ])
+            .unwrap();
+            let Command::Reward(a) = cli.command else {
+                panic!("not reward")
+            };
+            assert_eq!(a.workers, Some(3), "{flag}");
+        }
+    }
+}

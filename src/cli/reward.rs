@@ -21,14 +21,17 @@ pub enum Variant {
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Dataset rows: JSON list, JSON Lines, or Parquet.
-    #[arg(long)]
+    /// Dataset rows: JSON list, JSON Lines, or Parquet; or a Hugging Face dataset name.
+    #[arg(long, short = 'd', visible_alias = "dataset_name")]
     pub dataset: PathBuf,
+    /// The split of a Hugging Face dataset name given as --dataset.
+    #[arg(long, default_value = "test")]
+    pub split: String,
     /// Predictions: JSONL, JSON list, JSON object keyed by instance id, or `gold`.
-    #[arg(long)]
+    #[arg(long, short = 'p', visible_alias = "predictions_path")]
     pub predictions: String,
     /// Where to write the rewards: JSON Lines, or CSV (no per-file column) if it ends in .csv.
-    #[arg(long)]
+    #[arg(long, short = 'o')]
     pub output: PathBuf,
     /// What the predictions are, and so how they are compared with the gold patch.
     #[arg(long, value_enum, default_value_t = Variant::Unidiff)]
@@ -39,20 +42,20 @@ pub struct Args {
     /// A folder of clones named owner__name, owner/name or name (search-replace variant).
     #[arg(long)]
     pub mirrors: Option<PathBuf>,
-    /// Worker threads (default: every core).
-    #[arg(long)]
-    pub jobs: Option<usize>,
+    /// Worker threads [default: every core].
+    #[arg(long, short = 'j', visible_aliases = ["jobs", "max_workers"])]
+    pub workers: Option<usize>,
 }
 
 pub fn run(args: Args) -> CliResult {
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(args.jobs.unwrap_or(0))
+        .num_threads(args.workers.unwrap_or(0))
         .build()?;
     pool.install(|| run_in_pool(args))
 }
 
 fn run_in_pool(args: Args) -> CliResult {
-    let (dataset, ds_problems) = crate::dataset::load_dataset(&args.dataset)?;
+    let (dataset, ds_problems) = crate::dataset::load_dataset_split(&args.dataset, &args.split)?;
     let loaded = crate::predictions::load(&args.predictions, Some(&dataset))?;
     let mut problems: Vec<String> = ds_problems.iter().map(ToString::to_string).collect();
     problems.extend(loaded.problems.iter().map(ToString::to_string));

@@ -30,35 +30,45 @@ after the first in <instance_id>.sample<k>/, the official summary <model>.<run_i
 <model>.<run_id>.sample<k>.json), and <run_id>.predictions.jsonl/.csv with every prediction.
 
 Running again with the same --run-id resumes: predictions whose verdict exists for the same patch
-are skipped, changed ones re-run. Ctrl-C once finishes the running jobs and writes everything;
-twice kills this run's containers.
+are skipped, changed ones re-run. Ctrl-C (or SIGTERM) once finishes the running jobs and writes
+everything; twice kills this run's containers.
 
 Exit codes: 0 done; 1 failed; 2 bad usage; 3 done, but some inputs or jobs had problems
 (infrastructure errors, skipped rows, predictions not run).")]
 pub struct Args {
-    /// Dataset rows (JSON, JSON Lines or Parquet). Without --dataset and --predictions, the
-    /// bundled mini benchmark runs.
-    #[arg(long, short = 'd')]
+    /// Dataset rows (JSON, JSON Lines or Parquet), or a Hugging Face dataset name such as
+    /// SWE-bench/SWE-bench_Verified (downloaded once into the Hugging Face cache; HF_ENDPOINT,
+    /// HF_HOME, HF_TOKEN are honoured). Without --dataset and --predictions, the bundled mini
+    /// benchmark runs.
+    #[arg(long, short = 'd', visible_alias = "dataset_name")]
     pub dataset: Option<PathBuf>,
+    /// The split of a Hugging Face dataset name given as --dataset.
+    #[arg(long, default_value = "test")]
+    pub split: String,
     /// Predictions (JSON Lines, JSON list or object keyed by id), or `gold`.
-    #[arg(long, short = 'p')]
+    #[arg(long, short = 'p', visible_alias = "predictions_path")]
     pub predictions: Option<String>,
     /// Run id: names the log folder and the summaries, and is the key for resuming
     /// [default: `mini` for the mini benchmark, else `run-<UTC time>`].
-    #[arg(long)]
+    #[arg(long, visible_alias = "run_id")]
     pub run_id: Option<String>,
     /// Containers run at once [default: min(4, cores)].
-    #[arg(long, short = 'j')]
+    #[arg(long, short = 'j', visible_alias = "max_workers")]
     pub workers: Option<usize>,
-    /// Output folder.
-    #[arg(long, short = 'o', default_value = "results")]
+    /// Output folder: logs, run summaries and per-prediction files.
+    #[arg(
+        long,
+        short = 'o',
+        visible_alias = "report_dir",
+        default_value = "results"
+    )]
     pub output: PathBuf,
     /// Per-prediction timeout in seconds, from container start [default: 1800; 60 for the
     /// mini benchmark].
     #[arg(long, short = 't')]
     pub timeout: Option<u64>,
     /// Only these instances (space- or comma-separated).
-    #[arg(long, short = 'i', num_args = 1.., value_delimiter = ',')]
+    #[arg(long, short = 'i', visible_alias = "instance_ids", num_args = 1.., value_delimiter = ',')]
     pub instance_ids: Vec<String>,
     /// Strict mode: before the tests, remove files the patch adds that change test collection
     /// (conftest.py, ...) and restore edited ones; summaries use strict grading. The strict
@@ -116,21 +126,21 @@ pub struct ImageArgs {
     #[arg(long = "repo", value_name = "OWNER/NAME=PATH_OR_URL")]
     pub repos: Vec<String>,
     /// A folder of mirrors: `<owner>__<name>` clones or `.bundle` files.
-    #[arg(long)]
+    #[arg(long, env = "SWE_EVAL_MIRRORS")]
     pub mirrors: Option<PathBuf>,
     /// Registry/namespace of prebuilt official images (`''` builds locally).
     #[arg(long)]
     pub namespace: Option<String>,
     /// Which images to keep after the run: none, base, env or instance. Only images this run
     /// created are removed; one another live run still uses is kept until that run ends.
-    #[arg(long, default_value = "env")]
+    #[arg(long, visible_alias = "cache_level", default_value = "env")]
     pub cache_level: String,
     /// A PEM certificate bundle that image builds trust (for a TLS-intercepting proxy).
     #[arg(long)]
     pub ca_cert: Option<PathBuf>,
     /// Image flavour: `official` (conda, as the official images) or `debian` (offline base)
     /// [default: official; debian for the mini benchmark].
-    #[arg(long)]
+    #[arg(long, env = "SWE_EVAL_FLAVOUR")]
     pub flavour: Option<String>,
 }
 
@@ -158,6 +168,7 @@ async fn run_async(mut args: Args) -> CliResult {
     args.output = std::path::absolute(&args.output)?;
     let inputs = load_inputs(
         args.dataset.as_deref(),
+        &args.split,
         args.predictions.as_deref(),
         &args.instance_ids,
         &args.output,

@@ -14,9 +14,12 @@ use crate::spec::{Flavour, GitRepoFiles, RepoFiles, SpecOptions, TestSpec};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Dataset rows (JSON, JSON Lines or Parquet).
-    #[arg(long, short = 'd')]
+    /// Dataset rows (JSON, JSON Lines or Parquet), or a Hugging Face dataset name.
+    #[arg(long, short = 'd', visible_alias = "dataset_name")]
     pub dataset: PathBuf,
+    /// The split of a Hugging Face dataset name given as --dataset.
+    #[arg(long, default_value = "test")]
+    pub split: String,
     /// Folder to write `<instance_id>/{eval.sh, env.Dockerfile, instance.Dockerfile, ...}` to.
     #[arg(long, short = 'o')]
     pub output: PathBuf,
@@ -24,7 +27,7 @@ pub struct Args {
     #[arg(long, default_value = "official")]
     pub flavour: Flavour,
     /// Only these instances (space- or comma-separated, or repeated).
-    #[arg(long, short = 'i', num_args = 1.., value_delimiter = ',')]
+    #[arg(long, short = 'i', visible_alias = "instance_ids", num_args = 1.., value_delimiter = ',')]
     pub instance_ids: Vec<String>,
     /// Debian flavour: a PEM bundle pip trusts for HTTPS, copied into each environment
     /// image's build context as `ca.crt`.
@@ -60,7 +63,11 @@ impl clap::ValueEnum for Flavour {
 }
 
 pub fn run(args: Args) -> CliResult {
-    let loaded = dataset::load(&args.dataset)?;
+    let (ds, problems) = dataset::load_dataset_split(&args.dataset, &args.split)?;
+    let loaded = dataset::Loaded {
+        items: ds.instances,
+        problems,
+    };
     let mut problems = 0usize;
     for p in &loaded.problems {
         eprintln!("skipped row: {p}");

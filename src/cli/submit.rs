@@ -38,7 +38,7 @@ pub struct Args {
     pub run: Option<PathBuf>,
     /// Dataset rows (JSON, JSON Lines or Parquet) with FAIL_TO_PASS, PASS_TO_PASS and
     /// created_at, as the leaderboard grades them.
-    #[arg(long, short = 'd')]
+    #[arg(long, short = 'd', visible_alias = "dataset_name")]
     pub dataset: PathBuf,
     /// The package folder to write (new or empty, apart from every input).
     #[arg(long, short = 'o', required_unless_present = "verify")]
@@ -47,14 +47,14 @@ pub struct Args {
     #[arg(long, value_name = "PACKAGE")]
     pub verify: Option<PathBuf>,
     /// Predictions, when RUN has no patch.diff files (a `grade` output) [default: RUN's].
-    #[arg(long, short = 'p')]
+    #[arg(long, short = 'p', visible_alias = "predictions_path")]
     pub predictions: Option<String>,
     /// Test outputs, when RUN has none: a folder or a JSONL of {instance_id, test_output}
     /// [default: RUN].
     #[arg(long)]
     pub logs: Option<PathBuf>,
     /// The run to package when RUN holds several.
-    #[arg(long)]
+    #[arg(long, visible_alias = "run_id")]
     pub run_id: Option<String>,
     /// The model to package when the run has several.
     #[arg(long)]

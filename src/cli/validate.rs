@@ -18,23 +18,32 @@ use crate::runner::{self, Category, Layout, RunConfig};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Dataset rows (JSON, JSON Lines or Parquet) [default: the bundled mini benchmark].
-    #[arg(long, short = 'd')]
+    /// Dataset rows (JSON, JSON Lines or Parquet), or a Hugging Face dataset name
+    /// [default: the bundled mini benchmark].
+    #[arg(long, short = 'd', visible_alias = "dataset_name")]
     pub dataset: Option<PathBuf>,
+    /// The split of a Hugging Face dataset name given as --dataset.
+    #[arg(long, default_value = "test")]
+    pub split: String,
     /// Only these instances (space- or comma-separated).
-    #[arg(long, short = 'i', num_args = 1.., value_delimiter = ',')]
+    #[arg(long, short = 'i', visible_alias = "instance_ids", num_args = 1.., value_delimiter = ',')]
     pub instance_ids: Vec<String>,
     /// Repetitions of each of the gold and the empty run.
     #[arg(short = 'k', long, default_value_t = 2)]
     pub repeat: u32,
     /// Run id [default: `validate`].
-    #[arg(long, default_value = "validate")]
+    #[arg(long, visible_alias = "run_id", default_value = "validate")]
     pub run_id: String,
     /// Containers run at once [default: min(4, cores)].
-    #[arg(long, short = 'j')]
+    #[arg(long, short = 'j', visible_alias = "max_workers")]
     pub workers: Option<usize>,
     /// Output folder.
-    #[arg(long, short = 'o', default_value = "results")]
+    #[arg(
+        long,
+        short = 'o',
+        visible_alias = "report_dir",
+        default_value = "results"
+    )]
     pub output: PathBuf,
     /// Per-run timeout in seconds [default: 1800; 60 for the mini benchmark].
     #[arg(long, short = 't')]
@@ -54,7 +63,13 @@ async fn run_async(mut args: Args) -> CliResult {
         Some(d) => (Some(d.as_path()), Some("gold")),
         None => (None, None),
     };
-    let inputs = load_inputs(dataset, preds, &args.instance_ids, &args.output)?;
+    let inputs = load_inputs(
+        dataset,
+        &args.split,
+        preds,
+        &args.instance_ids,
+        &args.output,
+    )?;
     for p in &inputs.problems {
         eprintln!("warning: {p}");
     }

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
+pub mod hub;
 mod parquet_rows;
 
 /// One SWE-bench task.
@@ -160,6 +161,9 @@ pub enum LoadError {
     },
     #[error("{0}")]
     Invalid(InputProblem),
+    /// A Hugging Face dataset name whose split could not be had.
+    #[error(transparent)]
+    Hub(#[from] hub::HubError),
 }
 
 /// What a loader produced: the rows that loaded, and the problems of those that did not.
@@ -259,6 +263,48 @@ pub fn load(path: &Path) -> Result<Loaded<Instance>, LoadError> {
 pub fn load_dataset(path: &Path) -> Result<(Dataset, Vec<InputProblem>), LoadError> {
     let loaded = load(path)?;
     Ok((Dataset::new(loaded.items), loaded.problems))
+}
+
+/// Loads `--dataset` as the commands take it: a file, or else a Hugging Face dataset name
+/// (`SWE-bench/SWE-bench_Verified`) whose `split` is fetched once into the Hugging Face cache
+/// ([`hub`], settings from the environment) and read as Parquet. A split in several files is
+/// read in file order, a duplicate id in a later file being a problem like one within a file.
+pub fn load_dataset_split(
+    arg: &Path,
+    split: &str,
+) -> Result<(Dataset, Vec<InputProblem>), LoadError> {
+    let name = arg.to_string_lossy();
+    if arg.exists() || !hub::is_repo_id(&name) {
+        return load_dataset(arg);
+    }
+    let files = hub::fetch_split(&hub::HubConfig::from_env(), &name, split)?;
+    let mut items: Vec<Instance> = Vec::new();
+    let mut problems = Vec::new();
+    let mut first: HashMap<String, PathBuf> = HashMap::new();
+    for file in &files {
+        let loaded = load(file)?;
+        problems.extend(loaded.problems);
+        for inst in loaded.items {
+            if let Some(prev) = first.get(&inst.instance_id) {
+                problems.push(InputProblem {
+                    location: Location {
+                        path: file.clone(),
+                        line: None,
+                        field: Some("instance_id".into()),
+                    },
+                    message: format!(
+                        "duplicate instance id {} (first in {}); this row is ignored",
+                        inst.instance_id,
+                        prev.display()
+                    ),
+                });
+                continue;
+            }
+            first.insert(inst.instance_id.clone(), file.clone());
+            items.push(inst);
+        }
+    }
+    Ok((Dataset::new(items), problems))
 }
 
 /// Rows with the line they came from.

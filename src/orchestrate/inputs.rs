@@ -45,8 +45,11 @@ pub enum InputError {
 }
 
 /// Loads the dataset and predictions (or materializes the mini benchmark into `output/mini`).
+/// A dataset that is a Hugging Face name is read from its `split` (see
+/// [`dataset::load_dataset_split`]).
 pub fn load_inputs(
     dataset: Option<&Path>,
+    split: &str,
     predictions: Option<&str>,
     instance_ids: &[String],
     output: &Path,
@@ -69,7 +72,7 @@ pub fn load_inputs(
         (None, Some(_)) => return Err(InputError::PredictionsWithoutDataset),
         (Some(_), None) => return Err(InputError::DatasetWithoutPredictions),
     };
-    let (ds, ds_problems) = dataset::load_dataset(&ds_path)?;
+    let (ds, ds_problems) = dataset::load_dataset_split(&ds_path, split)?;
     problems.extend(ds_problems.iter().map(ToString::to_string));
     let loaded = predictions::load(&pred_spec, Some(&ds))?;
     problems.extend(loaded.problems.iter().map(ToString::to_string));
@@ -115,12 +118,18 @@ mod tests {
     #[test]
     fn mini_inputs_load_with_no_arguments() {
         let dir = tempfile::tempdir().unwrap();
-        let inputs = load_inputs(None, None, &[], dir.path()).unwrap();
+        let inputs = load_inputs(None, "test", None, &[], dir.path()).unwrap();
         assert!(inputs.problems.is_empty(), "{:?}", inputs.problems);
         assert!(inputs.instance_ids.len() >= 8);
         assert_eq!(inputs.predictions.len(), crate::mini::expected().len());
         assert!(inputs.mini_mirrors.unwrap().is_dir());
-        let one = load_inputs(None, None, &["swe-eval-mini__calc-1".into()], dir.path()).unwrap();
+        let one = load_inputs(
+            None,
+            "test",
+            None,
+            &["swe-eval-mini__calc-1".into()],
+            dir.path(),
+        ).unwrap();
         assert_eq!(one.instance_ids, ["swe-eval-mini__calc-1"]);
         assert!(one
             .predictions
@@ -132,11 +141,11 @@ mod tests {
     fn a_dataset_without_predictions_and_the_reverse_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         assert!(matches!(
-            load_inputs(None, Some("gold"), &[], dir.path()),
+            load_inputs(None, "test", Some("gold"), &[], dir.path()),
             Err(InputError::PredictionsWithoutDataset)
         ));
         assert!(matches!(
-            load_inputs(Some(Path::new("d.jsonl")), None, &[], dir.path()),
+            load_inputs(Some(Path::new("d.jsonl")), "test", None, &[], dir.path()),
             Err(InputError::DatasetWithoutPredictions)
         ));
     }

@@ -471,8 +471,8 @@ fn check_loaded<T>(
     match res {
         Ok(l) => l.problems.iter().try_for_each(check),
         Err(LoadError::Invalid(p)) => check(p),
-        Err(e @ LoadError::Io { .. }) => Err(TestCaseError::fail(format!(
-            "I/O error on an existing file: {e}"
+        Err(e @ (LoadError::Io { .. } | LoadError::Hub(_))) => Err(TestCaseError::fail(format!(
+            "I/O or hub error on an existing file: {e}"
         ))),
     }
 }

@@ -10,6 +10,7 @@ mod faults;
 mod fuzz;
 mod grading;
 mod hostile;
+mod hub;
 mod images;
 mod layers;
 mod mini;

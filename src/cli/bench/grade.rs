@@ -15,10 +15,10 @@ const SHARED: &str = "../shared/datasets";
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Dataset rows (default: the shared partial Verified dataset).
-    #[arg(long)]
+    #[arg(long, short = 'd')]
     pub dataset: Option<PathBuf>,
     /// Predictions (default: the shared pydantic-deep run).
-    #[arg(long)]
+    #[arg(long, short = 'p')]
     pub predictions: Option<String>,
     /// Saved logs, as for `swe-eval grade` (default: that run's 399 official test outputs).
     #[arg(long)]
@@ -47,7 +47,7 @@ pub fn run(args: Args) -> CliResult {
 
     let t = Instant::now();
     let mut problems = Vec::new();
-    let (ds, preds) = load_inputs(&dataset, &predictions, &mut problems)?;
+    let (ds, preds) = load_inputs(&dataset, "test", &predictions, &mut problems)?;
     let logs = SavedLogs::open(&logs_path)?;
     let saved = read_logs(&preds, &logs, None, &mut problems);
     let load = t.elapsed();

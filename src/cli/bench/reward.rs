@@ -22,10 +22,10 @@ fn shared() -> PathBuf {
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Dataset (default: the shared partial SWE-bench Verified).
-    #[arg(long)]
+    #[arg(long, short = 'd')]
     pub dataset: Option<PathBuf>,
     /// Predictions (default: the shared 486 pydantic-deep predictions).
-    #[arg(long)]
+    #[arg(long, short = 'p')]
     pub predictions: Option<PathBuf>,
     /// Timed runs of the Rust side; the best and the median are reported.
     #[arg(long, default_value_t = 5)]
@@ -39,9 +39,9 @@ pub struct Args {
     /// Size of each pathological patch, in KB (0 skips it).
     #[arg(long, default_value_t = 300)]
     pub pathological_kb: usize,
-    /// Worker threads (default: every core).
-    #[arg(long)]
-    pub jobs: Option<usize>,
+    /// Worker threads [default: every core].
+    #[arg(long, short = 'j', visible_alias = "jobs")]
+    pub workers: Option<usize>,
     /// Also write the figures as JSON here.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -131,7 +131,7 @@ fn secs(d: Duration) -> f64 {
 
 pub fn run(args: Args) -> CliResult {
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(args.jobs.unwrap_or(0))
+        .num_threads(args.workers.unwrap_or(0))
         .build()?;
     let threads = pool.current_num_threads();
     let dataset = args.dataset.clone().unwrap_or_else(|| {
@@ -184,8 +184,8 @@ pub fn run(args: Args) -> CliResult {
                 .arg("--output")
                 .arg(tmp.path().join("command.jsonl"))
                 .args(
-                    args.jobs
-                        .map(|j| vec!["--jobs".to_string(), j.to_string()])
+                    args.workers
+                        .map(|j| vec!["--workers".to_string(), j.to_string()])
                         .unwrap_or_default(),
                 )
                 .stderr(std::process::Stdio::null())
