@@ -30,15 +30,8 @@ pub async fn cleanup<E: Engine>(
 ) -> CleanupReport {
     let mut report = CleanupReport::default();
     let me = crate::owner::owner_id();
-    let held = match hold::held_by_others(engine, &me).await {
-        Ok(held) => held,
-        Err(e) => {
-            // Not knowing what others hold, removing could break their runs: keep everything.
-            report
-                .errors
-                .push(("(the holds of other runs)".to_string(), e));
-            return report;
-        }
+    let Some(held) = hold::held_by_others_or_report(engine, &me, &mut report).await else {
+        return report;
     };
     // Instances first: an environment image cannot go while an instance image stands on it.
     let mut doomed: Vec<&(String, Layer)> = prepared

@@ -72,6 +72,24 @@ pub async fn held_by_others<E: Engine>(
         .collect())
 }
 
+/// [`held_by_others`], or `None` with the failure noted in `report`: not knowing what others
+/// hold, removing anything could break their runs, so the caller removes nothing.
+pub async fn held_by_others_or_report<E: Engine>(
+    engine: &E,
+    me: &str,
+    report: &mut CleanupReport,
+) -> Option<BTreeMap<String, String>> {
+    match held_by_others(engine, me).await {
+        Ok(held) => Some(held),
+        Err(e) => {
+            report
+                .errors
+                .push(("(the holds of other runs)".to_string(), e));
+            None
+        }
+    }
+}
+
 /// An engine that holds every image it finds or makes (see the module docs).
 pub struct Holding<E> {
     inner: Arc<E>,
@@ -273,14 +291,8 @@ pub async fn reap_dead<E: Engine>(engine: &E, me: &str) -> CleanupReport {
             report.errors.push((image, e));
         }
     }
-    let held = match held_by_others(engine, me).await {
-        Ok(held) => held,
-        Err(e) => {
-            report
-                .errors
-                .push(("(the holds of other runs)".to_string(), e));
-            return report;
-        }
+    let Some(held) = held_by_others_or_report(engine, me, &mut report).await else {
+        return report;
     };
     sweep_doomed(engine, &held, &BTreeSet::new(), &mut report).await;
     report
