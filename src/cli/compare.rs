@@ -42,9 +42,12 @@ pub struct Args {
     #[arg(long, value_name = "RUN=FILE", value_parser = parse_rewards)]
     pub rewards: Vec<(String, PathBuf)>,
     /// The dataset: repository and difficulty per instance (else the repository from the
-    /// instance id and difficulty `unknown`).
-    #[arg(long, short = 'd', value_name = "FILE")]
+    /// instance id and difficulty `unknown`); a file or a Hugging Face dataset name.
+    #[arg(long, short = 'd', visible_alias = "dataset_name", value_name = "FILE")]
     pub dataset: Option<PathBuf>,
+    /// The split of a Hugging Face dataset name given as --dataset.
+    #[arg(long, default_value = "test")]
+    pub split: String,
     /// Output folder (not one of the inputs).
     #[arg(
         long,
@@ -110,7 +113,7 @@ pub fn run(args: Args) -> CliResult {
     let mut problems = Vec::new();
     let ds = match &args.dataset {
         Some(p) => {
-            let (d, probs) = dataset::load_dataset(p)?;
+            let (d, probs) = dataset::load_dataset_split(p, &args.split)?;
             problems.extend(probs);
             Some(d)
         }
