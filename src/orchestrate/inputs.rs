@@ -129,7 +129,8 @@ mod tests {
             None,
             &["swe-eval-mini__calc-1".into()],
             dir.path(),
-        ).unwrap();
+        )
+        .unwrap();
         assert_eq!(one.instance_ids, ["swe-eval-mini__calc-1"]);
         assert!(one
             .predictions

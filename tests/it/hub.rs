@@ -213,7 +213,7 @@ fn a_dataset_name_is_downloaded_once_into_the_cache_and_reads_as_the_file_does()
     let want = cache.path().join(format!(
         "datasets--SWE-bench--SWE-bench_Verified/snapshots/{COMMIT}/data/test-00000-of-00001.parquet"
     ));
-    assert_eq!(files, [want.clone()]);
+    assert_eq!(files, std::slice::from_ref(&want));
     assert_eq!(std::fs::read(&want).unwrap(), mini_parquet());
     // The layout of the Hugging Face tools' cache: the branch names the commit.
     let main_ref = cache
@@ -232,7 +232,7 @@ fn a_dataset_name_is_downloaded_once_into_the_cache_and_reads_as_the_file_does()
     // Once: a second fetch asks the hub nothing.
     assert_eq!(
         hub::fetch_split(&cfg, name, "test").unwrap(),
-        [want.clone()]
+        std::slice::from_ref(&want)
     );
     assert_eq!(hub.seen().len(), asked, "{:?}", hub.seen());
 
