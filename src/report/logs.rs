@@ -58,12 +58,16 @@ impl SavedLog {
 pub enum SavedLogs {
     /// `{instance_id, test_output}` rows, held in memory, and the rows that could not be read.
     Jsonl {
+        /// Test output by instance id.
         rows: HashMap<String, String>,
+        /// The rows that could not be read.
         problems: Vec<InputProblem>,
     },
     /// Instance folders found below a root, by folder name (several when runs or models differ).
     Tree {
+        /// The folder searched.
         root: PathBuf,
+        /// Instance id to the folders named after it.
         dirs: HashMap<String, Vec<PathBuf>>,
     },
 }
@@ -71,10 +75,17 @@ pub enum SavedLogs {
 /// A problem with one instance's saved logs.
 #[derive(Debug, thiserror::Error)]
 pub enum SavedLogError {
+    /// The instance's report could not be written.
     #[error(transparent)]
     Report(#[from] ReportError),
+    /// Several log folders are named after the instance.
     #[error("{id}: several log folders match ({}); pass --run-id to choose", .dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "))]
-    Ambiguous { id: String, dirs: Vec<PathBuf> },
+    Ambiguous {
+        /// The instance.
+        id: String,
+        /// The folders that match it.
+        dirs: Vec<PathBuf>,
+    },
 }
 
 impl SavedLogs {
@@ -169,6 +180,7 @@ impl SavedLogs {
         }
     }
 
+    /// True when no instance has logs.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -26,25 +26,41 @@ pub const TEST_OUTPUT_FILE: &str = "test_output.txt";
 /// A failed report read or write.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
+    /// A file could not be written.
     #[error(transparent)]
     Write(#[from] WriteError),
+    /// A file could not be read.
     #[error("cannot read {path}: {source}")]
     Read {
+        /// The file.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// A file is not valid JSON of the expected shape.
     #[error("{path}: not an official report.json: {source}")]
     Parse {
+        /// The file.
         path: PathBuf,
+        /// What the JSON parser said.
         #[source]
         source: serde_json::Error,
     },
+    /// A `report.json` without exactly one instance id key.
     #[error("{path}: expected one instance id key in report.json, found {found}")]
-    Shape { path: PathBuf, found: usize },
+    Shape {
+        /// The file.
+        path: PathBuf,
+        /// How many top-level keys it has.
+        found: usize,
+    },
+    /// A CSV file could not be written.
     #[error("cannot write CSV {path}: {source}")]
     Csv {
+        /// The file.
         path: PathBuf,
+        /// What the CSV writer said.
         #[source]
         source: csv::Error,
     },
@@ -53,7 +69,9 @@ pub enum ReportError {
 /// One official test group (`{"success": [...], "failure": [...]}`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroupReport {
+    /// Tests of the group that passed.
     pub success: Vec<String>,
+    /// Tests of the group that did not pass.
     pub failure: Vec<String>,
 }
 
@@ -69,12 +87,16 @@ impl From<&Group> for GroupReport {
 /// The official `tests_status` object.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TestsStatusReport {
+    /// Tests the patch must make pass.
     #[serde(rename = "FAIL_TO_PASS")]
     pub fail_to_pass: GroupReport,
+    /// Tests that must keep passing.
     #[serde(rename = "PASS_TO_PASS")]
     pub pass_to_pass: GroupReport,
+    /// Always empty, as officially.
     #[serde(rename = "FAIL_TO_FAIL")]
     pub fail_to_fail: GroupReport,
+    /// Always empty, as officially.
     #[serde(rename = "PASS_TO_FAIL")]
     pub pass_to_fail: GroupReport,
 }
@@ -94,10 +116,14 @@ impl From<&TestGroups> for TestsStatusReport {
 /// (`{"<instance_id>": InstanceReport}`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InstanceReport {
+    /// Officially always false here (a missing patch gets no report).
     #[serde(rename = "patch_is_None")]
     pub patch_is_none: bool,
+    /// Officially always true here.
     pub patch_exists: bool,
+    /// The patch applied.
     pub patch_successfully_applied: bool,
+    /// Every required test passed.
     pub resolved: bool,
     /// Absent when the log was rejected (missing or failure markers), as officially.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -166,26 +192,43 @@ pub fn read_instance_report(path: &Path) -> Result<(String, InstanceReport), Rep
 /// additions after the official fields. Official fields keep the official names and order.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunSummary {
+    /// Instances in the dataset.
     pub total_instances: usize,
+    /// Instances with a prediction.
     pub submitted_instances: usize,
+    /// Instances with a `report.json` (tests ran and were graded).
     pub completed_instances: usize,
+    /// Instances resolved.
     pub resolved_instances: usize,
+    /// Instances graded and not resolved.
     pub unresolved_instances: usize,
+    /// Instances whose patch was empty.
     pub empty_patch_instances: usize,
+    /// Instances with a prediction but no report (apply failure, timeout, harness error).
     pub error_instances: usize,
+    /// Ids of the completed instances, sorted.
     pub completed_ids: Vec<String>,
+    /// Ids of the dataset's instances without a prediction, sorted.
     pub incomplete_ids: Vec<String>,
+    /// Ids of the empty patches, sorted.
     pub empty_patch_ids: Vec<String>,
+    /// Ids of the instances with a prediction, sorted.
     pub submitted_ids: Vec<String>,
+    /// Ids of the resolved instances, sorted.
     pub resolved_ids: Vec<String>,
+    /// Ids of the unresolved instances, sorted.
     pub unresolved_ids: Vec<String>,
+    /// Ids of the errors, sorted.
     pub error_ids: Vec<String>,
+    /// Always 2, the official schema this follows.
     pub schema_version: u32,
     /// Official leftovers check (containers of this run still present); only when checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unstopped_instances: Option<usize>,
+    /// The containers of this run still present; only when checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unstopped_containers: Option<Vec<String>>,
+    /// Images this run should have removed and did not; only when checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unremoved_images: Option<Vec<String>>,
     /// swe-eval: the grading mode that decided `resolved_*`.
@@ -206,6 +249,7 @@ pub struct RunSummary {
 /// official harness keys predictions by id).
 #[derive(Debug, Clone, Copy)]
 pub struct Submitted<'a> {
+    /// The prediction's instance.
     pub instance_id: &'a str,
     /// `model_patch` is null or `""` (officially exactly these are empty patches).
     pub empty_patch: bool,
@@ -320,8 +364,11 @@ pub fn write_run_summary(path: &Path, summary: &RunSummary) -> Result<(), Report
 /// and CSV), version [`crate::wire::GRADE_ROWS_VERSION`], described in docs/formats.md.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PredictionRow {
+    /// The prediction's instance.
     pub instance_id: String,
+    /// The prediction's model.
     pub model: String,
+    /// The prediction's sample number (0, 1, ...).
     pub sample: u32,
     /// SHA-256 of the patch text.
     pub patch_hash: String,
@@ -329,6 +376,7 @@ pub struct PredictionRow {
     pub category: String,
     /// For errors: patch_apply_failed, timeout, no_test_output or infra.
     pub error_reason: Option<String>,
+    /// `category` is `resolved`.
     pub resolved: bool,
     /// The grading mode of `category` and `resolved`.
     pub mode: String,
@@ -338,15 +386,21 @@ pub struct PredictionRow {
     pub strict_category: String,
     /// Strict findings, `;`-separated (`skipped_fail_to_pass;exit_code_disagrees`).
     pub strict_findings: String,
+    /// FAIL_TO_PASS tests that passed (none when no tests ran).
     pub fail_to_pass_success: Option<usize>,
+    /// FAIL_TO_PASS tests that did not pass.
     pub fail_to_pass_failure: Option<usize>,
+    /// PASS_TO_PASS tests that passed.
     pub pass_to_pass_success: Option<usize>,
+    /// PASS_TO_PASS tests that did not pass.
     pub pass_to_pass_failure: Option<usize>,
     /// The test command's exit status, when known.
     pub exit_code: Option<i32>,
     /// Seconds spent applying the patch, running the eval script, and in total (with setup).
     pub apply_secs: Option<f64>,
+    /// Seconds running the eval script.
     pub test_secs: Option<f64>,
+    /// Seconds for the whole job.
     pub total_secs: Option<f64>,
     /// [`crate::wire::GRADE_ROWS_VERSION`]; rows written before the field are version 1.
     #[serde(default = "crate::wire::unversioned")]
@@ -356,8 +410,11 @@ pub struct PredictionRow {
 /// Per-phase timings the runner measured (all optional; grading from logs has none).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Timings {
+    /// Seconds applying the patch.
     pub apply_secs: Option<f64>,
+    /// Seconds running the eval script.
     pub test_secs: Option<f64>,
+    /// Seconds for the whole job, with setup.
     pub total_secs: Option<f64>,
 }
 

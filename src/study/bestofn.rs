@@ -10,6 +10,7 @@ use serde::Serialize;
 /// first n samples (by sample number).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BestOfN {
+    /// How many samples each instance contributes.
     pub n: usize,
     /// Instances with at least n samples.
     pub instances: usize,
@@ -29,9 +30,13 @@ pub struct BestOfN {
 /// One scored, judged sample.
 #[derive(Debug, Clone, Copy)]
 pub struct Sample<'a> {
+    /// The instance.
     pub instance_id: &'a str,
+    /// The sample number.
     pub sample: u32,
+    /// The score the pick is made by.
     pub score: f64,
+    /// The executed verdict.
     pub resolved: bool,
 }
 

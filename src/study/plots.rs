@@ -470,12 +470,16 @@ pub struct Rasterizer {
 /// An SVG that could not be rasterized, or whose text could not be drawn.
 #[derive(Debug, thiserror::Error)]
 pub enum RasterError {
+    /// The SVG could not be parsed.
     #[error("invalid SVG: {0}")]
     Svg(#[from] resvg::usvg::Error),
+    /// The image of this width and height could not be allocated.
     #[error("cannot allocate a {0}x{1} image")]
     Size(u32, u32),
+    /// The PNG could not be encoded.
     #[error("cannot encode PNG: {0}")]
     Png(String),
+    /// This many text elements were drawn without glyphs (no usable font).
     #[error(
         "{0} text element(s) drawn without glyphs: no usable font (install fonts-dejavu-core)"
     )]
@@ -489,6 +493,7 @@ impl Default for Rasterizer {
 }
 
 impl Rasterizer {
+    /// A rasterizer with the system's fonts loaded.
     pub fn new() -> Rasterizer {
         let mut options = resvg::usvg::Options::default();
         let db = options.fontdb_mut();

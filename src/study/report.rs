@@ -15,20 +15,28 @@ use crate::fsutil::{write_atomic, write_json_atomic, WriteError};
 /// Patch texts for the blind spots: predicted by (instance, sample), gold by instance.
 #[derive(Debug, Clone, Default)]
 pub struct Patches {
+    /// The predicted patch by (instance, sample).
     pub predicted: HashMap<(String, u32), String>,
+    /// The gold patch by instance.
     pub gold: HashMap<String, String>,
 }
 
+/// Why the study could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum WriteStudyError {
+    /// The output folder could not be created.
     #[error("cannot create output folder {path}: {source}")]
     Dir {
+        /// The folder.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// A file could not be written.
     #[error(transparent)]
     Write(#[from] WriteError),
+    /// per_prediction.csv could not be built.
     #[error("cannot write per_prediction.csv: {0}")]
     Csv(String),
 }
@@ -36,7 +44,9 @@ pub enum WriteStudyError {
 /// What was written, and plots that could not be rasterized (their SVG is still there).
 #[derive(Debug, Clone, Default)]
 pub struct Written {
+    /// The files written.
     pub files: Vec<PathBuf>,
+    /// Plots left as SVG only, and why.
     pub png_problems: Vec<String>,
 }
 

@@ -210,6 +210,7 @@ fn merge_sort_count(v: &mut [f64]) -> u64 {
     swaps
 }
 
+/// The mean, `None` for no values.
 pub fn mean(v: &[f64]) -> Option<f64> {
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
@@ -243,6 +244,7 @@ pub fn percentile_sorted(sorted: &[f64], q: f64) -> Option<f64> {
 /// Precision and recall when "score >= threshold" is read as "predicted resolved".
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct PrecisionRecall {
+    /// The score at or above which a prediction counts as selected.
     pub threshold: f64,
     /// How many predictions reach the threshold.
     pub n_selected: usize,
@@ -252,6 +254,7 @@ pub struct PrecisionRecall {
     pub recall: Option<f64>,
 }
 
+/// Precision and recall of "score >= threshold" for predicting resolved.
 pub fn precision_recall(scores: &[f64], resolved: &[bool], threshold: f64) -> PrecisionRecall {
     let (mut tp, mut sel, mut pos) = (0usize, 0usize, 0usize);
     for (&s, &r) in scores.iter().zip(resolved) {
@@ -273,11 +276,17 @@ pub fn precision_recall(scores: &[f64], resolved: &[bool], threshold: f64) -> Pr
 pub struct CalibrationBin {
     /// Human label, e.g. `(0.1, 0.2]`, or `< 0` for scores below the range (format errors).
     pub label: String,
+    /// Lower edge of the bin.
     pub lo: f64,
+    /// Upper edge of the bin.
     pub hi: f64,
+    /// Predictions in the bin.
     pub n: usize,
+    /// Of them resolved.
     pub n_resolved: usize,
+    /// `n_resolved / n`.
     pub resolve_rate: f64,
+    /// Mean score in the bin.
     pub mean_score: f64,
 }
 
@@ -336,8 +345,11 @@ pub fn calibration(scores: &[f64], resolved: &[bool]) -> Vec<CalibrationBin> {
 /// A point of the ROC curve: predicting "resolved" for scores >= `threshold`.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct RocPoint {
+    /// Scores at or above it count as predicted resolved.
     pub threshold: f64,
+    /// False positive rate at the threshold.
     pub fpr: f64,
+    /// True positive rate at the threshold.
     pub tpr: f64,
 }
 
@@ -375,6 +387,7 @@ pub fn roc_curve(scores: &[f64], resolved: &[bool]) -> Vec<RocPoint> {
 pub struct SplitMix(pub u64);
 
 impl SplitMix {
+    /// The next number of the stream.
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
@@ -423,8 +436,11 @@ pub fn bootstrap_auroc_ci(
 /// [`bootstrap_auroc_ci_grouped`].
 #[derive(Debug, Clone, Copy)]
 pub struct Series<'a> {
+    /// The scores.
     pub scores: &'a [f64],
+    /// Each score's group id.
     pub groups: &'a [u32],
+    /// How many groups there are.
     pub n_groups: usize,
 }
 

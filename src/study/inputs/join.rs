@@ -47,6 +47,7 @@ pub fn assign_samples<T>(
 /// Rewards and outcomes joined.
 #[derive(Debug, Clone, Default)]
 pub struct Joined {
+    /// The joined predictions, in reward-file order.
     pub observations: Vec<Observation>,
     /// (instance_id, sample) of rewards without an outcome, in input order.
     pub unmatched_rewards: Vec<(String, u32)>,
@@ -99,6 +100,7 @@ pub fn join(
 
 /// A row that can be numbered by [`assign_samples`].
 pub trait Keyed {
+    /// The row's instance id and its sample slot, to be filled when absent.
     fn key_mut(&mut self) -> (&str, &mut Option<u32>);
 }
 

@@ -14,8 +14,11 @@ use crate::study::Verdict;
 /// One executed outcome.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutcomeRow {
+    /// The instance.
     pub instance_id: String,
+    /// The sample, when the input says (else numbered by file order).
     pub sample: Option<u32>,
+    /// What the execution said.
     pub verdict: Verdict,
 }
 

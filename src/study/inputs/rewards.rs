@@ -10,10 +10,15 @@ use crate::dataset::{json_values, kind_of, LoadError, Loaded};
 /// One row of a rewards file.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RewardRow {
+    /// The instance.
     pub instance_id: String,
+    /// The sample, when the input says (else numbered by file order).
     pub sample: Option<u32>,
+    /// The reference similarity, 0..1.
     pub similarity: f64,
+    /// The reward, -1..1.
     pub reward: f64,
+    /// The reward's format verdict (`ok`, `empty`, ...), when given.
     pub format: Option<String>,
 }
 
