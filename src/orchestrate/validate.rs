@@ -97,13 +97,12 @@ pub fn findings(layout: &Layout, instance_ids: &[String]) -> Result<Vec<Finding>
     })?;
     let mut by: BTreeMap<(String, String), BTreeMap<u32, Category>> = BTreeMap::new();
     for (i, line) in text.lines().enumerate() {
-        let v: Verdict =
-            crate::runner::store::parse_verdict(line.as_bytes()).map_err(|e| {
-                FindingsError::Json {
-                    path: path.clone(),
-                    message: format!("line {}: {e}", i + 1),
-                }
-            })?;
+        let v: Verdict = crate::runner::store::parse_verdict(line.as_bytes()).map_err(|e| {
+            FindingsError::Json {
+                path: path.clone(),
+                message: format!("line {}: {e}", i + 1),
+            }
+        })?;
         by.entry((v.instance_id, v.model))
             .or_default()
             .insert(v.sample, v.category);

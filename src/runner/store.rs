@@ -317,7 +317,10 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         let obj: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(obj["format_version"], crate::wire::VERDICT_VERSION);
-        assert!(text.trim_start().starts_with("{\n  \"format_version\""), "{text}");
+        assert!(
+            text.trim_start().starts_with("{\n  \"format_version\""),
+            "{text}"
+        );
         assert_eq!(read_verdict(&path).unwrap(), v);
         assert_eq!(load_valid(dir.path(), "h"), Some(v.clone()));
 
@@ -332,7 +335,10 @@ mod tests {
         newer["format_version"] = (crate::wire::VERDICT_VERSION + 1).into();
         std::fs::write(&path, newer.to_string()).unwrap();
         let err = read_verdict(&path).unwrap_err();
-        assert!(err.contains("verdict.json") && err.contains("newer swe-eval"), "{err}");
+        assert!(
+            err.contains("verdict.json") && err.contains("newer swe-eval"),
+            "{err}"
+        );
         assert_eq!(load_valid(dir.path(), "h"), None);
     }
 

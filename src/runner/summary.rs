@@ -165,7 +165,12 @@ mod tests {
         }))
         .unwrap();
         let value = serde_json::to_value(&v).unwrap();
-        let keys: Vec<&str> = value.as_object().unwrap().keys().map(String::as_str).collect();
+        let keys: Vec<&str> = value
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
         assert_eq!(keys, CSV_HEADER);
         // A row has one cell per column, the version last.
         let mut w = csv::WriterBuilder::new()
@@ -173,7 +178,14 @@ mod tests {
             .from_writer(Vec::new());
         w.serialize((&v, crate::wire::VERDICT_VERSION)).unwrap();
         let row = String::from_utf8(w.into_inner().unwrap()).unwrap();
-        assert_eq!(row.trim_end().split(',').count(), CSV_HEADER.len() + 1, "{row}");
-        assert!(row.contains(",timeout,timed out,") && row.trim_end().ends_with(",1"), "{row}");
+        assert_eq!(
+            row.trim_end().split(',').count(),
+            CSV_HEADER.len() + 1,
+            "{row}"
+        );
+        assert!(
+            row.contains(",timeout,timed out,") && row.trim_end().ends_with(",1"),
+            "{row}"
+        );
     }
 }

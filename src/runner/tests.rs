@@ -246,7 +246,11 @@ async fn every_category_is_reached_and_written() {
     assert_eq!(jsonl.lines().count(), 6);
     for line in jsonl.lines() {
         let row: serde_json::Value = serde_json::from_str(line).unwrap();
-        assert_eq!(row["format_version"], crate::wire::GRADE_ROWS_VERSION, "{line}");
+        assert_eq!(
+            row["format_version"],
+            crate::wire::GRADE_ROWS_VERSION,
+            "{line}"
+        );
     }
     let csv = std::fs::read_to_string(layout.csv_path()).unwrap();
     assert_eq!(csv.lines().count(), 7, "header and six rows");

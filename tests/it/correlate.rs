@@ -573,7 +573,11 @@ fn reward_cmd(dataset: &Path, preds: &Path, out: &Path) -> PathBuf {
         out.to_str().unwrap(),
     ]);
     assert!(ok, "`swe-eval reward` failed: {}", stderr.trim());
-    assert!(out.is_file(), "`swe-eval reward` wrote no {}", out.display());
+    assert!(
+        out.is_file(),
+        "`swe-eval reward` wrote no {}",
+        out.display()
+    );
     out.to_path_buf()
 }
 
