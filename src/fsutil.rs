@@ -9,8 +9,11 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 #[error("cannot write {path}: {step}: {source}")]
 pub struct WriteError {
+    /// The file.
     pub path: PathBuf,
+    /// The step that failed (`create folder`, `write`, `rename into place`, ...).
     pub step: &'static str,
+    /// The operating system's error.
     #[source]
     pub source: std::io::Error,
 }

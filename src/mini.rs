@@ -53,8 +53,11 @@ pub const REPOS: &[(&str, &[u8])] = &[
 /// Where [`materialize`] put the benchmark's files.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MiniBenchmark {
+    /// The dataset, JSON Lines.
     pub dataset: PathBuf,
+    /// The predictions, JSON Lines.
     pub predictions: PathBuf,
+    /// The expected verdicts (`expected.json`).
     pub expected: PathBuf,
     /// A folder of mirrors: `<owner>__<name>.bundle` for each repository (`git clone` reads
     /// bundles as it reads repositories).
@@ -92,8 +95,11 @@ pub fn mirror_file_name(name: &str) -> String {
 /// The verdict one prediction of the mini benchmark must get.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Expected {
+    /// The instance.
     pub instance_id: String,
+    /// The model.
     pub model_name_or_path: String,
+    /// The sample number.
     pub sample: u32,
     /// What the prediction demonstrates: `gold`, `partial`, `conftest`, ...
     pub case: String,
@@ -103,6 +109,7 @@ pub struct Expected {
     pub strict_category: Category,
     /// True when the verdict holds only where the tests have no network (in the container).
     pub container_only: bool,
+    /// Why this verdict is the right one.
     pub reason: String,
 }
 
@@ -152,13 +159,19 @@ fn category_from_words(word: &str, error_kind: Option<&str>) -> Option<Category>
 /// A problem in the embedded `expected.json` (a build defect; the unit tests rule it out).
 #[derive(Debug, thiserror::Error)]
 pub enum ExpectedError {
+    /// `expected.json` is not valid JSON of the expected shape.
     #[error("embedded expected.json: {0}")]
     Json(#[from] serde_json::Error),
+    /// A category word that is not one of the verdict categories.
     #[error("embedded expected.json: {instance_id} {model}#{sample}: unknown category `{word}`")]
     Category {
+        /// The prediction's instance.
         instance_id: String,
+        /// The prediction's model.
         model: String,
+        /// The prediction's sample.
         sample: u32,
+        /// The word found.
         word: String,
     },
 }

@@ -15,7 +15,9 @@ use crate::dataset::{json_values, kind_of, Dataset, InputProblem, LoadError, Loa
 /// One model output for one instance.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Prediction {
+    /// The instance the patch is for.
     pub instance_id: String,
+    /// The model that wrote it.
     pub model_name_or_path: String,
     /// `None` when the file had `null` or no patch at all.
     pub model_patch: Option<String>,
@@ -49,10 +51,12 @@ impl Prediction {
     }
 }
 
+/// SHA-256 of a patch text, hex.
 pub fn patch_hash(patch: &str) -> String {
     hex::encode(Sha256::digest(patch.as_bytes()))
 }
 
+/// A model name as one folder name (`/` becomes `__`, as officially).
 pub fn model_dir_name(model: &str) -> String {
     model.replace('/', "__")
 }
@@ -96,6 +100,7 @@ pub fn gold(ds: &Dataset) -> Loaded<Prediction> {
     }
 }
 
+/// Loads predictions from a file (JSON Lines, a JSON list or a JSON object keyed by instance id).
 pub fn load_path(path: &Path) -> Result<Loaded<Prediction>, LoadError> {
     let bytes = std::fs::read(path).map_err(|source| LoadError::Io {
         path: path.to_path_buf(),

@@ -16,30 +16,40 @@ pub mod hub;
 mod parquet_rows;
 
 /// One SWE-bench task.
+/// The task's id, `<owner>__<name>-<number>`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Instance {
+    /// The repository, `owner/name`.
     pub instance_id: String,
     pub repo: String,
+    /// The commit the task starts from.
     #[serde(default, deserialize_with = "null_as_default")]
     pub base_commit: String,
     /// The gold patch (the merged human change, without its tests).
     #[serde(default, deserialize_with = "null_as_default")]
     pub patch: String,
+    /// The patch that adds or changes the tests that decide the task.
     #[serde(default)]
     pub test_patch: Option<String>,
+    /// The issue text the model was given.
     #[serde(default)]
     pub problem_statement: Option<String>,
+    /// The issue's comments before the fix, as the dataset has them.
     #[serde(default)]
     pub hints_text: Option<String>,
+    /// When the fix was created.
     #[serde(default)]
     pub created_at: Option<String>,
     /// Key into the per-repository specifications.
     #[serde(default, deserialize_with = "string_or_number")]
     pub version: Option<String>,
+    /// The commit the environment is installed from.
     #[serde(default)]
     pub environment_setup_commit: Option<String>,
+    /// Tests the fix must make pass (`FAIL_TO_PASS`).
     #[serde(rename = "FAIL_TO_PASS", default, deserialize_with = "test_list")]
     pub fail_to_pass: Option<Vec<String>>,
+    /// Tests that must keep passing (`PASS_TO_PASS`).
     #[serde(rename = "PASS_TO_PASS", default, deserialize_with = "test_list")]
     pub pass_to_pass: Option<Vec<String>>,
     /// Verified's difficulty bucket, e.g. "<15 min fix".
@@ -67,10 +77,12 @@ impl Instance {
     pub fn repo_name(&self) -> &str {
         self.repo.rsplit('/').next().unwrap_or(&self.repo)
     }
+/// The `FAIL_TO_PASS` tests, empty when the row has none.
 
     pub fn fail_to_pass(&self) -> &[String] {
         self.fail_to_pass.as_deref().unwrap_or(&[])
     }
+/// The `PASS_TO_PASS` tests, empty when the row has none.
 
     pub fn pass_to_pass(&self) -> &[String] {
         self.pass_to_pass.as_deref().unwrap_or(&[])
@@ -120,6 +132,7 @@ fn test_list<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::
 }
 
 /// Where in an input file a problem is.
+/// The file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Location {
     pub path: PathBuf,
@@ -143,9 +156,11 @@ impl std::fmt::Display for Location {
 }
 
 /// A problem with one row (the other rows still load) or with a whole file.
+/// Where the problem is.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{location}: {message}")]
 pub struct InputProblem {
+    /// What is wrong there.
     pub location: Location,
     pub message: String,
 }
@@ -153,19 +168,25 @@ pub struct InputProblem {
 /// A file that could not be read at all.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
+    /// The file could not be read.
+    /// The file.
     #[error("cannot read {path}: {source}")]
     Io {
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// The file is not in a readable format at all.
     #[error("{0}")]
     Invalid(InputProblem),
     /// A Hugging Face dataset name whose split could not be had.
     #[error(transparent)]
     Hub(#[from] hub::HubError),
 }
+/// The rows that loaded.
 
+/// The rows that did not, and why.
 /// What a loader produced: the rows that loaded, and the problems of those that did not.
 #[derive(Debug, Clone)]
 pub struct Loaded<T> {
@@ -181,11 +202,13 @@ impl<T> Default for Loaded<T> {
         }
     }
 }
+/// The instances in file order.
 
 /// The dataset, indexed by instance id.
 #[derive(Debug, Clone, Default)]
 pub struct Dataset {
     pub instances: Vec<Instance>,
+    /// The dataset of these instances (the last of a repeated id wins the index).
     index: HashMap<String, usize>,
 }
 
@@ -195,14 +218,17 @@ impl Dataset {
             .iter()
             .enumerate()
             .map(|(i, inst)| (inst.instance_id.clone(), i))
+            /// The instance with this id.
             .collect();
         Dataset { instances, index }
     }
 
+    /// How many instances.
     pub fn get(&self, instance_id: &str) -> Option<&Instance> {
         self.index.get(instance_id).map(|&i| &self.instances[i])
     }
 
+    /// True without instances.
     pub fn len(&self) -> usize {
         self.instances.len()
     }

@@ -12,8 +12,11 @@
 
 /// Where the job's files go inside the container.
 pub const DIR: &str = "/swe-eval";
+/// The patch inside the container.
 pub const PATCH_PATH: &str = "/swe-eval/patch.diff";
+/// The eval script inside the container.
 pub const EVAL_PATH: &str = "/swe-eval/eval.sh";
+/// The driver script (the container's main process) inside the container.
 pub const DRIVER_PATH: &str = "/swe-eval/job.sh";
 /// Collection-altering files of the patch, handled after it applies in strict mode: one per
 /// line, `A<TAB>path` (added by the patch: removed) or `M<TAB>path` (edited: restored from HEAD).
@@ -21,9 +24,13 @@ pub const STRICT_REMOVE_PATH: &str = "/swe-eval/strict-remove.txt";
 
 /// The official markers.
 pub const APPLY_PASS: &str = ">>>>> Applied Patch";
+/// Printed when no apply command accepted the patch.
 pub const APPLY_FAIL: &str = ">>>>> Patch Apply Failed";
+/// Printed before the test command's output.
 pub const START_TEST_OUTPUT: &str = ">>>>> Start Test Output";
+/// Printed after the test command's output.
 pub const END_TEST_OUTPUT: &str = ">>>>> End Test Output";
+/// Followed by the test command's exit status.
 pub const TEST_EXIT_CODE: &str = ">>>>> Test Exit Code:";
 
 /// How the driver treats the patch.
@@ -91,6 +98,7 @@ pub enum Apply {
     Applied(String),
     /// No patch was given (validate's empty runs).
     NoPatch,
+    /// No apply command accepted the patch.
     Failed,
     /// The driver never said (killed early, image without /testbed, ...).
     Unknown,
@@ -99,6 +107,7 @@ pub enum Apply {
 /// The driver's output, split.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Parsed<'a> {
+    /// How the patch applied.
     pub apply: Apply,
     /// Everything before the eval script started: the apply log (for `run_instance.log`).
     pub setup_log: &'a str,

@@ -14,33 +14,46 @@ pub enum RunEvent {
     /// The plan is made: `predictions` in all, `resumed` already done, `empty` not run, `jobs`
     /// containers to run (fewer than the rest when identical patches share one).
     Planned {
+        /// Predictions in the plan.
         predictions: usize,
+        /// Predictions already done (resumed).
         resumed: usize,
+        /// Predictions with an empty patch (not run).
         empty: usize,
+        /// Containers to run.
         jobs: usize,
+        /// Predictions that share another's identical run.
         shared: usize,
     },
+    /// A container for this instance started.
     JobStarted {
+        /// The instance.
         instance_id: String,
     },
     /// A prediction's verdict, written (or found, when `resumed`).
     Verdict {
+        /// The verdict.
         verdict: Box<Verdict>,
+        /// Found from an earlier run rather than computed now.
         resumed: bool,
     },
     /// An interrupt arrived; `count` 1 stops dispatching, 2 kills.
     Interrupted {
+        /// 1 for the first interrupt, 2 for the second.
         count: u32,
     },
     /// The deadline passed; nothing more is dispatched.
     DeadlinePassed,
     /// Something went wrong that the run survives (a file not written, a reap that failed).
     Problem {
+        /// What went wrong.
         message: String,
     },
     /// Containers removed by a reap (`at_start` or at the end).
     Reaped {
+        /// How many containers.
         count: usize,
+        /// Removed at the run's start (left by dead runs), not at its end.
         at_start: bool,
     },
 }
@@ -48,31 +61,41 @@ pub enum RunEvent {
 /// How a run ended.
 #[derive(Debug, Clone, Default)]
 pub struct RunReport {
+    /// The run's id.
     pub run_id: String,
     /// Verdicts by category, official grading (resumed ones included).
     pub counts: BTreeMap<Category, usize>,
+    /// Verdicts by category, strict grading.
     pub strict_counts: BTreeMap<Category, usize>,
+    /// Predictions in the plan.
     pub predictions: usize,
+    /// Predictions found done from an earlier run.
     pub resumed: usize,
     /// Containers run (a job counts once however many predictions shared it; predictions
     /// without an image run none).
     pub jobs_run: usize,
+    /// Engine failures retried, over all jobs.
     pub infra_retries: u32,
     /// Predictions left without a verdict (interrupted, deadline, write failures).
     pub not_run: usize,
+    /// An interrupt stopped the dispatching.
     pub interrupted: bool,
+    /// A second interrupt killed the running jobs.
     pub killed: bool,
     /// Containers of this run found (and removed) at the end.
     pub leftover_containers: usize,
     /// Containers of this run that could not be removed.
     pub unstopped_containers: Vec<String>,
+    /// Problems the run survived, as messages.
     pub problems: Vec<String>,
     /// Files written: the official summaries, then the JSONL and CSV.
     pub files: Vec<PathBuf>,
+    /// The run's wall-clock time.
     pub wall: Duration,
 }
 
 impl RunReport {
+    /// Verdicts of category `c` (official grading).
     pub fn count(&self, c: Category) -> usize {
         self.counts.get(&c).copied().unwrap_or(0)
     }
@@ -86,10 +109,13 @@ impl RunReport {
 /// A failure that stops the run before it starts, or its final files from being written.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
+    /// The run is locked by another process.
     #[error(transparent)]
     Lock(#[from] store::LockError),
+    /// The engine failed before the run could start.
     #[error(transparent)]
     Engine(#[from] EngineError),
+    /// The closing files could not be written.
     #[error(transparent)]
     Write(#[from] crate::report::ReportError),
 }

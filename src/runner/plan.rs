@@ -15,10 +15,12 @@ use super::store::{self, Layout};
 /// What an instance runs in and how it is graded, prepared by the caller (spec + images).
 #[derive(Debug, Clone)]
 pub struct Setup {
+    /// The instance.
     pub instance: Instance,
     /// The image to run in, or why there is none (e.g. its build failed): its predictions are
     /// then infrastructure errors and nothing else is affected.
     pub image: Result<String, String>,
+    /// The eval script (the official `eval.sh`).
     pub eval_script: String,
     /// Log parser name (see `logparse::PARSER_NAMES`).
     pub log_parser: String,
@@ -27,16 +29,22 @@ pub struct Setup {
 /// The settings of a run.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
+    /// The run's id (the folder under `logs/run_evaluation`).
     pub run_id: String,
+    /// The output folder.
     pub output: PathBuf,
+    /// Containers run at once.
     pub workers: usize,
     /// Per job, from container start; the engine kills the container when it passes.
     pub timeout: Duration,
     /// Strict mode: collection-altering files the patch adds are removed (edits restored)
     /// before the tests run.
     pub strict: bool,
+    /// CPU, memory and process limits of each container.
     pub limits: Limits,
+    /// Give containers network access.
     pub network: bool,
+    /// Output kept per job (its head and tail); the middle beyond it is dropped.
     pub max_output_bytes: usize,
     /// Attempts per job when the engine fails transiently (default 4: with the default
     /// backoff the last one starts 14 s after the first failure, time for a daemon restart).
@@ -52,6 +60,7 @@ pub struct RunConfig {
 }
 
 impl RunConfig {
+    /// The defaults for run `run_id` writing into `output`.
     pub fn new(run_id: &str, output: PathBuf) -> Self {
         RunConfig {
             run_id: run_id.to_string(),
@@ -83,6 +92,7 @@ pub fn default_workers() -> usize {
 pub struct Plan {
     /// Setups by instance id. Predictions of other instances are reported and skipped.
     pub setups: HashMap<String, Arc<Setup>>,
+    /// The predictions to run.
     pub predictions: Vec<Prediction>,
     /// The instances the run covers, for the official summary's totals and `incomplete_ids`.
     pub instance_ids: Vec<String>,

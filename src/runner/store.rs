@@ -46,6 +46,7 @@ pub enum Category {
 }
 
 impl Category {
+    /// The wire name: `resolved`, `unresolved`, `error`, `empty_patch`, `infra_error`.
     pub fn as_str(self) -> &'static str {
         match self {
             Category::Resolved => "resolved",
@@ -60,28 +61,41 @@ impl Category {
 /// The verdict of one prediction: `verdict.json`, and one row of the per-prediction files.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
+    /// The prediction's instance.
     pub instance_id: String,
+    /// The prediction's model.
     pub model: String,
+    /// The prediction's sample number.
     pub sample: u32,
+    /// SHA-256 of the patch; a resume reuses the verdict only for the same hash.
     pub patch_hash: String,
+    /// The run that wrote it.
     pub run_id: String,
     /// Official grading.
     pub category: Category,
+    /// `category` is `Resolved`.
     pub resolved: bool,
     /// Strict grading (exit-code cross-check and the other hardenings); equal to `category`
     /// when the strict grader finds nothing to object to.
     pub strict_category: Category,
+    /// `strict_category` is `Resolved`.
     pub strict_resolved: bool,
     /// A `report.json` was written (the official summary then counts the instance completed).
     #[serde(default)]
     pub official_report: bool,
     /// How the patch applied (`git apply -v`, ..., `already applied`), if it did.
     pub applied_with: Option<String>,
+    /// FAIL_TO_PASS tests that passed.
     pub fail_to_pass_success: usize,
+    /// FAIL_TO_PASS tests that did not pass.
     pub fail_to_pass_failure: usize,
+    /// PASS_TO_PASS tests that passed.
     pub pass_to_pass_success: usize,
+    /// PASS_TO_PASS tests that did not pass.
     pub pass_to_pass_failure: usize,
+    /// The test command's exit status, when the eval script reported it.
     pub test_exit_code: Option<i32>,
+    /// The job hit its timeout.
     pub timed_out: bool,
     /// The grading module's error kind, for errors and infra errors.
     #[serde(default)]
@@ -92,8 +106,11 @@ pub struct Verdict {
     pub infra_retries: u32,
     /// Seconds: container setup, run, teardown, and the whole job as the runner saw it.
     pub setup_secs: f64,
+    /// Seconds running the job.
     pub run_secs: f64,
+    /// Seconds removing the container.
     pub teardown_secs: f64,
+    /// Seconds for the whole job.
     pub total_secs: f64,
     /// `model/sample` of the prediction whose identical patch actually ran, when this one
     /// shared its verdict instead of running.
@@ -103,11 +120,14 @@ pub struct Verdict {
 /// Paths of one run.
 #[derive(Debug, Clone)]
 pub struct Layout {
+    /// The output folder.
     pub output: PathBuf,
+    /// The run's id.
     pub run_id: String,
 }
 
 impl Layout {
+    /// The layout of run `run_id` under `output`.
     pub fn new(output: &Path, run_id: &str) -> Self {
         Layout {
             output: output.to_path_buf(),
@@ -144,15 +164,18 @@ impl Layout {
         self.output.join(name)
     }
 
+    /// `<run_id>.predictions.jsonl`: every verdict of the run, one a line.
     pub fn jsonl_path(&self) -> PathBuf {
         self.output
             .join(format!("{}.predictions.jsonl", self.run_id))
     }
 
+    /// `<run_id>.predictions.csv`: the same as CSV.
     pub fn csv_path(&self) -> PathBuf {
         self.output.join(format!("{}.predictions.csv", self.run_id))
     }
 
+    /// The run's lock file, inside its log folder.
     pub fn lock_path(&self) -> PathBuf {
         self.run_dir().join(".swe-eval.lock")
     }
@@ -224,14 +247,23 @@ pub fn load_valid(dir: &Path, patch_hash: &str) -> Option<Verdict> {
 /// Why a run's lock could not be taken.
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
+    /// The lock file could not be created.
     #[error("cannot create the run lock {path}: {source}")]
     Io {
+        /// The lock file.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// A live process holds the run's lock.
     #[error("run `{run_id}` is in use by another swe-eval process (lock {path}); wait for it or choose another --run-id")]
-    Busy { run_id: String, path: PathBuf },
+    Busy {
+        /// The run.
+        run_id: String,
+        /// The lock file.
+        path: PathBuf,
+    },
 }
 
 /// Held for the whole run so two processes never write the same run's verdicts. The lock
@@ -248,6 +280,7 @@ impl Drop for RunLock {
     }
 }
 
+/// Takes the run's lock, or says who holds it.
 pub fn lock(layout: &Layout) -> Result<RunLock, LockError> {
     let path = layout.lock_path();
     let io = |source| LockError::Io {

@@ -18,23 +18,29 @@ const DEBIAN_INSTANCE_TEMPLATE: &str =
 
 /// The official base image's defaults (`DEFAULT_DOCKER_SPECS`).
 pub const CONDA_VERSION: &str = "py311_23.11.0-2";
+/// The Ubuntu release of the official base image.
 pub const UBUNTU_VERSION: &str = "22.04";
 
 /// A Debian release and the `python3` it ships.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DebianRelease {
+    /// Debian 11 (Python 3.9).
     Bullseye,
+    /// Debian 12 (Python 3.11).
     Bookworm,
+    /// Debian 13 (Python 3.13).
     Trixie,
 }
 
 impl DebianRelease {
+    /// Every release, oldest first.
     pub const ALL: [DebianRelease; 3] = [
         DebianRelease::Bullseye,
         DebianRelease::Bookworm,
         DebianRelease::Trixie,
     ];
 
+    /// The release's code name (`bullseye`, ...).
     pub fn name(self) -> &'static str {
         match self {
             DebianRelease::Bullseye => "bullseye",
@@ -52,11 +58,13 @@ impl DebianRelease {
         }
     }
 
+    /// The release's `python3` as `major.minor`.
     pub fn python_version(self) -> String {
         let (a, b) = self.python();
         format!("{a}.{b}")
     }
 
+    /// The release of a code name.
     pub fn from_name(name: &str) -> Option<DebianRelease> {
         DebianRelease::ALL.into_iter().find(|r| r.name() == name)
     }
@@ -71,6 +79,7 @@ impl fmt::Display for DebianRelease {
 /// The release chosen for a Python version, and whether it is an exact match.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReleaseChoice {
+    /// The release.
     pub release: DebianRelease,
     /// `None` when the release's `python3` is the spec's version; otherwise why not.
     pub warning: Option<String>,

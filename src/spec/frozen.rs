@@ -97,11 +97,14 @@ pub struct CondaMap {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("conda_map.json: `{name}`: {message}")]
 pub struct MapError {
+    /// The mapped name.
     pub name: String,
+    /// What is wrong with its entry.
     pub message: String,
 }
 
 impl CondaMap {
+    /// Parses and checks the mapping (`conda_map.json`).
     pub fn parse(text: &str) -> Result<CondaMap, String> {
         let m: CondaMap = serde_json::from_str(text).map_err(|e| format!("conda_map.json: {e}"))?;
         for name in m.map.keys() {
@@ -141,6 +144,7 @@ impl CondaMap {
         self.map.len()
     }
 
+    /// True for an empty mapping.
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
     }
@@ -157,6 +161,7 @@ pub fn conda_map() -> &'static CondaMap {
 pub struct Pin {
     /// The PyPI name (the conda name for packages with no PyPI source).
     pub name: String,
+    /// The pinned version.
     pub version: String,
     /// `pip`, or `conda NAME` when it came from the conda list.
     pub origin: String,

@@ -32,6 +32,7 @@ pub use table::{table, RepoSpec};
 
 /// The marker lines the eval script prints around the test command's output.
 pub const START_TEST_OUTPUT: &str = ">>>>> Start Test Output";
+/// Printed after the test command's output.
 pub const END_TEST_OUTPUT: &str = ">>>>> End Test Output";
 /// The Debian flavour (and SWE-bench 5) prints `>>>>> Test Exit Code: N` after the end marker.
 pub const TEST_EXIT_CODE: &str = ">>>>> Test Exit Code";
@@ -53,6 +54,7 @@ pub enum Flavour {
 }
 
 impl Flavour {
+    /// `official` or `debian`.
     pub fn as_str(self) -> &'static str {
         match self {
             Flavour::Official => "official",
@@ -81,21 +83,45 @@ impl FromStr for Flavour {
 /// Why an instance has no test spec.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SpecError {
+    /// The row has no `version`.
     #[error("{instance_id}: no `version` field, so no spec can be chosen")]
-    MissingVersion { instance_id: String },
+    MissingVersion {
+        /// The row's instance.
+        instance_id: String,
+    },
+    /// The row has neither `test_patch` nor its own eval script.
     #[error("{instance_id}: no `test_patch` field (and no `eval_script`)")]
-    MissingTestPatch { instance_id: String },
+    MissingTestPatch {
+        /// The row's instance.
+        instance_id: String,
+    },
+    /// The row has no `base_commit`.
     #[error("{instance_id}: no `base_commit` field")]
-    MissingBaseCommit { instance_id: String },
+    MissingBaseCommit {
+        /// The row's instance.
+        instance_id: String,
+    },
+    /// No specification covers the row's repository.
     #[error("{instance_id}: no spec for repo `{repo}` (known repos have specs; see src/spec/specs.json)")]
-    UnknownRepo { instance_id: String, repo: String },
+    UnknownRepo {
+        /// The row's instance.
+        instance_id: String,
+        /// The row's repository.
+        repo: String,
+    },
+    /// No specification covers the row's version of its repository.
     #[error("{instance_id}: no spec for `{repo}` version `{version}` (known: {known})")]
     UnknownVersion {
+        /// The row's instance.
         instance_id: String,
+        /// The row's repository.
         repo: String,
+        /// The row's version.
         version: String,
+        /// The versions that have a specification.
         known: String,
     },
+    /// A flavour name that is neither `official` nor `debian`.
     #[error("unknown image flavour `{0}` (expected `official` or `debian`)")]
     UnknownFlavour(String),
 }
@@ -104,12 +130,14 @@ pub enum SpecError {
 /// base commit when the row has none), e.g. from a local clone with `git show`. `None` when
 /// the file (or the commit) is not there.
 pub trait RepoFiles {
+    /// The file's text, or `None` when the file or the commit is not there.
     fn read(&self, commit: &str, path: &str) -> Option<String>;
 }
 
 /// [`RepoFiles`] from a local git repository (bare or not): `git -C <dir> show <commit>:<path>`.
 #[derive(Debug, Clone)]
 pub struct GitRepoFiles {
+    /// The repository folder.
     pub dir: std::path::PathBuf,
 }
 
@@ -133,6 +161,7 @@ impl RepoFiles for GitRepoFiles {
 /// Everything that shapes a [`TestSpec`] besides the row.
 #[derive(Clone, Copy)]
 pub struct SpecOptions<'a> {
+    /// Official or Debian images.
     pub flavour: Flavour,
     /// `x86_64` or `arm64`.
     pub arch: &'a str,
@@ -169,6 +198,7 @@ impl fmt::Debug for SpecOptions<'_> {
 }
 
 impl SpecOptions<'static> {
+    /// The defaults for `flavour`: x86_64, no CA bundle, no repository files, frozen environments.
     pub fn new(flavour: Flavour) -> SpecOptions<'static> {
         SpecOptions {
             flavour,
@@ -185,7 +215,9 @@ impl SpecOptions<'static> {
 /// A file for a Docker build context: its path inside the context and its bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContextFile {
+    /// The path inside the context.
     pub path: String,
+    /// The file's bytes.
     pub contents: Vec<u8>,
     /// Unix mode bits.
     pub mode: u32,
@@ -194,10 +226,15 @@ pub struct ContextFile {
 /// Everything needed to build the images of one instance and run its tests.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TestSpec {
+    /// The instance.
     pub instance_id: String,
+    /// The repository, `owner/name`.
     pub repo: String,
+    /// The specification's version key.
     pub version: String,
+    /// The commit the task starts from.
     pub base_commit: String,
+    /// Official or Debian images.
     pub flavour: Flavour,
     /// `x86_64` or `arm64`, as in the image names.
     pub arch: String,
@@ -226,7 +263,9 @@ pub struct TestSpec {
     pub setup_env_script: String,
     /// `setup_repo.sh` of the instance image.
     pub install_repo_script: String,
+    /// The environment image's Dockerfile.
     pub env_dockerfile: String,
+    /// The instance image's Dockerfile.
     pub instance_dockerfile: String,
     /// Content-addressed environment image reference (`name:tag`): official flavour
     /// `sweb.env.py.x86_64.<22 hex>:latest` (the official name when the env script is),
@@ -237,7 +276,9 @@ pub struct TestSpec {
     pub instance_image_tag: String,
     /// The row's `docker_image` (or `image`), if any.
     pub row_image: Option<String>,
+    /// Tests the patch must make pass.
     pub fail_to_pass: Vec<String>,
+    /// Tests that must keep passing.
     pub pass_to_pass: Vec<String>,
     /// CPU limit the official harness sets for some specs, in billionths of a CPU.
     pub nano_cpus: Option<u64>,

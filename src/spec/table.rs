@@ -22,6 +22,7 @@ pub struct RepoSpec {
     /// Run in the instance image after `pre_install`, and again by the eval script.
     #[serde(default)]
     pub install: Option<String>,
+    /// Shell commands run before `install`.
     #[serde(default)]
     pub pre_install: Vec<String>,
     /// `None` and `Some(empty)` differ: the official env script has a bare `pip install`
@@ -31,10 +32,12 @@ pub struct RepoSpec {
     /// Run at the top of the eval script (locale exports and the like).
     #[serde(default)]
     pub eval_commands: Vec<String>,
+    /// The test command, before the directives are appended.
     pub test_cmd: String,
     /// `conda create` then `conda env update`, instead of `conda env create`.
     #[serde(default)]
     pub no_use_env: bool,
+    /// The tests run as a non-root user.
     #[serde(default)]
     pub execute_test_as_nonroot: bool,
     /// CPU limit the official harness applies (in billionths of a CPU).
@@ -66,9 +69,13 @@ struct TableFile {
 pub struct Table {
     /// repo -> version -> spec, versions in the order the official table lists them.
     pub specs: BTreeMap<String, Vec<(String, RepoSpec)>>,
+    /// repo -> official log parser name.
     pub log_parsers: BTreeMap<String, String>,
+    /// repo -> where its `requirements.txt` files may be.
     pub requirements_paths: BTreeMap<String, Vec<String>>,
+    /// repo -> where its `environment.yml` files may be.
     pub environment_yml_paths: BTreeMap<String, Vec<String>>,
+    /// repo -> base commit -> the branch to fetch it from (commits not on the default branch).
     pub base_commit_branch: BTreeMap<String, BTreeMap<String, String>>,
 }
 
