@@ -611,6 +611,99 @@ fn sigterm_drains_like_the_first_ctrl_c() {
     );
 }
 
+/// The images named by holds that say their run removes them (`swe-eval.removes`), of `run_id`.
+fn images_to_remove(run_id: &str) -> Vec<String> {
+    let o = hostile::docker(
+        None,
+        &[
+            "ps",
+            "-a",
+            "--filter",
+            &format!("label={}={run_id}", swe_eval::engine::LABEL_RUN_ID),
+            "--filter",
+            &format!("label={}", swe_eval::images::hold::LABEL_REMOVES),
+            "--format",
+            &format!("{{{{.Label \"{}\"}}}}", swe_eval::engine::LABEL_HOLD),
+        ],
+    )
+    .expect("docker ps");
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn image_exists(image: &str) -> bool {
+    hostile::docker(None, &["image", "inspect", image]).is_some_and(|o| o.status.success())
+}
+
+/// A run at cache level `env` killed with SIGKILL right after it built an instance image
+/// leaves the image (and its hold); the next run removes it, where before nothing ever did.
+#[test]
+fn images_of_a_run_killed_outright_are_removed_by_the_next_run() {
+    if !hostile::docker_answers(None) {
+        return;
+    }
+    let _turn = crate::common::mini_images_turn();
+    let dir = hostile::TestDir::new();
+    let bench = mini::materialize(&dir.path().join("mini")).unwrap();
+    let out = dir.path().join("out");
+    let run_id = format!("it-reap-{}", std::process::id());
+    let run = || {
+        let mut c = Command::new(crate::common::bin());
+        c.arg("run")
+            .arg("-d")
+            .arg(&bench.dataset)
+            .arg("-p")
+            .arg(&bench.predictions)
+            .arg("--mirrors")
+            .arg(&bench.mirrors)
+            .args(["--flavour", "debian", "-i", "swe-eval-mini__intervals-2"])
+            .arg("-o")
+            .arg(&out)
+            .args(["--run-id", &run_id, "--cache-level", "env"]);
+        c
+    };
+    let mut child = run()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut made = Vec::new();
+    let built = wait_for(Duration::from_secs(300), || {
+        made = images_to_remove(&run_id);
+        !made.is_empty()
+    });
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert!(built, "no instance image built within 300 s");
+    let image = made[0].clone();
+    assert!(image_exists(&image), "{image}: the killed run left it");
+
+    let o = run().output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", hostile::text(&o));
+    assert!(
+        !image_exists(&image),
+        "{image} outlived the next run:\n{}",
+        hostile::text(&o)
+    );
+    assert_eq!(
+        hostile::containers(None, &run_id),
+        Vec::<String>::new(),
+        "holds or jobs of either run left"
+    );
+    let reaped_at_start = String::from_utf8_lossy(&o.stderr)
+        .contains("that runs which died had left to remove");
+    eprintln!(
+        "faults: SIGKILL after building {image}: the next run removed it ({}), 0 containers left",
+        if reaped_at_start {
+            "at its start"
+        } else {
+            "at its end: an orphaned job still stood on it at the start"
+        }
+    );
+}
+
 /// Peak resident memory (VmHWM, KiB) of a live process, if it can be read.
 fn vm_hwm_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
