@@ -692,8 +692,8 @@ fn images_of_a_run_killed_outright_are_removed_by_the_next_run() {
         Vec::<String>::new(),
         "holds or jobs of either run left"
     );
-    let reaped_at_start = String::from_utf8_lossy(&o.stderr)
-        .contains("that runs which died had left to remove");
+    let reaped_at_start =
+        String::from_utf8_lossy(&o.stderr).contains("that runs which died had left to remove");
     eprintln!(
         "faults: SIGKILL after building {image}: the next run removed it ({}), 0 containers left",
         if reaped_at_start {
