@@ -16,11 +16,11 @@ pub mod hub;
 mod parquet_rows;
 
 /// One SWE-bench task.
-/// The task's id, `<owner>__<name>-<number>`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Instance {
-    /// The repository, `owner/name`.
+    /// The task's id, `<owner>__<name>-<number>`.
     pub instance_id: String,
+    /// The repository, `owner/name`.
     pub repo: String,
     /// The commit the task starts from.
     #[serde(default, deserialize_with = "null_as_default")]
@@ -77,13 +77,13 @@ impl Instance {
     pub fn repo_name(&self) -> &str {
         self.repo.rsplit('/').next().unwrap_or(&self.repo)
     }
-/// The `FAIL_TO_PASS` tests, empty when the row has none.
 
+    /// The `FAIL_TO_PASS` tests, empty when the row has none.
     pub fn fail_to_pass(&self) -> &[String] {
         self.fail_to_pass.as_deref().unwrap_or(&[])
     }
-/// The `PASS_TO_PASS` tests, empty when the row has none.
 
+    /// The `PASS_TO_PASS` tests, empty when the row has none.
     pub fn pass_to_pass(&self) -> &[String] {
         self.pass_to_pass.as_deref().unwrap_or(&[])
     }
@@ -132,9 +132,9 @@ fn test_list<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::
 }
 
 /// Where in an input file a problem is.
-/// The file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Location {
+    /// The file.
     pub path: PathBuf,
     /// 1-based line for JSON Lines and JSON; row number (1-based) for Parquet.
     pub line: Option<usize>,
@@ -156,12 +156,12 @@ impl std::fmt::Display for Location {
 }
 
 /// A problem with one row (the other rows still load) or with a whole file.
-/// Where the problem is.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{location}: {message}")]
 pub struct InputProblem {
-    /// What is wrong there.
+    /// Where the problem is.
     pub location: Location,
+    /// What is wrong there.
     pub message: String,
 }
 
@@ -169,9 +169,9 @@ pub struct InputProblem {
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     /// The file could not be read.
-    /// The file.
     #[error("cannot read {path}: {source}")]
     Io {
+        /// The file.
         path: PathBuf,
         /// The operating system's error.
         #[source]
@@ -184,13 +184,13 @@ pub enum LoadError {
     #[error(transparent)]
     Hub(#[from] hub::HubError),
 }
-/// The rows that loaded.
 
-/// The rows that did not, and why.
 /// What a loader produced: the rows that loaded, and the problems of those that did not.
 #[derive(Debug, Clone)]
 pub struct Loaded<T> {
+    /// The rows that loaded.
     pub items: Vec<T>,
+    /// The rows that did not, and why.
     pub problems: Vec<InputProblem>,
 }
 
@@ -202,37 +202,37 @@ impl<T> Default for Loaded<T> {
         }
     }
 }
-/// The instances in file order.
 
 /// The dataset, indexed by instance id.
 #[derive(Debug, Clone, Default)]
 pub struct Dataset {
+    /// The instances in file order.
     pub instances: Vec<Instance>,
-    /// The dataset of these instances (the last of a repeated id wins the index).
     index: HashMap<String, usize>,
 }
 
 impl Dataset {
+    /// The dataset of these instances (the last of a repeated id wins the index).
     pub fn new(instances: Vec<Instance>) -> Self {
         let index = instances
             .iter()
             .enumerate()
             .map(|(i, inst)| (inst.instance_id.clone(), i))
-            /// The instance with this id.
             .collect();
         Dataset { instances, index }
     }
 
-    /// How many instances.
+    /// The instance with this id.
     pub fn get(&self, instance_id: &str) -> Option<&Instance> {
         self.index.get(instance_id).map(|&i| &self.instances[i])
     }
 
-    /// True without instances.
+    /// How many instances.
     pub fn len(&self) -> usize {
         self.instances.len()
     }
 
+    /// True without instances.
     pub fn is_empty(&self) -> bool {
         self.instances.is_empty()
     }
