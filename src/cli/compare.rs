@@ -119,7 +119,14 @@ pub fn run(args: Args) -> CliResult {
         }
         None => None,
     };
-    let runs = inputs::load_all(&specs, &args.rewards, &mut problems)?;
+    let runs = match inputs::load_all(&specs, &args.rewards, &mut problems) {
+        Ok(runs) => runs,
+        Err(e) => {
+            // The rows that were skipped on the way often say why.
+            super::correlate::report_problems(&problems);
+            return Err(e.into());
+        }
+    };
     let opts = Options {
         bootstrap: args.bootstrap,
         seed: args.seed,

@@ -161,20 +161,29 @@ fn pick<T: Clone>(
     }
 }
 
-/// The keys of mini-swe-agent's `per_run_results.json` (run -> instance -> 0/1), in file order,
-/// or `None` when the file is not one.
-fn per_run_keys(bytes: &[u8]) -> Option<Vec<String>> {
+/// The keys of mini-swe-agent's `per_run_results.json` (run -> instance -> 0/1), in file order;
+/// `Ok(None)` when the file is not shaped as one (an object of objects), and an error naming
+/// `<run>.<instance>` when it is but a verdict is not 0, 1, true or false.
+fn per_run_keys(path: &Path, bytes: &[u8]) -> Result<Option<Vec<String>>, LoadError> {
     let Ok(Value::Object(obj)) = serde_json::from_slice::<Value>(bytes) else {
-        return None;
+        return Ok(None);
     };
-    let per_run = !obj.is_empty()
-        && obj.values().all(|run| {
-            run.as_object().is_some_and(|m| {
-                m.values()
-                    .all(|v| v.is_boolean() || v.as_f64().is_some_and(|x| x == 0.0 || x == 1.0))
-            })
-        });
-    per_run.then(|| obj.keys().cloned().collect())
+    if obj.is_empty() || !obj.values().all(Value::is_object) {
+        return Ok(None);
+    }
+    for (run, m) in obj.iter().filter_map(|(k, v)| Some((k, v.as_object()?))) {
+        for (id, v) in m {
+            let ok = v.is_boolean() || v.as_f64().is_some_and(|x| x == 0.0 || x == 1.0);
+            if !ok {
+                return Err(invalid(
+                    path,
+                    Some(&format!("{run}.{id}")),
+                    format!("expected 0, 1, true or false, found {v}"),
+                ));
+            }
+        }
+    }
+    Ok(Some(obj.keys().cloned().collect()))
 }
 
 /// Reads an official `<model>/` folder: one `<id>/report.json` per instance (`<id>.sample<k>`
@@ -397,7 +406,7 @@ pub fn load_runs(spec: &RunSpec, problems: &mut Vec<InputProblem>) -> Result<Vec
         path: path.clone(),
         source,
     })?;
-    if let Some(keys) = per_run_keys(&bytes) {
+    if let Some(keys) = per_run_keys(path, &bytes)? {
         let loaded = load_outcomes(path)?;
         problems.extend(loaded.problems);
         let mut by_run: Vec<Vec<OutcomeRow>> = vec![Vec::new(); keys.len()];
@@ -484,7 +493,15 @@ pub fn load_all(
 ) -> Result<Vec<Run>, LoadRunsError> {
     let mut runs = Vec::new();
     for spec in specs {
-        runs.extend(load_runs(spec, problems)?);
+        for run in load_runs(spec, problems)? {
+            if run.outcomes.is_empty() {
+                return Err(LoadRunsError::Request(format!(
+                    "run `{}` ({}) has no outcomes",
+                    run.name, run.source
+                )));
+            }
+            runs.push(run);
+        }
     }
     for (name, file) in rewards {
         let Some(run) = runs.iter_mut().find(|r| &r.name == name) else {

@@ -481,6 +481,40 @@ fn bad_inputs_are_named_and_inputs_are_never_outputs() {
         stderr.contains("`zz`") && stderr.contains("a, b"),
         "{stderr}"
     );
+    // A per_run_results.json with a verdict that is not 0/1 names the run and instance; a run
+    // with no outcome left is refused after its rows' problems are shown.
+    let pr = d.join("per_run.json");
+    std::fs::write(&pr, r#"{"r1": {"x-1": 1, "x-2": 2}}"#).unwrap();
+    let empty = d.join("bad.jsonl");
+    std::fs::write(&empty, "{\"instance_id\": \"x-1\", \"resolved\": \"x\"}\n").unwrap();
+    for (run, wants) in [
+        (
+            &pr,
+            &["field `r1.x-2`: expected 0, 1, true or false, found 2"][..],
+        ),
+        (
+            &empty,
+            &[
+                "bad.jsonl:1: field `resolved`",
+                "run `bad`",
+                "has no outcomes",
+            ][..],
+        ),
+    ] {
+        let out = d.join("o5");
+        let (code, _, stderr) = swe_eval(&[
+            "compare",
+            run.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--output",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 1, "{stderr}");
+        for want in wants {
+            assert!(stderr.contains(want), "{want}: {stderr}");
+        }
+        assert!(!out.exists(), "nothing written");
+    }
     let missing = format!("a={}", d.join("missing.jsonl").display());
     let (code, _, stderr) = ab(&["--rewards", &missing], &d.join("o4"));
     assert_ne!(code, 0);
