@@ -37,7 +37,7 @@ pub fn hostname() -> String {
         .unwrap_or_else(|_| "unknown-host".into())
 }
 
-/// The process start time (field 22 of /proc/<pid>/stat), which tells a reused pid apart.
+/// The process start time (field 22 of `/proc/<pid>/stat`), which tells a reused pid apart.
 pub fn start_time(pid: u32) -> Option<String> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) may hold spaces; it ends at the last ')'.

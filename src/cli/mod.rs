@@ -3,6 +3,10 @@
 //! that a library user would need (the run workflow is `crate::orchestrate`; `render` draws
 //! its events).
 
+// The doc comments of the argument structs are the `--help` text, written for a terminal:
+// `<think>`, `<split>` and `[default: ...]` are meant literally there, not as HTML or links.
+#![allow(rustdoc::invalid_html_tags, rustdoc::broken_intra_doc_links)]
+
 use clap::{Parser, Subcommand};
 
 pub mod bench;
@@ -20,7 +24,7 @@ pub mod validate;
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// How a command ended when it did not fail outright (decided by
-/// [`crate::orchestrate::outcome`], the one rule for every command).
+/// [`crate::orchestrate::outcome()`], the one rule for every command).
 pub use crate::orchestrate::Outcome;
 
 pub type CliResult = Result<Outcome, BoxError>;

@@ -4,7 +4,7 @@
 //! parameter because the reward uses both: `autojunk=False` on characters for the similarity,
 //! and the default `autojunk=True` on lines inside `difflib.unified_diff`.
 //!
-//! Elements are dense `u32` ids (see [`CharIds`] and [`LineIds`]); the `b2j` index is a
+//! Elements are dense `u32` ids (see [`CharIds`] and [`line_ids`]); the `b2j` index is a
 //! compressed table of sorted positions per id, and `j2len` is two dense rows reset by
 //! revisiting the positions set, so each step of the inner loop is a few array accesses
 //! where Python does dict operations. The buffers live in [`Scratch`] and are reused.

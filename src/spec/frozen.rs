@@ -408,7 +408,10 @@ pub fn compare_freeze(expected: &[Pin], freeze: &str) -> EnvCheck {
     }
     installed.remove("pip");
     // Debian's venv leaves an empty `pkg_resources-0.0.0` record: not a package.
-    if installed.get("pkg-resources").is_some_and(|(_, v)| v == "0.0.0") {
+    if installed
+        .get("pkg-resources")
+        .is_some_and(|(_, v)| v == "0.0.0")
+    {
         installed.remove("pkg-resources");
     }
     let mut seen = BTreeSet::new();

@@ -196,11 +196,14 @@ pub fn grade_log(inst: &Instance, patch: &str, output: &str) -> Result<bool, Str
         .map_err(|e| format!("{}: {e}", inst.instance_id))
 }
 
+/// One instance's logs as found, and whether they resolve it (or why they cannot be graded).
+type Graded = (Found, Result<bool, String>);
+
 /// Grades the submission folder `dir` from its own `logs/` as the analysis script does.
 pub fn regrade(ds: &Dataset, dir: &Path) -> Result<Results, SubmitError> {
     use rayon::prelude::*;
     let logs = dir.join(LOGS_DIR);
-    let graded: Vec<Result<(Found, Result<bool, String>), SubmitError>> = ds
+    let graded: Vec<Result<Graded, SubmitError>> = ds
         .instances
         .par_iter()
         .map(|inst| {

@@ -205,15 +205,12 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// The import graph of the tree under `src`: module -> (imported module -> files importing
-/// it), and the violations of the rules.
-fn check(
-    src: &Path,
-) -> (
-    BTreeMap<String, BTreeMap<String, BTreeSet<PathBuf>>>,
-    Vec<Violation>,
-) {
-    let mut graph: BTreeMap<String, BTreeMap<String, BTreeSet<PathBuf>>> = BTreeMap::new();
+/// Module -> (imported module -> files importing it).
+type Graph = BTreeMap<String, BTreeMap<String, BTreeSet<PathBuf>>>;
+
+/// The import graph of the tree under `src`, and the violations of the rules.
+fn check(src: &Path) -> (Graph, Vec<Violation>) {
+    let mut graph: Graph = BTreeMap::new();
     let mut violations = Vec::new();
     for rel in rust_files(src) {
         let Some(module) = module_of(&rel) else {

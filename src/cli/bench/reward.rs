@@ -327,7 +327,7 @@ pub fn run(args: Args) -> CliResult {
                     .enumerate()
                     .map(|(i, c)| {
                         k += 1;
-                        if i > 0 && c != '\n' && k % 20 == 0 {
+                        if i > 0 && c != '\n' && k.is_multiple_of(20) {
                             '#'
                         } else {
                             c
