@@ -254,9 +254,9 @@ fn layer_of(labels: &BTreeMap<String, String>) -> Option<Layer> {
 
 /// At a run's start: the images that runs which died (their owner is a gone process on this
 /// host) would have removed at their end are removed now, or handed over when a live run
-/// holds them; the dead runs' holds go, and so do hand-overs whose image nobody holds any
-/// more. `me` is this process's owner id, so that its own holds (none yet, at the start)
-/// never count as another's.
+/// holds them; the dead runs' holds go. Other hand-overs are left to the cleanups at runs'
+/// ends (fewer sweeps racing each other). `me` is this process's owner id, so that its own
+/// holds (none yet, at the start) never count as another's.
 pub async fn reap_dead<E: Engine>(engine: &E, me: &str) -> CleanupReport {
     let mut report = CleanupReport::default();
     let holds = match engine
@@ -271,6 +271,7 @@ pub async fn reap_dead<E: Engine>(engine: &E, me: &str) -> CleanupReport {
             return report;
         }
     };
+    let mut doomed = BTreeSet::new();
     for hold in holds {
         let dead = hold
             .labels
@@ -286,15 +287,19 @@ pub async fn reap_dead<E: Engine>(engine: &E, me: &str) -> CleanupReport {
                 report.errors.push((image, e));
                 continue;
             }
+            doomed.insert(image.clone());
         }
         if let Err(e) = engine.remove_container(&hold.id).await {
             report.errors.push((image, e));
         }
     }
+    if doomed.is_empty() {
+        return report;
+    }
     let Some(held) = held_by_others_or_report(engine, me, &mut report).await else {
         return report;
     };
-    sweep_doomed(engine, &held, &BTreeSet::new(), &mut report).await;
+    sweep_marked(engine, &held, &BTreeSet::new(), Some(&doomed), &mut report).await;
     report
 }
 
@@ -319,6 +324,17 @@ pub async fn sweep_doomed<E: Engine>(
     keep: &BTreeSet<&str>,
     report: &mut CleanupReport,
 ) {
+    sweep_marked(engine, held, keep, None, report).await
+}
+
+/// [`sweep_doomed`], of the images in `only` when it is given.
+async fn sweep_marked<E: Engine>(
+    engine: &E,
+    held: &BTreeMap<String, String>,
+    keep: &BTreeSet<&str>,
+    only: Option<&BTreeSet<String>>,
+    report: &mut CleanupReport,
+) {
     let markers = match engine
         .list_containers(BTreeMap::from([(LABEL_DOOMED.to_string(), String::new())]))
         .await
@@ -336,7 +352,7 @@ pub async fn sweep_doomed<E: Engine>(
         }
     }
     for (image, ids) in by_image {
-        if held.contains_key(&image) {
+        if held.contains_key(&image) || only.is_some_and(|o| !o.contains(&image)) {
             continue;
         }
         let mut unmarked = true;
@@ -522,6 +538,9 @@ mod tests {
         // A live run on another host uses inst:2.
         let other = Holding::new(fake.clone(), hold_labels(live_other, "other"));
         assert!(other.image_exists("inst:2").await.unwrap());
+        // An earlier hand-over is left to the cleanups at runs' ends.
+        fake.add_image("handed:1");
+        mark_doomed(&*fake, "handed:1").await.unwrap();
 
         let me = crate::owner::owner_id();
         let report = reap_dead(&*fake, &me).await;
@@ -532,7 +551,7 @@ mod tests {
         for gone in ["inst:1", "official:1"] {
             assert!(!fake.image_exists(gone).await.unwrap(), "{gone}");
         }
-        for kept in ["found:1", "env:1", "inst:2"] {
+        for kept in ["found:1", "env:1", "inst:2", "handed:1"] {
             assert!(fake.image_exists(kept).await.unwrap(), "{kept}");
         }
         // The dead run's holds are gone; the live run's stays.
@@ -544,7 +563,7 @@ mod tests {
         // When the live run ends, its cleanup (which made nothing) removes inst:2.
         assert!(release(&*fake, live_other).await.is_empty());
         let end = crate::images::cleanup(&*fake, &Prepared::default(), CacheLevel::Env).await;
-        assert_eq!(end.removed, ["inst:2"]);
+        assert_eq!(end.removed, ["handed:1", "inst:2"]);
         assert!(!fake.image_exists("inst:2").await.unwrap());
 
         // Nothing of a live owner is touched: a second start-up reap finds nothing to do.
