@@ -9,6 +9,7 @@ mod envpins;
 mod faults;
 mod fuzz;
 mod grading;
+mod help;
 mod hostile;
 mod hub;
 mod images;
