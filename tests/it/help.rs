@@ -75,5 +75,8 @@ fn every_listed_command_has_a_help_snapshot() {
             }
         }
     }
-    assert!(missing.is_empty(), "commands without a help snapshot: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "commands without a help snapshot: {missing:?}"
+    );
 }
