@@ -21,11 +21,9 @@ pub mod grading;
 pub mod images;
 pub mod logparse;
 pub mod mini;
-#[allow(missing_docs)] // not yet documented item by item (Cargo.toml [lints])
 pub mod orchestrate;
 pub mod owner;
 pub mod predictions;
-#[allow(missing_docs)] // not yet documented item by item (Cargo.toml [lints])
 pub mod progress;
 pub mod report;
 pub mod repos;

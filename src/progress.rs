@@ -14,15 +14,22 @@ use crate::runner::{Category, RunEvent};
 /// Counts shown on the bar.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Tally {
+    /// Resolved verdicts.
     pub resolved: usize,
+    /// Unresolved verdicts.
     pub unresolved: usize,
+    /// Error verdicts.
     pub error: usize,
+    /// Empty patches.
     pub empty: usize,
+    /// Infrastructure errors.
     pub infra: usize,
+    /// Verdicts found from an earlier run.
     pub resumed: usize,
 }
 
 impl Tally {
+    /// Counts one verdict of category `c`.
     pub fn add(&mut self, c: Category) {
         match c {
             Category::Resolved => self.resolved += 1,

@@ -30,13 +30,17 @@ pub struct CheckEnvOptions {
 /// One environment image and how it compares.
 #[derive(Debug, Clone, Serialize)]
 pub struct EnvReport {
+    /// The environment image's name.
     pub env_image: String,
+    /// The repository, `owner/name`.
     pub repo: String,
     /// The instances sharing it.
     pub instances: Vec<String>,
     /// The frozen Python, and the Debian release's.
     pub frozen_python: String,
+    /// The Debian release the image is built on.
     pub debian_release: String,
+    /// That release's `python3` version.
     pub debian_python: String,
     /// Seconds the environment build took; `None` when the image was there already.
     pub build_seconds: Option<f64>,
@@ -44,6 +48,7 @@ pub struct EnvReport {
     pub error: Option<String>,
     /// The build log, when a build failed.
     pub build_log: Option<PathBuf>,
+    /// The installed packages against the frozen ones, when the image could be inspected.
     pub check: Option<EnvCheck>,
     /// Python packages the plan knew it could not install (part of `check.missing`).
     pub unavailable: Vec<String>,
@@ -52,6 +57,7 @@ pub struct EnvReport {
 /// Every environment checked, and what was left out.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct CheckEnvReport {
+    /// The environments checked.
     pub envs: Vec<EnvReport>,
     /// Instances with no frozen environment (not SWE-bench Verified).
     pub no_frozen_env: Vec<String>,
@@ -62,12 +68,19 @@ pub struct CheckEnvReport {
 /// Totals over the checked environments.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Overall {
+    /// Environments checked.
     pub envs_total: usize,
+    /// Of them built (or found) and inspected.
     pub envs_built: usize,
+    /// Frozen packages over all environments.
     pub expected: usize,
+    /// Installed at the frozen version.
     pub matched: usize,
+    /// Installed at another version.
     pub different: usize,
+    /// Not installed.
     pub missing: usize,
+    /// Installed but not frozen.
     pub extra: usize,
     /// Matched / expected over all packages.
     pub match_percent: f64,
@@ -76,6 +89,7 @@ pub struct Overall {
 }
 
 impl CheckEnvReport {
+    /// The totals over every checked environment.
     pub fn overall(&self) -> Overall {
         let checked: Vec<&EnvCheck> = self.envs.iter().filter_map(|e| e.check.as_ref()).collect();
         let sum = |f: fn(&EnvCheck) -> usize| checked.iter().map(|c| f(c)).sum::<usize>();

@@ -10,7 +10,9 @@ use crate::predictions::{self, Prediction};
 
 /// The run's inputs, loaded and checked.
 pub struct Inputs {
+    /// The dataset.
     pub dataset: Dataset,
+    /// The predictions that loaded.
     pub predictions: Vec<Prediction>,
     /// The instances the run covers (the dataset, narrowed by `--instance-ids`).
     pub instance_ids: Vec<String>,
@@ -30,16 +32,22 @@ impl Inputs {
 /// Why the inputs could not be loaded at all.
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
+    /// The bundled mini benchmark could not be written out.
     #[error("cannot write the mini benchmark to {}: {source}", dir.display())]
     Mini {
+        /// Where it was to go.
         dir: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// Predictions were given without a dataset.
     #[error("--predictions needs --dataset")]
     PredictionsWithoutDataset,
+    /// A dataset was given without predictions.
     #[error("--dataset needs --predictions (a file, or `gold`)")]
     DatasetWithoutPredictions,
+    /// The dataset or the predictions could not be read.
     #[error(transparent)]
     Load(#[from] LoadError),
 }

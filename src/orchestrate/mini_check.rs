@@ -8,20 +8,28 @@ use crate::runner::RunReport;
 /// Why the verdicts could not be compared.
 #[derive(Debug, thiserror::Error)]
 pub enum MiniCheckError {
+    /// The run's files hold no per-prediction JSON Lines.
     #[error("the run wrote no per-prediction JSONL")]
     NoJsonl,
+    /// The per-prediction file could not be read.
     #[error("cannot read {}: {source}", path.display())]
     Read {
+        /// The file.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// A row of the per-prediction file is not a verdict.
     #[error("{}: {source}", path.display())]
     Json {
+        /// The file.
         path: PathBuf,
+        /// What the JSON parser said.
         #[source]
         source: serde_json::Error,
     },
+    /// The embedded expected verdicts do not parse (a build defect).
     #[error("embedded expected.json: {0}")]
     Expected(#[source] serde_json::Error),
 }

@@ -26,17 +26,24 @@ pub struct ImageChoices {
 /// Why the choices cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum OptionsError {
+    /// A `--repo` flag is not `owner/name=PATH`.
     #[error(transparent)]
     RepoFlag(#[from] RepoFlagError),
+    /// The `--ca-cert` file could not be read.
     #[error("cannot read --ca-cert {}: {source}", path.display())]
     CaCert {
+        /// The file.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// A path could not be made absolute.
     #[error("cannot make {} absolute: {source}", path.display())]
     Path {
+        /// The path.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },

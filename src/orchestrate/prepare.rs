@@ -19,11 +19,13 @@ use crate::runner::Setup;
 /// How images are chosen and built.
 #[derive(Debug, Clone)]
 pub struct PrepareOptions {
+    /// Official (conda) or Debian images.
     pub flavour: Flavour,
     /// Registry and namespace of official images (`--namespace`).
     pub namespace: Option<String>,
     /// A PEM bundle the Debian environment images trust (`--ca-cert`).
     pub ca_cert: Option<Vec<u8>>,
+    /// Local repositories and mirrors to build instance images from.
     pub repos: RepoSources,
     /// Bare repository cache (fetched once, reused by later runs).
     pub repo_cache: PathBuf,
@@ -37,7 +39,9 @@ pub struct PrepareOptions {
 /// level).
 #[derive(Debug, Default)]
 pub struct Prepare {
+    /// What each instance runs in, by instance id.
     pub setups: HashMap<String, Arc<Setup>>,
+    /// The images this preparation created or holds.
     pub images: Prepared,
     /// Spec warnings worth showing (nearest Debian release, best-effort installs, ...).
     pub warnings: Vec<String>,

@@ -99,6 +99,7 @@ pub fn wrong() -> String {
     "diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -1,2 +1,2 @@\n def f():\n-    return 1\n+    return 3\n".to_string()
 }
 
+/// A prediction of `patch` for instance `id` by `model`, sample `sample`.
 pub fn prediction(id: &str, model: &str, sample: u32, patch: &str) -> Prediction {
     Prediction {
         instance_id: id.to_string(),

@@ -15,16 +15,22 @@ use super::inputs::Inputs;
 /// What validation found about one instance.
 #[derive(Debug, Clone, Serialize)]
 pub struct Finding {
+    /// The instance.
     pub instance_id: String,
     /// Categories of the gold runs, then of the empty runs, in sample order.
     pub gold: Vec<Category>,
+    /// Categories of the empty runs, in sample order.
     pub empty: Vec<Category>,
+    /// Some gold run did not resolve (or none ran).
     pub gold_not_resolved: bool,
+    /// Some empty run resolved: the tests do not need the fix.
     pub empty_resolves: bool,
+    /// The verdicts of the gold or of the empty runs differ between runs.
     pub flaky: bool,
 }
 
 impl Finding {
+    /// True when anything above is wrong with the instance.
     pub fn flagged(&self) -> bool {
         self.gold_not_resolved || self.empty_resolves || self.flaky
     }
@@ -45,6 +51,7 @@ pub fn judge(instance_id: &str, gold: Vec<Category>, empty: Vec<Category>) -> Fi
 
 /// The model names of the gold and the empty runs.
 pub const GOLD: &str = "gold";
+/// The model name of the empty runs.
 pub const EMPTY: &str = "empty";
 
 /// The predictions of a validation: for each instance of `inputs`, the gold patch and the
@@ -74,15 +81,21 @@ pub fn gold_and_empty(inputs: &Inputs, k: u32) -> Vec<Prediction> {
 /// Why a validation's verdicts could not be read back.
 #[derive(Debug, thiserror::Error)]
 pub enum FindingsError {
+    /// The per-prediction file could not be read.
     #[error("cannot read {}: {source}", path.display())]
     Read {
+        /// The file.
         path: std::path::PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// A row of the per-prediction file is not a verdict.
     #[error("{}: {message}", path.display())]
     Json {
+        /// The file.
         path: std::path::PathBuf,
+        /// The line and what is wrong with it.
         message: String,
     },
 }

@@ -22,7 +22,12 @@ use crate::spec::Flavour;
 #[derive(Debug, Clone)]
 pub enum Event {
     /// Image preparation starts for `instances` instances.
-    Preparing { instances: usize, flavour: Flavour },
+    Preparing {
+        /// How many instances.
+        instances: usize,
+        /// Official or Debian images.
+        flavour: Flavour,
+    },
     /// Something the run survives and the user should know.
     Notice(Notice),
     /// The runner starts executing the plan; [`Event::Run`] events follow.
@@ -32,13 +37,18 @@ pub enum Event {
     /// The runner is done; no [`Event::Run`] follows.
     Executed,
     /// Images removed because the cache level does not keep them.
-    ImagesRemoved { count: usize },
+    ImagesRemoved {
+        /// How many images.
+        count: usize,
+    },
 }
 
 /// A message for the user, with how much it matters.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Notice {
+    /// How much it matters.
     pub level: Level,
+    /// What to tell the user.
     pub message: String,
 }
 
@@ -57,14 +67,19 @@ fn notice(events: &UnboundedSender<Event>, level: Level, message: String) {
 
 /// What to run: the dataset, the predictions, and the instances the run covers.
 pub struct Work<'a> {
+    /// The dataset.
     pub dataset: &'a Dataset,
+    /// The predictions to run.
     pub predictions: Vec<Prediction>,
+    /// The instances the run covers (for the summaries' totals).
     pub instance_ids: Vec<String>,
 }
 
 /// The run's images: how to prepare them and which to keep afterwards.
 pub struct ImagePolicy<'a> {
+    /// How images are chosen and built.
     pub prepare: &'a PrepareOptions,
+    /// Which images to keep after the run.
     pub keep: CacheLevel,
 }
 
