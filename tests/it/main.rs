@@ -20,3 +20,4 @@ mod run_e2e;
 mod runner;
 mod spec;
 mod submit;
+mod swarm;

@@ -604,7 +604,11 @@ impl SwarmEngine {
                 let nodes = self.nodes().await?;
                 let view = nodes.iter().find(|n| n.id == node);
                 if out.node.is_none() {
-                    out.node = view.map(|n| n.hostname.clone());
+                    // Nodes may share a host name: the id tells them apart.
+                    out.node = Some(match view {
+                        Some(n) => format!("{} ({node})", n.hostname),
+                        None => node.to_string(),
+                    });
                 }
                 if !view.is_some_and(|n| n.ready) {
                     self.place().forget(node);

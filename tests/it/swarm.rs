@@ -1,0 +1,660 @@
+//! A real two-node Docker Swarm on one machine: `swe-eval run --engine swarm` across it.
+//!
+//! The manager is the machine's Docker daemon; the worker is a second `dockerd` that this test
+//! starts in a network namespace of its own (its own data root, exec root, pid file, socket
+//! and cgroup parent; `--bridge none --iptables=false`), joined to the host by a veth pair on
+//! addresses of the test's own (10.213.N.0/30). A local registry (Debian's `docker-registry`)
+//! runs in the namespace on port P; the worker reaches it at 127.0.0.1:P (its own loopback),
+//! the manager through a forward from its loopback 127.0.0.1:P that the test runs: loopback
+//! registries are trusted by every daemon, so neither daemon needs restarting or configuring.
+//!
+//! The test runs the mini benchmark twice: once with both nodes up (every verdict as
+//! expected, jobs on both nodes), once killing the worker's daemon while jobs run on it (the
+//! run completes with every verdict as expected, the lost jobs retried on the manager). Then
+//! nothing of the runs may be left: no service, config, container, hold or registry name on the
+//! manager, no container on the worker (restarted, it cleans up), and the worker holds only
+//! images pulled from the registry (its cache). The cluster is torn down (swarm left on both
+//! daemons, the worker's daemon stopped, its processes and cgroups gone, namespace and link
+//! removed) by a guard, also when the test fails; the machine's daemon is never left in swarm
+//! mode. It refuses to start when that daemon already is in a swarm.
+
+use std::collections::BTreeSet;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::common::{bin, prerequisite, require, require_program};
+
+/// Runs `program args`; its standard output, or its standard error as the failure.
+fn run(program: &str, args: &[&str]) -> Result<String, String> {
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .map_err(|e| format!("{program}: {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    } else {
+        Err(format!(
+            "{program} {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+fn must(program: &str, args: &[&str]) -> String {
+    run(program, args).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Polls `f` every half second until it gives `Some`, or panics after `limit` saying `what`.
+fn wait_for<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let t0 = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(
+            t0.elapsed() < limit,
+            "timed out after {limit:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// A TCP forward from a host loopback port to an address in the namespace.
+struct Forward {
+    stop: Arc<AtomicBool>,
+    port: u16,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Forward {
+    fn start(listener: TcpListener, to: SocketAddr) -> Forward {
+        let port = listener.local_addr().unwrap().port();
+        let stop = Arc::new(AtomicBool::new(false));
+        let halt = stop.clone();
+        let thread = std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                if halt.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(down) = conn else { continue };
+                let Ok(up) = TcpStream::connect_timeout(&to, Duration::from_secs(5)) else {
+                    continue;
+                };
+                for (mut a, mut b) in [
+                    (down.try_clone().unwrap(), up.try_clone().unwrap()),
+                    (up, down),
+                ] {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut a, &mut b);
+                        let _ = b.shutdown(std::net::Shutdown::Write);
+                    });
+                }
+            }
+        });
+        Forward {
+            stop,
+            port,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Forward {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wake the accept loop so it sees the flag.
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The cluster and everything the test made for it; `Drop` takes it all down.
+struct Cluster {
+    ns: String,
+    host_if: String,
+    host_ip: String,
+    worker_ip: String,
+    dir: PathBuf,
+    _tmp: tempfile::TempDir,
+    cgroup_parent: String,
+    worker: Option<Child>,
+    registry: Option<Child>,
+    forward: Option<Forward>,
+    port: u16,
+    /// The machine's daemon was made a manager by this test.
+    swarm: bool,
+    gwbridge_before: bool,
+}
+
+impl Cluster {
+    fn host(&self) -> String {
+        format!("unix://{}", self.dir.join("d.sock").display())
+    }
+
+    fn worker_docker(&self, args: &[&str]) -> Result<String, String> {
+        let host = self.host();
+        let mut all = vec!["-H", host.as_str()];
+        all.extend_from_slice(args);
+        run("docker", &all)
+    }
+
+    fn start_worker(&mut self) {
+        let d = self.dir.display().to_string();
+        let log = std::fs::File::options()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("dockerd.log"))
+            .unwrap();
+        let child = Command::new("nsenter")
+            .arg(format!("--net=/var/run/netns/{}", self.ns))
+            .arg("dockerd")
+            .args(["--data-root", &format!("{d}/data")])
+            .args(["--exec-root", &format!("{d}/exec")])
+            .args(["--pidfile", &format!("{d}/dockerd.pid")])
+            .args(["-H", &self.host()])
+            .args(["--bridge", "none", "--iptables=false", "--ip-masq=false"])
+            .args(["--cgroup-parent", &self.cgroup_parent])
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("start the worker's dockerd");
+        self.worker = Some(child);
+        wait_for("the worker's daemon", Duration::from_secs(60), || {
+            self.worker_docker(&["version"]).ok()
+        });
+    }
+
+    /// Kills the worker's daemon at once (SIGKILL), as a machine that dies.
+    fn kill_worker(&mut self) {
+        if let Some(mut c) = self.worker.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Stops the worker's daemon (SIGTERM, then SIGKILL after 30 s).
+    fn stop_worker(&mut self) {
+        if let Some(mut c) = self.worker.take() {
+            let _ = run("kill", &["-TERM", &c.id().to_string()]);
+            let t0 = Instant::now();
+            while t0.elapsed() < Duration::from_secs(30) {
+                if let Ok(Some(_)) = c.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    fn nodes_ready(&self) -> Option<usize> {
+        let out = run("docker", &["node", "ls", "--format", "{{.Status}}"]).ok()?;
+        let ready = out.lines().filter(|l| *l == "Ready").count();
+        Some(ready)
+    }
+
+    fn worker_node_id(&self) -> String {
+        must(
+            "docker",
+            &["-H", &self.host(), "info", "--format", "{{.Swarm.NodeID}}"],
+        )
+    }
+
+    /// Processes of the worker left behind (containerd, shims, container processes).
+    fn kill_leftovers(&self) {
+        let marker = self.dir.display().to_string();
+        if let Ok(entries) = std::fs::read_dir("/proc") {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().to_string();
+                if !name.bytes().all(|b| b.is_ascii_digit()) {
+                    continue;
+                }
+                let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+                if String::from_utf8_lossy(&cmdline).contains(&marker) {
+                    let _ = run("kill", &["-KILL", &name]);
+                }
+            }
+        }
+        for ctl in [
+            "pids", "memory", "cpu", "cpuacct", "cpuset", "blkio", "devices", "freezer", "systemd",
+            "unified",
+        ] {
+            let root = Path::new("/sys/fs/cgroup")
+                .join(ctl)
+                .join(self.cgroup_parent.trim_start_matches('/'));
+            let Ok(children) = std::fs::read_dir(&root) else {
+                continue;
+            };
+            for c in children.flatten().filter(|c| c.path().is_dir()) {
+                let procs =
+                    std::fs::read_to_string(c.path().join("cgroup.procs")).unwrap_or_default();
+                for pid in procs.split_whitespace() {
+                    let _ = run("kill", &["-KILL", pid]);
+                }
+                std::thread::sleep(Duration::from_millis(100));
+                let _ = std::fs::remove_dir(c.path());
+            }
+            let _ = std::fs::remove_dir(&root);
+        }
+    }
+
+    fn teardown(&mut self) {
+        if self.worker.is_some() {
+            let _ = self.worker_docker(&["swarm", "leave", "--force"]);
+        }
+        if self.swarm {
+            let _ = run("docker", &["swarm", "leave", "--force"]);
+            self.swarm = false;
+        }
+        self.stop_worker();
+        if let Some(mut r) = self.registry.take() {
+            let _ = r.kill();
+            let _ = r.wait();
+        }
+        self.forward = None;
+        self.kill_leftovers();
+        if !self.gwbridge_before {
+            let _ = run("docker", &["network", "rm", "docker_gwbridge"]);
+        }
+        let _ = run("ip", &["link", "del", &self.host_if]);
+        let _ = run("ip", &["netns", "del", &self.ns]);
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.teardown();
+    }
+}
+
+/// Brings the cluster up; the returned guard owns it whatever happens next.
+fn cluster() -> Cluster {
+    let n = std::process::id() % 200 + 20;
+    let tag = format!("swe{}", std::process::id() % 100_000);
+    let tmp = tempfile::Builder::new()
+        .prefix("sw")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let gwbridge_before = run("docker", &["network", "inspect", "docker_gwbridge"]).is_ok();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let mut c = Cluster {
+        ns: format!("{tag}-ns"),
+        host_if: format!("{tag}h"),
+        host_ip: format!("10.213.{n}.1"),
+        worker_ip: format!("10.213.{n}.2"),
+        dir: tmp.path().to_path_buf(),
+        _tmp: tmp,
+        cgroup_parent: format!("/{tag}-worker"),
+        worker: None,
+        registry: None,
+        forward: None,
+        port,
+        swarm: false,
+        gwbridge_before,
+    };
+    let peer = format!("{tag}n");
+    must("ip", &["netns", "add", &c.ns]);
+    must(
+        "ip",
+        &[
+            "link", "add", &c.host_if, "type", "veth", "peer", "name", &peer, "netns", &c.ns,
+        ],
+    );
+    must(
+        "ip",
+        &[
+            "addr",
+            "add",
+            &format!("{}/30", c.host_ip),
+            "dev",
+            &c.host_if,
+        ],
+    );
+    must("ip", &["link", "set", &c.host_if, "up"]);
+    for args in [
+        vec!["addr", "add", &format!("{}/30", c.worker_ip), "dev", &peer],
+        vec!["link", "set", &peer, "up"],
+        vec!["link", "set", "lo", "up"],
+    ] {
+        let mut all = vec!["-n", c.ns.as_str()];
+        all.extend(args.iter().copied());
+        must("ip", &all);
+    }
+    c.start_worker();
+
+    // The registry, in the namespace; the manager reaches it through the forward.
+    let cfg = c.dir.join("registry.yml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: 0.0.0.0:{port}\n",
+            c.dir.join("registry").display()
+        ),
+    )
+    .unwrap();
+    let registry_bin = if Path::new("/usr/bin/docker-registry").exists() {
+        "/usr/bin/docker-registry"
+    } else {
+        "docker-registry"
+    };
+    c.registry = Some(
+        Command::new("nsenter")
+            .arg(format!("--net=/var/run/netns/{}", c.ns))
+            .args([registry_bin, "serve"])
+            .arg(&cfg)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start docker-registry (scripts/setup.sh installs it)"),
+    );
+    c.forward = Some(Forward::start(
+        listener,
+        format!("{}:{port}", c.worker_ip).parse().unwrap(),
+    ));
+    wait_for("the registry", Duration::from_secs(30), || {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+        s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+        s.write_all(b"GET /v2/ HTTP/1.0\r\n\r\n").ok()?;
+        let mut answer = String::new();
+        s.read_to_string(&mut answer).ok()?;
+        answer
+            .starts_with("HTTP/1.0 200")
+            .then_some(())
+            .or_else(|| answer.starts_with("HTTP/1.1 200").then_some(()))
+    });
+
+    must(
+        "docker",
+        &[
+            "swarm",
+            "init",
+            "--advertise-addr",
+            &c.host_ip,
+            "--listen-addr",
+            &format!("{}:2377", c.host_ip),
+        ],
+    );
+    c.swarm = true;
+    let token = must("docker", &["swarm", "join-token", "-q", "worker"]);
+    c.worker_docker(&[
+        "swarm",
+        "join",
+        "--token",
+        &token,
+        "--advertise-addr",
+        &c.worker_ip,
+        "--listen-addr",
+        &format!("{}:2377", c.worker_ip),
+        &format!("{}:2377", c.host_ip),
+    ])
+    .unwrap_or_else(|e| panic!("worker join: {e}"));
+    wait_for("two ready nodes", Duration::from_secs(60), || {
+        (c.nodes_ready()? == 2).then_some(())
+    });
+    c
+}
+
+struct Finished {
+    code: i32,
+    stdout: String,
+}
+
+fn spawn_run(dir: &Path, run_id: &str, registry: &str) -> Child {
+    Command::new(bin())
+        .args([
+            "run",
+            "--engine",
+            "swarm",
+            "--registry",
+            registry,
+            "--run-id",
+            run_id,
+        ])
+        .current_dir(dir)
+        .env_remove("DOCKER_HOST")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn swe-eval")
+}
+
+fn finish(child: Child) -> Finished {
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    eprintln!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    Finished {
+        code: out.status.code().unwrap_or(-1),
+        stdout,
+    }
+}
+
+/// The node lines (`node <host> (<id>)`) of every job log of a run: the node ids.
+fn job_nodes(results: &Path, run_id: &str) -> Vec<String> {
+    let root = results.join("logs/run_evaluation").join(run_id);
+    let mut nodes = Vec::new();
+    let mut stack = vec![root];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.file_name().is_some_and(|n| n == "run_instance.log") {
+                let text = std::fs::read_to_string(&p).unwrap();
+                for l in text.lines().filter_map(|l| l.strip_prefix("node ")) {
+                    if let Some(id) = l.rsplit_once('(').map(|(_, id)| id.trim_end_matches(')')) {
+                        nodes.push(id.to_string());
+                    }
+                }
+            }
+        }
+    }
+    nodes
+}
+
+fn verdict_files(results: &Path, run_id: &str) -> usize {
+    let mut n = 0;
+    let mut stack = vec![results.join("logs/run_evaluation").join(run_id)];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.file_name().is_some_and(|n| n == "verdict.json") {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+fn lines(s: Result<String, String>) -> BTreeSet<String> {
+    s.unwrap_or_default()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+fn assert_mini_ok(run: &Finished) {
+    assert_eq!(run.code, 0, "the run is clean:\n{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("mini benchmark: 22/22 verdicts as expected"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn mini_benchmark_on_a_two_node_swarm_survives_a_dead_worker() {
+    let root = prerequisite(
+        "root (namespaces, veth, a second dockerd)",
+        run("id", &["-u"]).and_then(|u| {
+            if u == "0" {
+                Ok(())
+            } else {
+                Err(format!("uid {u}"))
+            }
+        }),
+    );
+    if root.is_none()
+        || !require_program("docker")
+        || !require_program("dockerd")
+        || !require(
+            "ip and nsenter",
+            run("ip", &["-V"]).is_ok() && run("nsenter", &["--version"]).is_ok(),
+        )
+        || !require(
+            "docker-registry (scripts/setup.sh installs it)",
+            Path::new("/usr/bin/docker-registry").exists()
+                || run("which", &["docker-registry"]).is_ok(),
+        )
+    {
+        return;
+    }
+    let Some(state) = prerequisite(
+        "a Docker daemon",
+        run("docker", &["info", "--format", "{{.Swarm.LocalNodeState}}"]),
+    ) else {
+        return;
+    };
+    // Never touch a daemon that already is in a swarm (someone else's cluster).
+    if !require(
+        &format!("a Docker daemon outside any swarm (it is {state})"),
+        state == "inactive",
+    ) {
+        return;
+    }
+    let _turn = crate::common::mini_images_turn();
+    let mut c = cluster();
+    let registry = format!("127.0.0.1:{}", c.port);
+    let work = tempfile::tempdir().unwrap();
+    let results = work.path().join("results");
+    let manager_id = must("docker", &["info", "--format", "{{.Swarm.NodeID}}"]);
+    let worker_id = c.worker_node_id();
+
+    // 1. Both nodes up: every verdict as expected, jobs on both.
+    let first = finish(spawn_run(work.path(), "swarm1", &registry));
+    assert_mini_ok(&first);
+    let nodes: BTreeSet<String> = job_nodes(&results, "swarm1").into_iter().collect();
+    assert_eq!(
+        nodes,
+        BTreeSet::from([manager_id.clone(), worker_id.clone()]),
+        "jobs ran on both nodes"
+    );
+
+    // 2. The worker's daemon dies while its jobs run: they are retried elsewhere.
+    let child = spawn_run(work.path(), "swarm2", &registry);
+    let prefix = "swe-eval-swarm2-";
+    wait_for(
+        "a job running on the worker",
+        Duration::from_secs(300),
+        || {
+            let names = lines(c.worker_docker(&["ps", "--format", "{{.Names}}"]));
+            names.iter().any(|n| n.starts_with(prefix)).then_some(())
+        },
+    );
+    let done_at_kill = verdict_files(&results, "swarm2");
+    c.kill_worker();
+    let second = finish(child);
+    assert!(
+        done_at_kill < 22,
+        "the worker died mid-run ({done_at_kill} verdicts written)"
+    );
+    assert_mini_ok(&second);
+    let retries: u32 = second
+        .stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("engine retries: "))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        retries >= 1,
+        "the job lost with the worker was retried:\n{}",
+        second.stdout
+    );
+    let down = must(
+        "docker",
+        &[
+            "node",
+            "inspect",
+            &worker_id,
+            "--format",
+            "{{.Status.State}}",
+        ],
+    );
+    assert_eq!(down, "down", "the manager saw the worker die");
+
+    // 3. Nothing of the runs is left. The worker, restarted, rejoins and removes its containers.
+    c.start_worker();
+    wait_for("the worker back", Duration::from_secs(120), || {
+        (c.nodes_ready()? == 2).then_some(())
+    });
+    let tasks_left = |c: &Cluster| {
+        lines(c.worker_docker(&["ps", "-a", "--format", "{{.Names}}"]))
+            .into_iter()
+            .filter(|n| n.starts_with("swe-eval-"))
+            .collect::<Vec<_>>()
+    };
+    wait_for(
+        "the worker to remove the dead run's containers",
+        Duration::from_secs(120),
+        || tasks_left(&c).is_empty().then_some(()),
+    );
+    let manager_tasks: Vec<String> = lines(run("docker", &["ps", "-a", "--format", "{{.Names}}"]))
+        .into_iter()
+        .filter(|n| n.starts_with("swe-eval-swarm"))
+        .collect();
+    assert!(
+        manager_tasks.is_empty(),
+        "task containers left on the manager: {manager_tasks:?}"
+    );
+    assert!(lines(run(
+        "docker",
+        &["service", "ls", "-q", "--filter", "label=swe-eval"]
+    ))
+    .is_empty());
+    assert!(lines(run(
+        "docker",
+        &["config", "ls", "-q", "--filter", "label=swe-eval"]
+    ))
+    .is_empty());
+    let pushed_names: Vec<String> = lines(run(
+        "docker",
+        &["images", "--format", "{{.Repository}}:{{.Tag}}"],
+    ))
+    .into_iter()
+    .filter(|n| n.starts_with(&registry))
+    .collect();
+    assert!(
+        pushed_names.is_empty(),
+        "registry names left on the manager: {pushed_names:?}"
+    );
+    let foreign: Vec<String> = lines(c.worker_docker(&["images", "--format", "{{.Repository}}"]))
+        .into_iter()
+        .filter(|r| !r.starts_with(&registry))
+        .collect();
+    assert!(
+        foreign.is_empty(),
+        "the worker holds only images pulled from the registry: {foreign:?}"
+    );
+
+    // 4. Down again, and the machine's daemon out of swarm mode.
+    c.teardown();
+    let state = must("docker", &["info", "--format", "{{.Swarm.LocalNodeState}}"]);
+    assert_eq!(state, "inactive", "the machine's daemon left the swarm");
+    assert!(
+        run("ip", &["netns", "pids", &c.ns]).is_err(),
+        "namespace removed"
+    );
+}
