@@ -9,7 +9,8 @@
 //! registries are trusted by every daemon, so neither daemon needs restarting or configuring.
 //!
 //! The test runs the mini benchmark twice: once with both nodes up (every verdict as
-//! expected, jobs on both nodes), once killing the worker's daemon while jobs run on it (the
+//! expected, jobs on both nodes); then one job whose files reach it inline and through Swarm
+//! configs (sizes at and over each limit); then the mini benchmark again, killing the worker's daemon while jobs run on it (the
 //! run completes with every verdict as expected, the lost jobs retried on the manager). Then
 //! nothing of the runs may be left: no service, config, container, hold or registry name on the
 //! manager, no container on the worker (restarted, it cleans up), and the worker holds only
@@ -26,6 +27,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use swe_eval::engine::swarm::inputs;
+use swe_eval::engine::{Engine, FileIn, JobSpec, Limits, SwarmEngine, SwarmOptions};
+use swe_eval::images::base_image_name;
+use swe_eval::spec::DebianRelease;
 
 use crate::common::{bin, prerequisite, require, require_program};
 
@@ -460,6 +466,41 @@ fn job_nodes(results: &Path, run_id: &str) -> Vec<String> {
     nodes
 }
 
+/// Prints (never asserts) the median setup (submit to start), run and teardown of a run's
+/// jobs, for the figures in docs/benchmarks.md.
+fn print_timings(results: &Path, run_id: &str) {
+    let mut rows: Vec<[f64; 3]> = Vec::new();
+    let mut stack = vec![results.join("logs/run_evaluation").join(run_id)];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.file_name().is_some_and(|n| n == "run_instance.log") {
+                let text = std::fs::read_to_string(&p).unwrap_or_default();
+                let Some(t) = text.lines().find_map(|l| l.strip_prefix("timings: setup ")) else {
+                    continue;
+                };
+                let num = |s: &str| s.trim_end_matches(['s', ';']).parse::<f64>().unwrap_or(0.0);
+                let w: Vec<&str> = t.split_whitespace().collect();
+                rows.push([num(w[0]), num(w[2]), num(w[4])]);
+            }
+        }
+    }
+    let median = |k: usize| {
+        let mut v: Vec<f64> = rows.iter().map(|r| r[k]).collect();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(0.0)
+    };
+    eprintln!(
+        "{run_id}: {} jobs, median setup (submit to start) {:.2} s, run {:.2} s, teardown {:.3} s",
+        rows.len(),
+        median(0),
+        median(1),
+        median(2)
+    );
+}
+
 fn verdict_files(results: &Path, run_id: &str) -> usize {
     let mut n = 0;
     let mut stack = vec![results.join("logs/run_evaluation").join(run_id)];
@@ -493,6 +534,74 @@ fn assert_mini_ok(run: &Finished) {
         "{}",
         run.stdout
     );
+}
+
+/// Runs one job through the Swarm engine with a file at the inline limit, one just over it
+/// and one of three config chunks; the job prints their SHA-256 sums.
+fn check_inputs(registry: &str) {
+    use sha2::Digest;
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let image = base_image_name(DebianRelease::Bookworm);
+    let file = |path: &str, len: usize, seed: usize| FileIn {
+        path: path.into(),
+        contents: (0..len).map(|i| ((i * 31 + seed) % 251) as u8).collect(),
+        mode: 0o644,
+    };
+    let files = vec![
+        file("/in/a", inputs::INLINE_MAX, 1),
+        file("/in/b", inputs::INLINE_MAX + 1, 2),
+        file("/in/c", 1_200_000, 3),
+    ];
+    let want: String = files
+        .iter()
+        .map(|f| {
+            format!(
+                "{}  {}\n",
+                hex::encode(sha2::Sha256::digest(&f.contents)),
+                f.path
+            )
+        })
+        .collect();
+    let plan = inputs::plan(&files, &["true".to_string()], "x");
+    assert_eq!(plan.configs.len(), 4, "b in one chunk, c in three");
+    let job = JobSpec {
+        image,
+        name: "swe-eval-inputs-check".into(),
+        labels: std::collections::BTreeMap::from([("swe-eval".into(), "1".into())]),
+        files,
+        command: vec![
+            "sha256sum".into(),
+            "/in/a".into(),
+            "/in/b".into(),
+            "/in/c".into(),
+        ],
+        env: Vec::new(),
+        working_dir: None,
+        limits: Limits::default(),
+        network: false,
+        timeout: Duration::from_secs(120),
+        max_output_bytes: 1 << 20,
+    };
+    let out = rt
+        .block_on(async {
+            let engine = SwarmEngine::connect(SwarmOptions {
+                registry: Some(registry.to_string()),
+                ..Default::default()
+            })
+            .await?;
+            let out = engine.run_job(job).await;
+            assert!(engine.finish_run().await.is_empty());
+            out
+        })
+        .unwrap();
+    assert_eq!(
+        out.exit_code,
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.output)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.output), want);
+    assert!(out.node.is_some());
 }
 
 #[test]
@@ -546,6 +655,7 @@ fn mini_benchmark_on_a_two_node_swarm_survives_a_dead_worker() {
     // 1. Both nodes up: every verdict as expected, jobs on both.
     let first = finish(spawn_run(work.path(), "swarm1", &registry));
     assert_mini_ok(&first);
+    print_timings(&results, "swarm1");
     let nodes: BTreeSet<String> = job_nodes(&results, "swarm1").into_iter().collect();
     assert_eq!(
         nodes,
@@ -553,7 +663,37 @@ fn mini_benchmark_on_a_two_node_swarm_survives_a_dead_worker() {
         "jobs ran on both nodes"
     );
 
-    // 2. The worker's daemon dies while its jobs run: they are retried elsewhere.
+    // 2. The inputs of a job: inline up to the inline limit, through config chunks beyond
+    // (here 1.2 MB, three chunks), byte for byte on whichever node runs it.
+    check_inputs(&registry);
+    // Swarm's own limit on a config, which the chunks stay under: Docker 20.10 takes fewer than
+    // 1,024,000 bytes (the documented limit is 500 KB, the chunk size).
+    let config = |name: &str, len: usize| {
+        let mut child = Command::new("docker")
+            .args(["config", "create", "--label", "swe-eval=1", name, "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(&vec![b'x'; len])
+            .unwrap();
+        let ok = child.wait().unwrap().success();
+        let _ = run("docker", &["config", "rm", name]);
+        ok
+    };
+    assert!(config("swe-eval-limit-a", inputs::CONFIG_CHUNK));
+    assert!(config("swe-eval-limit-b", 1_023_999));
+    assert!(
+        !config("swe-eval-limit-c", 1_024_000),
+        "Swarm refuses a config of 1,024,000 bytes"
+    );
+
+    // 3. The worker's daemon dies while its jobs run: they are retried elsewhere.
     let child = spawn_run(work.path(), "swarm2", &registry);
     let prefix = "swe-eval-swarm2-";
     wait_for(
@@ -571,6 +711,7 @@ fn mini_benchmark_on_a_two_node_swarm_survives_a_dead_worker() {
         done_at_kill < 22,
         "the worker died mid-run ({done_at_kill} verdicts written)"
     );
+    print_timings(&results, "swarm2");
     assert_mini_ok(&second);
     let retries: u32 = second
         .stdout
@@ -595,7 +736,7 @@ fn mini_benchmark_on_a_two_node_swarm_survives_a_dead_worker() {
     );
     assert_eq!(down, "down", "the manager saw the worker die");
 
-    // 3. Nothing of the runs is left. The worker, restarted, rejoins and removes its containers.
+    // 4. Nothing of the runs is left. The worker, restarted, rejoins and removes its containers.
     c.start_worker();
     wait_for("the worker back", Duration::from_secs(120), || {
         (c.nodes_ready()? == 2).then_some(())
@@ -649,7 +790,7 @@ fn mini_benchmark_on_a_two_node_swarm_survives_a_dead_worker() {
         "the worker holds only images pulled from the registry: {foreign:?}"
     );
 
-    // 4. Down again, and the machine's daemon out of swarm mode.
+    // 5. Down again, and the machine's daemon out of swarm mode.
     c.teardown();
     let state = must("docker", &["info", "--format", "{{.Swarm.LocalNodeState}}"]);
     assert_eq!(state, "inactive", "the machine's daemon left the swarm");
