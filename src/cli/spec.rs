@@ -159,7 +159,7 @@ fn check_env(
     chosen: &[&crate::dataset::Instance],
     ca: Option<Vec<u8>>,
 ) -> Result<usize, super::BoxError> {
-    use crate::orchestrate::check_env::{check_envs, CheckEnvOptions};
+    use crate::orchestrate::check_env::{check_envs_with, CheckEnvOptions};
     let opts = CheckEnvOptions {
         ca_cert: ca,
         build_logs: args.output.join("logs").join("build_images"),
@@ -168,53 +168,8 @@ fn check_env(
     let rt = tokio::runtime::Runtime::new()?;
     let report = rt.block_on(async {
         let engine = crate::engine::DockerEngine::connect().await?;
-        Ok::<_, super::BoxError>(check_envs(&engine, chosen, &opts).await)
+        Ok::<_, super::BoxError>(check_envs_with(&engine, chosen, &opts, print_env).await)
     })?;
-    for env in &report.envs {
-        let head = format!(
-            "{} python {} on {} ({}): {} instance(s)",
-            env.repo,
-            env.frozen_python,
-            env.debian_release,
-            env.debian_python,
-            env.instances.len()
-        );
-        let built = env
-            .build_seconds
-            .map(|s| format!(", built in {s:.0} s"))
-            .unwrap_or_default();
-        match (&env.check, &env.error) {
-            (Some(c), _) => {
-                eprintln!(
-                    "{head}{built}: {}/{} frozen packages matched ({:.1}%), {} different, {} missing, {} extra [{}]",
-                    c.matched.len(),
-                    c.expected(),
-                    c.match_percent(),
-                    c.different.len(),
-                    c.missing.len(),
-                    c.extra.len(),
-                    env.env_image
-                );
-                for (n, want, got) in &c.different {
-                    eprintln!("  different: {n} {got} (frozen {want})");
-                }
-                for (n, want) in &c.missing {
-                    eprintln!("  missing: {n}=={want}");
-                }
-            }
-            (None, e) => {
-                let log = env
-                    .build_log
-                    .as_ref()
-                    .map(|p| format!(" (log: {})", p.display()))
-                    .unwrap_or_default();
-                eprintln!(
-                    "{head}: not checked: {}{log}",
-                    e.as_deref().unwrap_or("unknown")
-                );
-            }
-        }
-    }
     if !report.no_frozen_env.is_empty() {
         eprintln!(
             "no frozen environment (not checked): {}",
@@ -237,6 +192,53 @@ fn check_env(
     let json = serde_json::json!({ "overall": o, "report": report });
     crate::fsutil::write_json_atomic(&args.output.join("check_env.json"), &json)?;
     Ok(report.problems())
+}
+
+/// One environment's line, and its different and missing packages by name.
+fn print_env(env: &crate::orchestrate::check_env::EnvReport) {
+    let head = format!(
+        "{} python {} on {} ({}): {} instance(s)",
+        env.repo,
+        env.frozen_python,
+        env.debian_release,
+        env.debian_python,
+        env.instances.len()
+    );
+    let built = env
+        .build_seconds
+        .map(|s| format!(", built in {s:.0} s"))
+        .unwrap_or_default();
+    match (&env.check, &env.error) {
+        (Some(c), _) => {
+            eprintln!(
+                "{head}{built}: {}/{} frozen packages matched ({:.1}%), {} different, {} missing, {} extra [{}]",
+                c.matched.len(),
+                c.expected(),
+                c.match_percent(),
+                c.different.len(),
+                c.missing.len(),
+                c.extra.len(),
+                env.env_image
+            );
+            for (n, want, got) in &c.different {
+                eprintln!("  different: {n} {got} (frozen {want})");
+            }
+            for (n, want) in &c.missing {
+                eprintln!("  missing: {n}=={want}");
+            }
+        }
+        (None, e) => {
+            let log = env
+                .build_log
+                .as_ref()
+                .map(|p| format!(" (log: {})", p.display()))
+                .unwrap_or_default();
+            eprintln!(
+                "{head}: not checked: {}{log}",
+                e.as_deref().unwrap_or("unknown")
+            );
+        }
+    }
 }
 
 /// `eval.sh`, the two Dockerfiles and their build-context files, side by side.

@@ -129,6 +129,17 @@ pub async fn check_envs<E: Engine>(
     instances: &[&Instance],
     opts: &CheckEnvOptions,
 ) -> CheckEnvReport {
+    check_envs_with(engine, instances, opts, |_| {}).await
+}
+
+/// [`check_envs`], telling `on_env` about each environment as soon as it is checked (builds
+/// take minutes each).
+pub async fn check_envs_with<E: Engine>(
+    engine: &E,
+    instances: &[&Instance],
+    opts: &CheckEnvOptions,
+    mut on_env: impl FnMut(&EnvReport),
+) -> CheckEnvReport {
     let mut report = CheckEnvReport::default();
     let spec_opts = SpecOptions {
         ca_cert: opts.ca_cert.is_some(),
@@ -158,7 +169,9 @@ pub async fn check_envs<E: Engine>(
         let (spec, ids) = by_image
             .remove(&tag)
             .expect("every tag in order is in the map");
-        report.envs.push(check_spec(engine, &spec, ids, opts).await);
+        let env = check_spec(engine, &spec, ids, opts).await;
+        on_env(&env);
+        report.envs.push(env);
     }
     report
 }
