@@ -187,36 +187,44 @@ impl ErrorReason {
     }
 }
 
-/// The verdict's kind, as the runner and analyses count it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+/// How a prediction ended: the one verdict category of grading, the runner's verdicts, the
+/// reports and every count. Why an error is one is [`ErrorReason`], kept beside it.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Category {
-    /// Every required test passes.
+    /// All FAIL_TO_PASS and PASS_TO_PASS tests pass.
     Resolved,
-    /// The tests ran and some required test did not pass.
+    /// The tests ran and some required test fails.
     Unresolved,
-    /// No test verdict, for this reason.
-    Error(ErrorReason),
+    /// The model's fault or the task's: the patch did not apply, the run timed out, or the
+    /// test output is missing.
+    Error,
     /// Empty or missing patch: not run, counted apart (official `empty_patch_ids`).
     EmptyPatch,
+    /// The infrastructure failed (Docker errors after retries, an image that did not build, a
+    /// missing log): nothing about the patch is known.
+    InfraError,
 }
 
 impl Category {
-    /// `resolved`, `unresolved`, `error` or `empty_patch`.
+    /// `resolved`, `unresolved`, `error`, `empty_patch` or `infra_error`.
     pub fn as_str(self) -> &'static str {
         match self {
             Category::Resolved => "resolved",
             Category::Unresolved => "unresolved",
-            Category::Error(_) => "error",
+            Category::Error => "error",
             Category::EmptyPatch => "empty_patch",
+            Category::InfraError => "infra_error",
         }
     }
 
-    /// The reason of an error, `None` for the other kinds.
-    pub fn error_reason(self) -> Option<ErrorReason> {
-        match self {
-            Category::Error(r) => Some(r),
-            _ => None,
+    /// The category of an error with this reason: an infrastructure failure, or an error.
+    pub fn of_error(reason: ErrorReason) -> Category {
+        match reason {
+            ErrorReason::Infra => Category::InfraError,
+            _ => Category::Error,
         }
     }
 
@@ -307,6 +315,8 @@ impl StrictFinding {
 pub struct Verdict {
     /// Official category (the default mode's verdict).
     pub category: Category,
+    /// Why the prediction is an error or an infrastructure error (the same in both modes).
+    pub error_reason: Option<ErrorReason>,
     /// The official test groups, when the log was graded.
     pub tests: Option<TestGroups>,
     /// True when the official harness writes a `report.json` for this prediction: every graded
@@ -347,9 +357,18 @@ impl Verdict {
         self.category != self.strict_category
     }
 
+    /// An error verdict without tests: its category follows from `reason`.
+    fn error(reason: ErrorReason, official_report: bool, exit_code: Option<i32>) -> Verdict {
+        Verdict {
+            error_reason: Some(reason),
+            ..Verdict::without_tests(Category::of_error(reason), official_report, exit_code)
+        }
+    }
+
     fn without_tests(category: Category, official_report: bool, exit_code: Option<i32>) -> Verdict {
         Verdict {
             category,
+            error_reason: None,
             tests: None,
             official_report,
             patch_applied: false,
@@ -373,37 +392,17 @@ pub fn grade(input: &GradeInput<'_>) -> Result<Verdict, UnknownParser> {
     }
     let (log, runner_exit) = match input.outcome {
         RunOutcome::PatchApplyFailed => {
-            return Ok(Verdict::without_tests(
-                Category::Error(ErrorReason::PatchApplyFailed),
-                false,
-                None,
-            ))
+            return Ok(Verdict::error(ErrorReason::PatchApplyFailed, false, None))
         }
-        RunOutcome::TimedOut => {
-            return Ok(Verdict::without_tests(
-                Category::Error(ErrorReason::Timeout),
-                false,
-                None,
-            ))
-        }
-        RunOutcome::Infra => {
-            return Ok(Verdict::without_tests(
-                Category::Error(ErrorReason::Infra),
-                false,
-                None,
-            ))
-        }
+        RunOutcome::TimedOut => return Ok(Verdict::error(ErrorReason::Timeout, false, None)),
+        RunOutcome::Infra => return Ok(Verdict::error(ErrorReason::Infra, false, None)),
         RunOutcome::Completed { log, exit_code } => (log, exit_code),
     };
     let exit_code = runner_exit.or_else(|| logparse::test_exit_code(log));
     let statuses = match logparse::parse_test_log(input.parser, log)? {
         LogReading::Parsed { statuses, .. } => statuses,
         LogReading::BadMarker(_) | LogReading::MissingMarkers => {
-            return Ok(Verdict::without_tests(
-                Category::Error(ErrorReason::NoTestOutput),
-                true,
-                exit_code,
-            ))
+            return Ok(Verdict::error(ErrorReason::NoTestOutput, true, exit_code))
         }
     };
     let eval_type = EvalType::for_repo(input.repo);
@@ -466,6 +465,7 @@ pub fn grade(input: &GradeInput<'_>) -> Result<Verdict, UnknownParser> {
     };
     Ok(Verdict {
         category,
+        error_reason: None,
         tests: Some(tests),
         official_report: true,
         patch_applied: true,

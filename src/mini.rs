@@ -107,6 +107,8 @@ pub struct Expected {
     pub category: Category,
     /// Under `--strict`.
     pub strict_category: Category,
+    /// Why, when either category is an error (`error_kind` in the file).
+    pub error_reason: Option<ErrorReason>,
     /// True when the verdict holds only where the tests have no network (in the container).
     pub container_only: bool,
     /// Why this verdict is the right one.
@@ -139,19 +141,25 @@ struct ExpectedRow {
     reason: String,
 }
 
-/// A category word of `expected.json`, with the error kind for `error`.
+/// An error kind of `expected.json`.
+fn reason_from_word(kind: &str) -> Option<ErrorReason> {
+    Some(match kind {
+        "patch_apply_failed" => ErrorReason::PatchApplyFailed,
+        "timeout" => ErrorReason::Timeout,
+        "no_test_output" => ErrorReason::NoTestOutput,
+        "infra" => ErrorReason::Infra,
+        _ => return None,
+    })
+}
+
+/// A category word of `expected.json`; `error` needs its error kind (`infra` makes it an
+/// infrastructure error).
 fn category_from_words(word: &str, error_kind: Option<&str>) -> Option<Category> {
     Some(match word {
         "resolved" => Category::Resolved,
         "unresolved" => Category::Unresolved,
         "empty_patch" => Category::EmptyPatch,
-        "error" => Category::Error(match error_kind? {
-            "patch_apply_failed" => ErrorReason::PatchApplyFailed,
-            "timeout" => ErrorReason::Timeout,
-            "no_test_output" => ErrorReason::NoTestOutput,
-            "infra" => ErrorReason::Infra,
-            _ => return None,
-        }),
+        "error" => Category::of_error(reason_from_word(error_kind?)?),
         _ => return None,
     })
 }
@@ -193,6 +201,7 @@ pub fn try_expected() -> Result<Vec<Expected>, ExpectedError> {
             Ok(Expected {
                 category: parse(&r.category)?,
                 strict_category: parse(&r.strict_category)?,
+                error_reason: kind.and_then(reason_from_word),
                 instance_id: r.instance_id,
                 model_name_or_path: r.model_name_or_path,
                 sample: r.sample,
@@ -386,11 +395,23 @@ mod tests {
             let e = expected.iter().find(|e| e.case == case).unwrap();
             (e.category, e.strict_category)
         };
-        let apply_failed = Category::Error(ErrorReason::PatchApplyFailed);
-        assert_eq!(verdict("malformed"), (apply_failed, apply_failed));
-        assert_eq!(verdict("does-not-apply"), (apply_failed, apply_failed));
-        let timeout = Category::Error(ErrorReason::Timeout);
-        assert_eq!(verdict("infinite-loop"), (timeout, timeout));
+        let reason = |case: &str| {
+            expected
+                .iter()
+                .find(|e| e.case == case)
+                .unwrap()
+                .error_reason
+        };
+        let error = (Category::Error, Category::Error);
+        assert_eq!(verdict("malformed"), error);
+        assert_eq!(reason("malformed"), Some(ErrorReason::PatchApplyFailed));
+        assert_eq!(verdict("does-not-apply"), error);
+        assert_eq!(
+            reason("does-not-apply"),
+            Some(ErrorReason::PatchApplyFailed)
+        );
+        assert_eq!(verdict("infinite-loop"), error);
+        assert_eq!(reason("infinite-loop"), Some(ErrorReason::Timeout));
         assert_eq!(
             verdict("empty"),
             (Category::EmptyPatch, Category::EmptyPatch)
@@ -438,8 +459,13 @@ mod tests {
     fn unknown_category_words_are_rejected() {
         assert_eq!(
             category_from_words("error", Some("timeout")),
-            Some(Category::Error(ErrorReason::Timeout))
+            Some(Category::Error)
         );
+        assert_eq!(
+            category_from_words("error", Some("infra")),
+            Some(Category::InfraError)
+        );
+        assert_eq!(category_from_words("error", Some("flaky")), None);
         assert_eq!(category_from_words("error", None), None);
         assert_eq!(category_from_words("passed", None), None);
     }

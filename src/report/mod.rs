@@ -304,7 +304,7 @@ impl RunSummary {
                 other => {
                     errors.insert(id.to_string());
                     let reason = other
-                        .and_then(|v| v.category.error_reason())
+                        .and_then(|v| v.error_reason)
                         .map_or("infra", |r| r.as_str());
                     reasons
                         .entry(reason.to_string())
@@ -435,7 +435,7 @@ impl PredictionRow {
             sample: pred.sample,
             patch_hash: pred.patch_hash(),
             category: category.as_str().to_string(),
-            error_reason: category.error_reason().map(|r| r.as_str().to_string()),
+            error_reason: verdict.error_reason.map(|r| r.as_str().to_string()),
             resolved: category.is_resolved(),
             mode: match mode {
                 Mode::Official => "official".into(),
@@ -500,6 +500,7 @@ mod tests {
     fn verdict(category: Category, official_report: bool) -> Verdict {
         Verdict {
             category,
+            error_reason: None,
             tests: official_report.then(TestGroups::default),
             official_report,
             patch_applied: official_report,
@@ -514,8 +515,12 @@ mod tests {
     fn summary_counts_as_official() {
         let resolved = verdict(Category::Resolved, true);
         let unresolved = verdict(Category::Unresolved, true);
-        let rejected = verdict(Category::Error(ErrorReason::NoTestOutput), true);
-        let timeout = verdict(Category::Error(ErrorReason::Timeout), false);
+        let error = |reason, official_report| Verdict {
+            error_reason: Some(reason),
+            ..verdict(Category::of_error(reason), official_report)
+        };
+        let rejected = error(ErrorReason::NoTestOutput, true);
+        let timeout = error(ErrorReason::Timeout, false);
         let sub = [
             Submitted {
                 instance_id: "a",

@@ -41,16 +41,6 @@ impl Graded {
     }
 }
 
-fn category(c: grading::Category) -> Category {
-    match c {
-        grading::Category::Resolved => Category::Resolved,
-        grading::Category::Unresolved => Category::Unresolved,
-        grading::Category::EmptyPatch => Category::EmptyPatch,
-        grading::Category::Error(ErrorReason::Infra) => Category::InfraError,
-        grading::Category::Error(_) => Category::Error,
-    }
-}
-
 /// Grades one job's output: the job ran `patch` (as `mode` says) in `setup`.
 pub fn grade(
     setup: &Setup,
@@ -113,7 +103,7 @@ pub fn grade(
         ]
     });
     let reason = match v.category {
-        grading::Category::Error(r) => Some(match r {
+        Category::Error | Category::InfraError => v.error_reason.map(|r| match r {
             ErrorReason::Timeout => format!("timeout after {} s", timeout.as_secs()),
             ErrorReason::NoTestOutput if matches!(parsed.apply, Apply::Unknown) => {
                 "the job ended before the patch step finished".to_string()
@@ -133,11 +123,11 @@ pub fn grade(
     let report_json = InstanceReport::from_verdict(&v, mode)
         .map(|r| report::instance_report_json(&inst.instance_id, &r));
     Graded {
-        category: category(v.category),
-        strict_category: category(v.strict_category),
+        category: v.category,
+        strict_category: v.strict_category,
         counts,
         test_exit_code: v.exit_code,
-        error_reason: v.category.error_reason(),
+        error_reason: v.error_reason,
         reason,
         report_json,
     }

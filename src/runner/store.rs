@@ -28,35 +28,8 @@ use crate::predictions::model_dir_name;
 /// File name of the verdict record in a prediction's log folder.
 pub const VERDICT_FILE: &str = "verdict.json";
 
-/// How a prediction ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
-#[serde(rename_all = "snake_case")]
-pub enum Category {
-    /// All FAIL_TO_PASS and PASS_TO_PASS tests pass.
-    Resolved,
-    /// The tests ran and some required test fails.
-    Unresolved,
-    /// The model's fault or the task's: the patch did not apply, the run timed out, or the
-    /// test output is missing.
-    Error,
-    /// No patch was given; nothing ran.
-    EmptyPatch,
-    /// The infrastructure failed (Docker errors after retries, an image that did not build).
-    InfraError,
-}
-
-impl Category {
-    /// The wire name: `resolved`, `unresolved`, `error`, `empty_patch`, `infra_error`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Category::Resolved => "resolved",
-            Category::Unresolved => "unresolved",
-            Category::Error => "error",
-            Category::EmptyPatch => "empty_patch",
-            Category::InfraError => "infra_error",
-        }
-    }
-}
+/// How a prediction ended: grading's category, the one of the whole crate.
+pub use crate::grading::Category;
 
 /// The verdict of one prediction: `verdict.json`, and one row of the per-prediction files.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -15,21 +15,20 @@ use crate::report::{self, ReportError, RunSummary, Submitted};
 /// The grading module's view of a stored verdict, enough for the run summary (the test lists
 /// are not kept in memory; they are in each prediction's `report.json`).
 fn to_grading(v: &Verdict) -> grading::Verdict {
-    let cat = |c: Category| match c {
-        Category::Resolved => grading::Category::Resolved,
-        Category::Unresolved => grading::Category::Unresolved,
-        Category::EmptyPatch => grading::Category::EmptyPatch,
-        Category::Error => {
-            grading::Category::Error(v.error_reason.unwrap_or(ErrorReason::NoTestOutput))
-        }
-        Category::InfraError => grading::Category::Error(ErrorReason::Infra),
+    // A stored error always says why; one from an older format without a reason is counted
+    // as the official harness counts a log it cannot read.
+    let error_reason = match v.category {
+        Category::Error => Some(v.error_reason.unwrap_or(ErrorReason::NoTestOutput)),
+        Category::InfraError => Some(ErrorReason::Infra),
+        _ => None,
     };
     grading::Verdict {
-        category: cat(v.category),
+        category: v.category,
+        error_reason,
         tests: None,
         official_report: v.official_report,
         patch_applied: v.applied_with.is_some(),
-        strict_category: cat(v.strict_category),
+        strict_category: v.strict_category,
         strict_tests: None,
         strict_findings: Vec::new(),
         exit_code: v.test_exit_code,

@@ -480,7 +480,8 @@ fn verdict_categories_table() {
         outcome,
         collection_files_present: false,
     };
-    let cases: Vec<(&str, GradeInput, Category, bool)> = vec![
+    let error = |reason| (Category::of_error(reason), Some(reason));
+    let cases: Vec<(&str, GradeInput, (Category, Option<ErrorReason>), bool)> = vec![
         (
             "a passing run resolves",
             input(
@@ -490,37 +491,37 @@ fn verdict_categories_table() {
                     exit_code: Some(0),
                 },
             ),
-            Category::Resolved,
+            (Category::Resolved, None),
             true,
         ),
         (
             "an empty patch is its own category",
             input(Some(""), RunOutcome::Infra),
-            Category::EmptyPatch,
+            (Category::EmptyPatch, None),
             false,
         ),
         (
             "a null patch too",
             input(None, RunOutcome::Infra),
-            Category::EmptyPatch,
+            (Category::EmptyPatch, None),
             false,
         ),
         (
             "an apply failure is an error without report",
             input(Some(PATCH), RunOutcome::PatchApplyFailed),
-            Category::Error(ErrorReason::PatchApplyFailed),
+            error(ErrorReason::PatchApplyFailed),
             false,
         ),
         (
             "a timeout is an error without report",
             input(Some(PATCH), RunOutcome::TimedOut),
-            Category::Error(ErrorReason::Timeout),
+            error(ErrorReason::Timeout),
             false,
         ),
         (
             "docker failure is infra",
             input(Some(PATCH), RunOutcome::Infra),
-            Category::Error(ErrorReason::Infra),
+            (Category::InfraError, Some(ErrorReason::Infra)),
             false,
         ),
         (
@@ -532,13 +533,13 @@ fn verdict_categories_table() {
                     exit_code: None,
                 },
             ),
-            Category::Error(ErrorReason::NoTestOutput),
+            error(ErrorReason::NoTestOutput),
             true,
         ),
     ];
     for (reason, inp, category, report) in cases {
         let v = grading::grade(&inp).unwrap();
-        assert_eq!(v.category, category, "{reason}");
+        assert_eq!((v.category, v.error_reason), category, "{reason}");
         assert_eq!(
             InstanceReport::from_verdict(&v, Mode::Official).is_some(),
             report,

@@ -102,7 +102,7 @@ fn bundles_hold_every_base_commit_and_patches_apply_as_expected() {
                 assert!(p.is_empty_patch());
                 continue;
             }
-            let should_apply = e.category != Category::Error(ErrorReason::PatchApplyFailed);
+            let should_apply = e.error_reason != Some(ErrorReason::PatchApplyFailed);
             assert_eq!(
                 applies(&dir, p.patch()),
                 should_apply,

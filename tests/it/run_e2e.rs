@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Command;
 
 use swe_eval::engine::{DockerEngine, Engine, LABEL_TOOL};
-use swe_eval::grading::{Category as G, ErrorReason, Mode};
+use swe_eval::grading::{ErrorReason, Mode};
 use swe_eval::runner::{Category, Layout, Verdict, LABEL_OWNER};
 
 use crate::common::bin;
@@ -20,14 +20,11 @@ fn daemon() -> Option<tokio::runtime::Runtime> {
     Some(rt)
 }
 
-/// The grading module's category of a stored verdict (with the error kind).
-fn graded(c: Category, reason: Option<ErrorReason>) -> G {
+/// A category with its error kind (none unless it is an error), as expected.json writes it.
+fn graded(c: Category, reason: Option<ErrorReason>) -> (Category, Option<ErrorReason>) {
     match c {
-        Category::Resolved => G::Resolved,
-        Category::Unresolved => G::Unresolved,
-        Category::EmptyPatch => G::EmptyPatch,
-        Category::Error => G::Error(reason.unwrap_or(ErrorReason::NoTestOutput)),
-        Category::InfraError => G::Error(ErrorReason::Infra),
+        Category::Error | Category::InfraError => (c, reason),
+        _ => (c, None),
     }
 }
 
@@ -106,8 +103,11 @@ fn check_verdicts(results: &Path, run_id: &str, mode: Mode) {
         // A strict run reports the strict verdict (collection files removed before the tests);
         // a default run reports the official one and records the strict one beside it.
         let ok = match mode {
-            Mode::Official => official == e.category && strict == e.strict_category,
-            Mode::Strict => strict == e.strict_category,
+            Mode::Official => {
+                official == graded(e.category, e.error_reason)
+                    && strict == graded(e.strict_category, e.error_reason)
+            }
+            Mode::Strict => strict == graded(e.strict_category, e.error_reason),
         };
         if !ok {
             wrong.push(format!(
