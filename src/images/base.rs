@@ -24,17 +24,20 @@ pub fn base_image_name(release: DebianRelease) -> String {
 /// How a base image came to be.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BaseOutcome {
+    /// The base image's name.
     pub image: String,
     /// False when the tag already existed (nothing was done).
     pub built: bool,
     /// Time spent in debootstrap and the import.
     pub bootstrap: Duration,
+    /// Time spent importing the root file system as an image.
     pub import: Duration,
 }
 
 /// Options of the bootstrap.
 #[derive(Debug, Clone)]
 pub struct BaseOptions {
+    /// The Debian mirror debootstrap downloads from.
     pub mirror: String,
     /// Where the root file system is assembled (a temporary folder is made inside).
     pub work_dir: PathBuf,

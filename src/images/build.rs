@@ -18,7 +18,9 @@ use crate::engine::{BuildSettings, Engine, TarSource};
 pub struct BuildOptions {
     /// `<output>/logs/build_images`: failed (and base) build logs go here.
     pub logs_dir: PathBuf,
+    /// Where the repositories for instance images are fetched and kept.
     pub repos: RepoCache,
+    /// How the base image is bootstrapped when it is missing.
     pub base: BaseOptions,
     /// Instance images built at once.
     pub parallel: usize,
@@ -27,8 +29,11 @@ pub struct BuildOptions {
 /// Why one instance has no image.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ImageFailure {
+    /// The image that could not be had.
     pub image: String,
+    /// Its layer.
     pub layer: Layer,
+    /// Why.
     pub message: String,
     /// The saved build log, if there was one.
     pub log_path: Option<PathBuf>,

@@ -5,18 +5,36 @@ use crate::engine::EngineError;
 /// Failures of image preparation that are not one instance's build failure.
 #[derive(Debug, thiserror::Error)]
 pub enum ImageError {
+    /// The engine failed.
     #[error(transparent)]
     Engine(#[from] EngineError),
+    /// The Debian base image could not be bootstrapped.
     #[error("base image bootstrap of Debian {release} failed: {message}")]
     Bootstrap {
+        /// The release, e.g. `bookworm`.
         release: String,
+        /// What went wrong.
         message: String,
+        /// The bootstrap's log.
         log: String,
     },
+    /// A repository could not be fetched or checked out.
     #[error("repository {repo}: {message}")]
-    Repo { repo: String, message: String },
+    Repo {
+        /// The repository, `owner/name`.
+        repo: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// An image's build context could not be made.
     #[error("build context of {image}: {message}")]
-    Context { image: String, message: String },
+    Context {
+        /// The image.
+        image: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// A cache level name that is not `none`, `base`, `env` or `instance`.
     #[error("unknown cache level `{0}` (expected none, base, env or instance)")]
     CacheLevel(String),
 }

@@ -101,6 +101,7 @@ pub struct Holding<E> {
 }
 
 impl<E: Engine> Holding<E> {
+    /// `inner`, holding every image it finds or makes with holder containers labelled `labels`.
     pub fn new(inner: Arc<E>, labels: BTreeMap<String, String>) -> Self {
         Self {
             inner,

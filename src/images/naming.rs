@@ -16,12 +16,16 @@ pub const LABEL_LAYER: &str = "swe-eval.layer";
 /// An image layer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Layer {
+    /// The offline Debian base image.
     Base,
+    /// The environment image, shared by the instances of one repository and version.
     Env,
+    /// The instance image, the repository at its base commit.
     Instance,
 }
 
 impl Layer {
+    /// The label value: `base`, `env` or `instance`.
     pub fn as_str(self) -> &'static str {
         match self {
             Layer::Base => "base",

@@ -34,16 +34,22 @@ impl BaseRecipe {
 /// The environment image of a chain: shared by every instance with the same tag.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EnvRecipe {
+    /// The image's name.
     pub tag: String,
+    /// Its Dockerfile.
     pub dockerfile: String,
+    /// The other files of its build context.
     pub files: Vec<Entry>,
 }
 
 /// The instance image of a chain.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InstanceRecipe {
+    /// The image's name.
     pub tag: String,
+    /// Its Dockerfile.
     pub dockerfile: String,
+    /// The other files of its build context.
     pub files: Vec<Entry>,
     /// The build context needs `repo/`: `repo` at `base_commit`, made on the host.
     pub needs_repo: bool,
@@ -55,17 +61,22 @@ pub struct InstanceRecipe {
 /// Base, environment and instance images built locally.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BuildChain {
+    /// The base image.
     pub base: BaseRecipe,
+    /// The environment image.
     pub env: EnvRecipe,
+    /// The instance image.
     pub instance: InstanceRecipe,
 }
 
 /// The images of one instance.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InstanceImages {
+    /// The instance.
     pub instance_id: String,
     /// `owner/name`, for the repository snapshot.
     pub repo: String,
+    /// The commit its repository is checked out at.
     pub base_commit: String,
     /// A ready image (the row's own, or an official one, namespace applied): used when
     /// present, pulled when missing.
@@ -151,6 +162,7 @@ impl InstanceImages {
 /// The images every instance needs.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ImagePlan {
+    /// The instances, in dataset order.
     pub instances: Vec<InstanceImages>,
 }
 
