@@ -1,9 +1,17 @@
 //! File writes that never leave a half-written result behind: write a temporary file in the
 //! same folder, flush it to disk, then rename it over the target. A reader sees the old file or
 //! the whole new one, never a torn one, even when the disk fills or the process is killed.
+//!
+//! Files get the mode an ordinary `open(O_CREAT, 0666)` would give (0644 under the usual
+//! umask 022), not the 0600 of a temporary file. No write lands on a file recorded as an
+//! input with [`protect`] (`crate::paths` records each command's inputs), whatever name the
+//! write reaches it by.
 
+use std::collections::HashMap;
 use std::io::Write;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 /// A failed write, naming the file and the step that failed.
 #[derive(Debug, thiserror::Error)]
@@ -36,11 +44,94 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
         .map_err(|e| err("create temporary file", e))?;
     tmp.write_all(bytes).map_err(|e| err("write", e))?;
     tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(0o666 & !umask()))
+        .map_err(|e| err("set permissions", e))?;
+    tmp.as_file()
         .sync_all()
         .map_err(|e| err("flush to disk", e))?;
+    refuse_if_input(path)
+        .map_err(|c| err("refuse to overwrite an input", std::io::Error::other(c)))?;
     tmp.persist(path)
         .map_err(|e| err("rename into place", e.error))?;
     Ok(())
+}
+
+/// An output that would overwrite one of the command's inputs.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("refusing to write {output}: it is {how} the input {input} ({flag}); choose another output path")]
+pub struct Clobber {
+    pub output: PathBuf,
+    pub input: PathBuf,
+    /// The flag the input came from (`--predictions`, ...).
+    pub flag: String,
+    /// `the same file as`, `inside the folder of`, ...
+    pub how: &'static str,
+}
+
+/// (device, inode) of every protected input, with the input's path and flag.
+type Protected = HashMap<(u64, u64), (PathBuf, String)>;
+static PROTECTED: Mutex<Option<Protected>> = Mutex::new(None);
+
+/// Records `path` (the entry, and the file it links to) as an input of this process, read
+/// from `flag`: no [`write_atomic`] may replace it.
+pub fn protect(path: &Path, flag: &str) {
+    let mut guard = PROTECTED.lock().unwrap_or_else(|p| p.into_inner());
+    let table = guard.get_or_insert_with(HashMap::new);
+    for meta in [std::fs::symlink_metadata(path), std::fs::metadata(path)]
+        .into_iter()
+        .flatten()
+    {
+        if !meta.is_dir() {
+            table.insert(
+                (meta.dev(), meta.ino()),
+                (path.to_path_buf(), flag.to_string()),
+            );
+        }
+    }
+}
+
+/// Forgets every recorded input (for a process that runs several commands).
+pub fn forget_protected() {
+    *PROTECTED.lock().unwrap_or_else(|p| p.into_inner()) = None;
+}
+
+/// Refuses a write to `target` when the file already there is a recorded input (by device
+/// and inode: the same file under any name, through links or `..`).
+fn refuse_if_input(target: &Path) -> Result<(), Clobber> {
+    let guard = PROTECTED.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(table) = guard.as_ref() else {
+        return Ok(());
+    };
+    for meta in [std::fs::symlink_metadata(target), std::fs::metadata(target)]
+        .into_iter()
+        .flatten()
+    {
+        if let Some((input, flag)) = table.get(&(meta.dev(), meta.ino())) {
+            return Err(Clobber {
+                output: target.to_path_buf(),
+                input: input.clone(),
+                flag: flag.clone(),
+                how: "the same file as",
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The process's file mode creation mask, read from `/proc/self/status` (reading it with
+/// `umask(2)` would change it for a moment under other threads); 022 when unknown.
+pub fn umask() -> u32 {
+    static UMASK: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *UMASK.get_or_init(|| {
+        std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("Umask:"))
+                    .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+            })
+            .unwrap_or(0o022)
+    })
 }
 
 /// Serializes `value` as pretty JSON (with a final newline) and writes it atomically.
@@ -70,6 +161,15 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("report.json")]);
+    }
+
+    #[test]
+    fn files_get_the_ordinary_mode_not_a_temporary_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("out.jsonl");
+        write_atomic(&p, b"x").unwrap();
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o666 & !umask(), "mode {mode:o}");
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub mod logparse;
 pub mod mini;
 pub mod orchestrate;
 pub mod owner;
+pub mod paths;
 pub mod predictions;
 pub mod progress;
 pub mod report;

@@ -134,6 +134,9 @@ pub fn from_bytes(path: &Path, bytes: &[u8]) -> Result<Loaded<Prediction>, LoadE
     }
     let items = number_samples(out.items, path, &mut out.problems);
     out.problems.sort_by_key(|p| p.location.line);
+    if items.is_empty() && out.problems.is_empty() {
+        out.problems.push(crate::dataset::no_rows(path));
+    }
     Ok(Loaded {
         items,
         problems: out.problems,
@@ -209,7 +212,11 @@ fn prediction_from_value(
         ));
     };
     let instance_id = match map.remove("instance_id") {
-        Some(Value::String(s)) if !s.trim().is_empty() => s,
+        Some(Value::String(s)) if !s.trim().is_empty() => {
+            crate::paths::check_component("instance_id", &s)
+                .map_err(|e| (Some("instance_id".to_string()), e.to_string()))?;
+            s
+        }
         Some(other) => {
             return Err((
                 Some("instance_id".into()),
@@ -219,18 +226,24 @@ fn prediction_from_value(
         None => return Err((Some("instance_id".into()), "missing".into())),
     };
     let model_name_or_path = match map.remove("model_name_or_path") {
-        Some(Value::String(s)) => s,
-        Some(Value::Null) | None => "unknown-model".into(),
+        Some(Value::String(s)) if !s.is_empty() => {
+            // Runs name folders and summaries after the model (`/` written `__`).
+            crate::paths::check_component("model_name_or_path", &model_dir_name(&s))
+                .map_err(|e| (Some("model_name_or_path".to_string()), e.to_string()))?;
+            s
+        }
+        None => return Err((Some("model_name_or_path".into()), missing(&map))),
         Some(other) => {
             return Err((
                 Some("model_name_or_path".into()),
-                format!("expected a string, found {}", kind_of(&other)),
+                format!("expected a non-empty string, found {}", kind_of(&other)),
             ))
         }
     };
     let model_patch = match map.remove("model_patch") {
         Some(Value::String(s)) => Some(s),
-        Some(Value::Null) | None => None,
+        Some(Value::Null) => None,
+        None => return Err((Some("model_patch".into()), missing(&map))),
         Some(other) => {
             return Err((
                 Some("model_patch".into()),
@@ -261,6 +274,27 @@ fn prediction_from_value(
         },
         sample,
     ))
+}
+
+/// "missing", with a hint when the row has a field that looks like the one meant (`patch`
+/// for `model_patch`, `model` for `model_name_or_path`). An empty string or `null` is an
+/// empty patch; only an absent field is refused.
+fn missing(rest: &Map<String, Value>) -> String {
+    let near: Vec<&str> = ["patch", "model", "diff", "prediction", "model_name"]
+        .into_iter()
+        .filter(|k| rest.contains_key(*k))
+        .collect();
+    if near.is_empty() {
+        "missing (a required field; use null or \"\" for an empty patch)".to_string()
+    } else {
+        format!(
+            "missing (a required field); the row has {}: a misspelling?",
+            near.iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    }
 }
 
 /// Splits predictions into those whose instance is in the dataset and problems for the rest.
@@ -339,7 +373,7 @@ mod tests {
     fn json_list_and_field_errors() {
         let l = from_bytes(
             Path::new("preds.json"),
-            b"[{\"instance_id\":\"a\",\"model_patch\":\"d\"},\n{\"instance_id\":\"b\",\"model_patch\":3}]",
+            b"[{\"instance_id\":\"a\",\"model_name_or_path\":\"m\",\"model_patch\":\"d\"},\n{\"instance_id\":\"b\",\"model_name_or_path\":\"m\",\"model_patch\":3}]",
         )
         .unwrap();
         assert_eq!(l.items.len(), 1);
@@ -348,8 +382,68 @@ mod tests {
     }
 
     #[test]
+    fn missing_required_fields_are_problems_but_null_is_an_empty_patch() {
+        let l = parse(concat!(
+            "{\"instance_id\":\"a\",\"model_name_or_path\":\"m\",\"patch\":\"x\"}\n",
+            "{\"instance_id\":\"b\",\"model_patch\":\"x\"}\n",
+            "{\"instance_id\":\"c\",\"model_name_or_path\":\"m\",\"model_patch\":null}\n",
+            "{\"instance_id\":\"d\",\"model_name_or_path\":\"m\",\"model_patch\":\"\"}\n",
+        ));
+        let ids: Vec<_> = l.items.iter().map(|p| p.instance_id.as_str()).collect();
+        assert_eq!(ids, ["c", "d"]);
+        assert!(l.items.iter().all(Prediction::is_empty_patch));
+        let found: Vec<_> = l
+            .problems
+            .iter()
+            .map(|p| (p.location.line, p.location.field.as_deref()))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                (Some(1), Some("model_patch")),
+                (Some(2), Some("model_name_or_path"))
+            ]
+        );
+        assert!(
+            l.problems[0].to_string().contains("the row has `patch`"),
+            "{}",
+            l.problems[0]
+        );
+    }
+
+    #[test]
+    fn ids_and_model_names_must_be_safe_folder_names() {
+        let l = parse(concat!(
+            "{\"instance_id\":\"../../x\",\"model_name_or_path\":\"m\",\"model_patch\":\"\"}\n",
+            "{\"instance_id\":\"a\",\"model_name_or_path\":\"..\",\"model_patch\":\"\"}\n",
+            "{\"instance_id\":\"a\",\"model_name_or_path\":\"org/model\",\"model_patch\":\"\"}\n",
+        ));
+        assert_eq!(l.items.len(), 1, "`/` in a model name is written `__`");
+        assert_eq!(l.problems.len(), 2);
+        assert!(l.problems[0]
+            .to_string()
+            .contains("p.jsonl:1: field `instance_id`"));
+        assert!(l.problems[1]
+            .to_string()
+            .contains("p.jsonl:2: field `model_name_or_path`"));
+    }
+
+    #[test]
+    fn a_file_without_rows_says_so() {
+        let l = parse("\n\n");
+        assert!(l.items.is_empty());
+        assert_eq!(l.problems.len(), 1);
+        assert!(
+            l.problems[0].message.contains("no rows"),
+            "{}",
+            l.problems[0]
+        );
+    }
+
+    #[test]
     fn non_utf8_bytes_do_not_fail_the_file() {
-        let mut bytes = b"{\"instance_id\":\"a\",\"model_patch\":\"x".to_vec();
+        let mut bytes =
+            b"{\"instance_id\":\"a\",\"model_name_or_path\":\"m\",\"model_patch\":\"x".to_vec();
         bytes.push(0xff);
         bytes.extend_from_slice(b"\"}\n");
         let l = from_bytes(Path::new("p.jsonl"), &bytes).unwrap();

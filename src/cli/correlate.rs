@@ -58,17 +58,28 @@ pub struct Args {
     pub blind_spots: usize,
 }
 
+impl Args {
+    pub fn io(&self) -> crate::paths::IoPlan {
+        let mut plan =
+            crate::paths::IoPlan::new().output(crate::paths::Output::Folder(self.output.clone()));
+        for p in &self.rewards {
+            plan = plan.input("--rewards", p);
+        }
+        for p in &self.results {
+            plan = plan.input("--results", p);
+        }
+        for p in &self.predictions {
+            plan = plan.input("--predictions", p);
+        }
+        if let Some(d) = &self.dataset {
+            plan = plan.input("--dataset", d);
+        }
+        plan
+    }
+}
+
 pub(crate) fn report_problems(problems: &[InputProblem]) {
-    const SHOWN: usize = 20;
-    for p in problems.iter().take(SHOWN) {
-        eprintln!("warning: {p}");
-    }
-    if problems.len() > SHOWN {
-        eprintln!(
-            "warning: ... and {} more input problems",
-            problems.len() - SHOWN
-        );
-    }
+    super::print_problems("warning: ", problems);
 }
 
 pub fn run(args: Args) -> CliResult {
@@ -93,6 +104,19 @@ pub fn run(args: Args) -> CliResult {
         blind_spots: args.blind_spots,
     };
     let summary = study::analyze(&joined, &opts);
+    if summary.n == 0 {
+        report_problems(&problems);
+        return Err(super::NothingComputable(format!(
+            "nothing to study: no reward found its outcome ({n_rewards} reward rows, \
+             {n_outcomes} outcome rows{}); nothing written",
+            match &summary.models_differ {
+                Some([r, o]) =>
+                    format!("; the rewards are of {r}, the outcomes of {o}: different runs"),
+                None => String::new(),
+            }
+        ))
+        .into());
+    }
 
     let mut patches = Patches::default();
     let wanted: Vec<(String, u32)> = summary
@@ -167,7 +191,8 @@ pub fn run(args: Args) -> CliResult {
         args.output.display(),
         started.elapsed().as_secs_f64()
     );
+    // Unmatched rows are an input problem of their own (exit 3), not only a note.
     Ok(outcome(&Troubles::of_inputs(
-        problems.len() + written.png_problems.len(),
+        problems.len() + written.png_problems.len() + summary.n_unmatched,
     )))
 }

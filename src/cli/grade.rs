@@ -2,8 +2,13 @@
 //! Writes `OUT/<instance_id>/report.json` for every prediction the official harness would
 //! write one for, the run summary `OUT/<model>.<run_id>.json`, and one row per prediction in
 //! `OUT/results.jsonl` and `OUT/results.csv`.
+//!
+//! Several predictions for one instance are samples, numbered in file order as everywhere
+//! (`reward`, `run`): sample k > 0 is graded from the log `<instance_id>.sample<k>` (the
+//! folder `swe-eval run` writes for it) into `OUT/<instance_id>.sample<k>/report.json` and
+//! `OUT/<model>.<run_id>.sample<k>.json`. A prediction whose log is not found is named with
+//! the path looked for; with no logs at all nothing is written and the exit code is 3.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::{BoxError, CliResult};
@@ -39,8 +44,18 @@ pub struct Args {
     pub strict: bool,
     /// Run id for the summary's name, and to choose among several runs in a logs tree
     /// (default: the tree's only run id, else `regrade`).
-    #[arg(long, visible_alias = "run_id")]
+    #[arg(long, visible_alias = "run_id", value_parser = crate::paths::run_id_arg)]
     pub run_id: Option<String>,
+}
+
+impl Args {
+    pub fn io(&self) -> crate::paths::IoPlan {
+        crate::paths::IoPlan::new()
+            .input("--dataset", &self.dataset)
+            .input_spec("--predictions", &self.predictions)
+            .input("--logs", &self.logs)
+            .output(crate::paths::Output::Folder(self.output.clone()))
+    }
 }
 
 /// Everything graded, for the writers and for `bench grade`.
@@ -51,25 +66,20 @@ pub struct Graded {
     pub problems: Vec<String>,
 }
 
-/// One prediction per instance id, the last in file order, as the official harness keys its
-/// predictions by id.
-pub fn one_per_instance(preds: Vec<Prediction>, problems: &mut Vec<String>) -> Vec<Prediction> {
-    let mut last: HashMap<String, Prediction> = HashMap::new();
-    for p in preds {
-        if let Some(prev) = last.insert(p.instance_id.clone(), p) {
-            problems.push(format!(
-                "{}: several predictions; grading the last (line {:?}), as the official harness",
-                prev.instance_id, prev.line
-            ));
-        }
+/// The key of a prediction's log: its instance id for sample 0, `<id>.sample<k>` for sample
+/// k, as `swe-eval run` names its folders (one rule for samples across reward, run and grade).
+pub fn log_key(p: &Prediction) -> String {
+    if p.sample == 0 {
+        p.instance_id.clone()
+    } else {
+        format!("{}.sample{}", p.instance_id, p.sample)
     }
-    let mut v: Vec<Prediction> = last.into_values().collect();
-    v.sort_by(|a, b| a.instance_id.cmp(&b.instance_id));
-    v
 }
 
 /// Reads every prediction's saved log (the I/O part), keyed like `preds`; reports the rows
-/// of a logs file that could not be read (their instances have no log).
+/// of a logs file that could not be read, and each prediction with a patch whose log is not
+/// there, naming where it was looked for (it counts as an error, as the official harness
+/// counts it).
 pub fn read_logs(
     preds: &[Prediction],
     logs: &SavedLogs,
@@ -87,11 +97,20 @@ pub fn read_logs(
             if p.patch().is_empty() {
                 return SavedLog::Missing;
             }
-            logs.get(&p.instance_id, &p.model_dir_name(), run_id)
+            let key = log_key(p);
+            let log = logs
+                .get(&key, &p.model_dir_name(), run_id)
                 .unwrap_or_else(|e| {
                     problems.push(e.to_string());
                     SavedLog::Missing
-                })
+                });
+            if log == SavedLog::Missing {
+                problems.push(format!(
+                    "{key}: no saved log; looked for {}; graded as an error",
+                    logs.looked_for(&key)
+                ));
+            }
+            log
         })
         .collect()
 }
@@ -163,7 +182,7 @@ pub fn load_inputs(
             .iter()
             .map(|p| format!("skipped prediction: {p}")),
     );
-    Ok((ds, one_per_instance(checked.items, problems)))
+    Ok((ds, checked.items))
 }
 
 pub fn run(args: Args) -> CliResult {
@@ -175,6 +194,16 @@ pub fn run(args: Args) -> CliResult {
     let mut problems = Vec::new();
     let (ds, preds) = load_inputs(&args.dataset, &args.split, &args.predictions, &mut problems)?;
     let logs = SavedLogs::open(&args.logs)?;
+    if logs.is_empty() && preds.iter().any(|p| !p.patch().is_empty()) {
+        super::print_problems("", &problems);
+        return Err(super::NothingComputable(format!(
+            "no saved logs in {}: looked for {}, an official logs/run_evaluation tree, or a \
+             JSON Lines file of {{instance_id, test_output}}; nothing written",
+            args.logs.display(),
+            logs.looked_for("<instance_id>")
+        ))
+        .into());
+    }
     let run_id = args
         .run_id
         .clone()
@@ -188,9 +217,7 @@ pub fn run(args: Args) -> CliResult {
         problems,
     };
     let summary = write_outputs(&args.output, &ds, &graded, mode, &run_id)?;
-    for p in &graded.problems {
-        eprintln!("{p}");
-    }
+    super::print_problems("", &graded.problems);
     eprintln!(
         "graded {} prediction(s) ({mode:?} mode): {} resolved, {} unresolved, {} error(s), {} empty patch(es); strict grading flips {}; wrote {}",
         graded.predictions.len(),
@@ -204,7 +231,9 @@ pub fn run(args: Args) -> CliResult {
     Ok(outcome(&Troubles::of_inputs(graded.problems.len())))
 }
 
-/// Writes the reports, the summary and the rows; returns the summary.
+/// Writes the reports, one run summary per model and sample (`<model>.<run_id>.json`, sample
+/// k: `<model>.<run_id>.sample<k>.json`) and the rows; returns the summary of the first model's
+/// sample 0 (for the closing line).
 pub fn write_outputs(
     out: &Path,
     ds: &Dataset,
@@ -213,34 +242,49 @@ pub fn write_outputs(
     run_id: &str,
 ) -> Result<RunSummary, BoxError> {
     let mut rows = Vec::new();
-    let mut submitted = Vec::new();
+    // (model, sample) -> submitted predictions, in first-seen order.
+    let mut groups: Vec<((&str, u32), Vec<Submitted<'_>>)> = Vec::new();
     for (p, v) in g.predictions.iter().zip(&g.verdicts) {
         if let Some(v) = v {
             if let Some(r) = InstanceReport::from_verdict(v, mode) {
-                report::write_instance_report(out, &p.instance_id, &r)?;
+                report::write_instance_report(out, &log_key(p), &r)?;
             }
             rows.push(PredictionRow::new(p, v, mode, Timings::default()));
         }
-        submitted.push(Submitted {
+        let key = (p.model_name_or_path.as_str(), p.sample);
+        let sub = Submitted {
             instance_id: &p.instance_id,
             empty_patch: p.patch().is_empty(),
             verdict: v.as_ref(),
-        });
+        };
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, subs)) => subs.push(sub),
+            None => groups.push((key, vec![sub])),
+        }
     }
-    let summary = RunSummary::build(
-        ds.instances.iter().map(|i| i.instance_id.as_str()),
-        &submitted,
-        mode,
-    );
-    let model = g
-        .predictions
-        .first()
-        .map_or("none", |p| p.model_name_or_path.as_str());
-    report::write_run_summary(
-        &out.join(report::summary_file_name(model, run_id)),
-        &summary,
-    )?;
+    if groups.is_empty() {
+        groups.push((("none", 0), Vec::new()));
+    }
+    let mut first = None;
+    for ((model, sample), submitted) in &groups {
+        let summary = RunSummary::build(
+            ds.instances.iter().map(|i| i.instance_id.as_str()),
+            submitted,
+            mode,
+        );
+        let name = report::summary_file_name(model, run_id);
+        let name = if *sample == 0 {
+            name
+        } else {
+            format!("{}.sample{sample}.json", name.trim_end_matches(".json"))
+        };
+        report::write_run_summary(
+            &crate::paths::join_component(out, "run summary file name", &name)?,
+            &summary,
+        )?;
+        first.get_or_insert(summary);
+    }
     report::write_rows_jsonl(&out.join("results.jsonl"), &rows)?;
     report::write_rows_csv(&out.join("results.csv"), &rows)?;
-    Ok(summary)
+    Ok(first.expect("at least one group"))
 }

@@ -29,6 +29,87 @@ pub use crate::orchestrate::Outcome;
 
 pub type CliResult = Result<Outcome, BoxError>;
 
+/// Bad usage found after parsing (a malformed `--repo`, an output that is an input, ...):
+/// exit code 2, like clap's own errors.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// The input yields nothing the command can compute (no rows, no logs, nothing joined):
+/// exit code 3. The problems were already listed.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct NothingComputable(pub String);
+
+/// The exit code of a command that failed with `err`: 2 for bad usage (including an output
+/// that is an input, and names that cannot be file names), 3 for inputs that could not be
+/// read as data or yield nothing, 1 for everything else. Looks through the error's causes.
+pub fn error_exit_code(err: &(dyn std::error::Error + 'static)) -> i32 {
+    let mut next = Some(err);
+    while let Some(e) = next {
+        if e.is::<UsageError>()
+            || e.is::<crate::fsutil::Clobber>()
+            || e.is::<crate::paths::OutputError>()
+            || e.is::<crate::paths::UnsafeComponent>()
+            || e.is::<crate::repos::RepoFlagError>()
+            || matches!(
+                e.downcast_ref::<crate::orchestrate::OptionsError>(),
+                Some(crate::orchestrate::OptionsError::RepoFlag(_))
+            )
+            || matches!(
+                e.downcast_ref::<crate::report::ReportError>(),
+                Some(crate::report::ReportError::Name(_))
+            )
+        {
+            return 2;
+        }
+        if let Some(load) = e.downcast_ref::<crate::dataset::LoadError>() {
+            // A path that names nothing is a usage mistake; a file that is not data is input.
+            return match load {
+                crate::dataset::LoadError::Io { source, .. }
+                    if source.kind() == std::io::ErrorKind::NotFound =>
+                {
+                    2
+                }
+                _ => 3,
+            };
+        }
+        if e.is::<NothingComputable>() {
+            return 3;
+        }
+        // `io::Error::other(inner)` hides `inner` from `source()`.
+        if let Some(inner) = e
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+        {
+            let code = error_exit_code(inner);
+            if code != 1 {
+                return code;
+            }
+        }
+        next = e.source();
+    }
+    1
+}
+
+/// Lines of problems printed at most; the rest are counted.
+pub const PROBLEMS_SHOWN: usize = 20;
+
+/// Prints problems on stderr, one per line with `prefix`, at most [`PROBLEMS_SHOWN`] of them,
+/// then how many more there were. A garbage file of thousands of lines costs 21 lines.
+pub fn print_problems<T: std::fmt::Display>(prefix: &str, problems: &[T]) {
+    for p in problems.iter().take(PROBLEMS_SHOWN) {
+        eprintln!("{prefix}{p}");
+    }
+    if problems.len() > PROBLEMS_SHOWN {
+        eprintln!(
+            "{prefix}... and {} more ({} problems in all)",
+            problems.len() - PROBLEMS_SHOWN,
+            problems.len()
+        );
+    }
+}
+
 /// Evaluate SWE-bench predictions: execute them in Docker and grade them as the official
 /// harness does, score them with the SWE-RL similarity reward, and study how the two agree.
 ///
@@ -62,7 +143,64 @@ pub enum Command {
     Bench(bench::Args),
 }
 
+impl Command {
+    /// What the command reads and writes, for the clobber check.
+    pub fn io(&self) -> crate::paths::IoPlan {
+        use crate::paths::{IoPlan, Output};
+        match self {
+            Command::Run(a) => a.io(),
+            Command::Reward(a) => a.io(),
+            Command::Correlate(a) => a.io(),
+            Command::Spec(a) => a.io(),
+            Command::Grade(a) => a.io(),
+            Command::Validate(a) => a.io(),
+            Command::Bench(a) => a.io(),
+            Command::Compare(a) => {
+                let mut plan = IoPlan::new().output(Output::Folder(a.output.clone()));
+                let runs = a.runs.iter().chain(a.repeat.iter().flat_map(|(_, r)| r));
+                for run in runs {
+                    // A run may be `NAME=PATH`.
+                    let path = run.split_once('=').map_or(run.as_str(), |(_, p)| p);
+                    plan = plan.input("RUN", path);
+                }
+                for (_, file) in &a.rewards {
+                    plan = plan.input("--rewards", file);
+                }
+                match &a.dataset {
+                    Some(d) => plan.input("--dataset", d),
+                    None => plan,
+                }
+            }
+            Command::Submit(a) => {
+                let mut plan = IoPlan::new().input("--dataset", &a.dataset);
+                if let Some(o) = &a.output {
+                    plan = plan.output(Output::Folder(o.clone()));
+                }
+                for (flag, p) in [
+                    ("RUN", &a.run),
+                    ("--logs", &a.logs),
+                    ("--trajs", &a.trajs),
+                    ("--verify", &a.verify),
+                ] {
+                    if let Some(p) = p {
+                        plan = plan.input(flag, p);
+                    }
+                }
+                if let Some(p) = &a.predictions {
+                    plan = plan.input_spec("--predictions", p);
+                }
+                plan
+            }
+        }
+    }
+}
+
+/// Runs the command, after refusing outputs that are inputs and protecting the inputs from
+/// every write of this process (see `crate::paths`).
 pub fn dispatch(cli: Cli) -> CliResult {
+    let plan = cli.command.io();
+    plan.check()?;
+    plan.protect();
     match cli.command {
         Command::Run(a) => run::run(a),
         Command::Reward(a) => reward::run(a),

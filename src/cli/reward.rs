@@ -1,12 +1,15 @@
 //! `swe-eval reward`: the SWE-RL similarity reward of each prediction, without executing
-//! anything. One JSON line per prediction in input order (or CSV when the output ends in
-//! `.csv`); predictions for instances not in the dataset and malformed rows are reported on
-//! stderr, the others are still written, and the exit code is 3.
+//! anything. One JSON line per prediction in input order (a JSON list when the output ends in
+//! `.json`, CSV when it ends in `.csv`, JSON Lines on standard output for `-`); predictions
+//! for instances not in the dataset and malformed rows are reported on stderr, the others are
+//! still written, and the exit code is 3.
 
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
 use super::CliResult;
 use crate::orchestrate::{outcome, Troubles};
+use crate::paths::is_stdout;
 use crate::repos::RepoSources;
 use crate::reward::batch::{self, RewardRecord};
 
@@ -20,6 +23,21 @@ pub enum Variant {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(after_help = "\
+What the two scores are:
+  similarity  the difflib ratio of the predicted patch against the gold patch, 0..1. It equals
+              the SWE-RL reference implementation's score, including 0.0 for empty and
+              unparsable patches.
+  reward      similarity where `format` is `ok`; -1 where it is not (empty, unparsable or,
+              for search-replace, a malformed answer). Here it differs from the reference,
+              which gives 0.0: use `similarity` to compare with the reference's numbers.
+
+Output: JSON Lines (one row per prediction, in input order), a JSON list when --output ends in
+.json, CSV (no per-file column) when it ends in .csv, JSON Lines on standard output for `-`.
+An output that is one of the inputs is refused (exit 2).
+
+Exit codes: 0 done; 1 failed; 2 bad usage; 3 done, but some rows had problems (listed on
+stderr, at most 20 lines and a count), or nothing could be scored.")]
 pub struct Args {
     /// Dataset rows: JSON list, JSON Lines, or Parquet; or a Hugging Face dataset name.
     #[arg(long, short = 'd', visible_alias = "dataset_name")]
@@ -30,7 +48,8 @@ pub struct Args {
     /// Predictions: JSONL, JSON list, JSON object keyed by instance id, or `gold`.
     #[arg(long, short = 'p', visible_alias = "predictions_path")]
     pub predictions: String,
-    /// Where to write the rewards: JSON Lines, or CSV (no per-file column) if it ends in .csv.
+    /// Where to write the rewards: JSON Lines; a JSON list if it ends in .json; CSV (no
+    /// per-file column) if it ends in .csv; `-` for JSON Lines on standard output.
     #[arg(long, short = 'o')]
     pub output: PathBuf,
     /// What the predictions are, and so how they are compared with the gold patch.
@@ -47,6 +66,52 @@ pub struct Args {
     pub workers: Option<usize>,
 }
 
+impl Args {
+    pub fn io(&self) -> crate::paths::IoPlan {
+        use crate::paths::{is_stdout, IoPlan, Output};
+        IoPlan::new()
+            .input("--dataset", &self.dataset)
+            .input_spec("--predictions", &self.predictions)
+            .output(if is_stdout(&self.output) {
+                Output::Stdout
+            } else {
+                Output::File(self.output.clone())
+            })
+    }
+}
+
+/// How the rewards are written, from the output's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFormat {
+    JsonLines,
+    JsonList,
+    Csv,
+}
+
+impl OutputFormat {
+    /// `.csv` is CSV, `.json` a JSON list, anything else (and `-`) JSON Lines.
+    pub fn of(path: &Path) -> OutputFormat {
+        match path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
+            Some("csv") => OutputFormat::Csv,
+            Some("json") => OutputFormat::JsonList,
+            _ => OutputFormat::JsonLines,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            OutputFormat::JsonLines => "JSON Lines",
+            OutputFormat::JsonList => "a JSON list",
+            OutputFormat::Csv => "CSV",
+        }
+    }
+}
+
 pub fn run(args: Args) -> CliResult {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.workers.unwrap_or(0))
@@ -55,7 +120,12 @@ pub fn run(args: Args) -> CliResult {
 }
 
 fn run_in_pool(args: Args) -> CliResult {
-    let (dataset, ds_problems) = crate::dataset::load_dataset_split(&args.dataset, &args.split)?;
+    // A file's rows must carry the gold patch; a hub split always does.
+    let (dataset, ds_problems) = if args.dataset.exists() {
+        crate::dataset::load_with_gold(&args.dataset)?
+    } else {
+        crate::dataset::load_dataset_split(&args.dataset, &args.split)?
+    };
     let loaded = crate::predictions::load(&args.predictions, Some(&dataset))?;
     let mut problems: Vec<String> = ds_problems.iter().map(ToString::to_string).collect();
     problems.extend(loaded.problems.iter().map(ToString::to_string));
@@ -86,28 +156,41 @@ fn run_in_pool(args: Args) -> CliResult {
             }
         }
     }
-    let is_csv = args
-        .output
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("csv"));
-    let bytes = if is_csv {
-        batch::to_csv(&records)?
-    } else {
-        batch::to_jsonl(&records)
+    let format = OutputFormat::of(&args.output);
+    let bytes = match format {
+        OutputFormat::Csv => batch::to_csv(&records)?,
+        OutputFormat::JsonList => batch::to_json_list(&records),
+        OutputFormat::JsonLines => batch::to_jsonl(&records),
     };
-    crate::fsutil::write_atomic(&args.output, &bytes)?;
-    for p in &problems {
-        eprintln!("problem: {p}");
+    if is_stdout(&args.output) {
+        let mut out = std::io::stdout().lock();
+        out.write_all(&bytes)?;
+        out.flush()?;
+    } else {
+        crate::fsutil::write_atomic(&args.output, &bytes)?;
     }
+    super::print_problems("problem: ", &problems);
     eprintln!(
-        "wrote {} rewards to {}{}",
+        "wrote {} rewards to {} ({}){}",
         records.len(),
-        args.output.display(),
+        if is_stdout(&args.output) {
+            "standard output".to_string()
+        } else {
+            args.output.display().to_string()
+        },
+        format.name(),
         if problems.is_empty() {
             String::new()
         } else {
             format!(" ({} problems)", problems.len())
         }
     );
+    if records.is_empty() {
+        return Err(super::NothingComputable(format!(
+            "no prediction could be scored ({} problems)",
+            problems.len()
+        ))
+        .into());
+    }
     Ok(outcome(&Troubles::of_inputs(problems.len())))
 }

@@ -16,6 +16,7 @@ use crate::orchestrate::{
     Troubles, Work,
 };
 use crate::runner::{self, RunConfig};
+use crate::spec::Flavour;
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
@@ -50,7 +51,7 @@ pub struct Args {
     pub predictions: Option<String>,
     /// Run id: names the log folder and the summaries, and is the key for resuming
     /// [default: `mini` for the mini benchmark, else `run-<UTC time>`].
-    #[arg(long, visible_alias = "run_id")]
+    #[arg(long, visible_alias = "run_id", value_parser = crate::paths::run_id_arg)]
     pub run_id: Option<String>,
     /// Containers run at once [default: min(4, cores)].
     #[arg(long, short = 'j', visible_alias = "max_workers")]
@@ -119,6 +120,20 @@ impl EngineArgs {
     }
 }
 
+impl Args {
+    pub fn io(&self) -> crate::paths::IoPlan {
+        let mut plan =
+            crate::paths::IoPlan::new().output(crate::paths::Output::Folder(self.output.clone()));
+        if let Some(d) = &self.dataset {
+            plan = plan.input("--dataset", d);
+        }
+        if let Some(p) = &self.predictions {
+            plan = plan.input_spec("--predictions", p);
+        }
+        self.images.inputs(plan)
+    }
+}
+
 /// Where images and repositories come from; shared by `run` and `validate`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ImageArgs {
@@ -131,17 +146,47 @@ pub struct ImageArgs {
     /// Registry/namespace of prebuilt official images (`''` builds locally).
     #[arg(long)]
     pub namespace: Option<String>,
-    /// Which images to keep after the run: none, base, env or instance. Only images this run
-    /// created are removed; one another live run still uses is kept until that run ends.
-    #[arg(long, visible_alias = "cache_level", default_value = "env")]
-    pub cache_level: String,
+    /// Which images to keep after the run. Only images this run created are removed; one
+    /// another live run still uses is kept until that run ends.
+    #[arg(long, visible_alias = "cache_level", value_enum, default_value_t = CacheLevel::Env)]
+    pub cache_level: CacheLevel,
     /// A PEM certificate bundle that image builds trust (for a TLS-intercepting proxy).
     #[arg(long)]
     pub ca_cert: Option<PathBuf>,
     /// Image flavour: `official` (conda, as the official images) or `debian` (offline base)
     /// [default: official; debian for the mini benchmark].
-    #[arg(long, env = "SWE_EVAL_FLAVOUR")]
-    pub flavour: Option<String>,
+    #[arg(long, env = "SWE_EVAL_FLAVOUR", value_enum)]
+    pub flavour: Option<Flavour>,
+}
+
+impl ImageArgs {
+    /// Adds the files these options read to `plan` (the repositories are only read by git).
+    pub fn inputs(&self, plan: crate::paths::IoPlan) -> crate::paths::IoPlan {
+        match &self.ca_cert {
+            Some(ca) => plan.input("--ca-cert", ca),
+            None => plan,
+        }
+    }
+}
+
+impl clap::ValueEnum for CacheLevel {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[
+            CacheLevel::None,
+            CacheLevel::Base,
+            CacheLevel::Env,
+            CacheLevel::Instance,
+        ]
+    }
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let (name, help) = match self {
+            CacheLevel::None => ("none", "remove every image the run built or pulled"),
+            CacheLevel::Base => ("base", "keep base images"),
+            CacheLevel::Env => ("env", "keep base and environment images"),
+            CacheLevel::Instance => ("instance", "keep every image"),
+        };
+        Some(clap::builder::PossibleValue::new(name).help(help))
+    }
 }
 
 impl ImageArgs {
@@ -152,9 +197,9 @@ impl ImageArgs {
             mirrors: self.mirrors.clone(),
             namespace: self.namespace.clone(),
             ca_cert: self.ca_cert.clone(),
-            flavour: self.flavour.as_deref().map(str::parse).transpose()?,
+            flavour: self.flavour,
         };
-        Ok((choices, self.cache_level.parse()?))
+        Ok((choices, self.cache_level))
     }
 }
 

@@ -24,7 +24,7 @@ pub struct Args {
     #[arg(long, short = 'o')]
     pub output: PathBuf,
     /// `official` (conda, as the official images) or `debian` (Debian's Python, offline).
-    #[arg(long, default_value = "official")]
+    #[arg(long, value_enum, default_value_t = Flavour::Official)]
     pub flavour: Flavour,
     /// Only these instances (space- or comma-separated, or repeated).
     #[arg(long, short = 'i', visible_alias = "instance_ids", num_args = 1.., value_delimiter = ',')]
@@ -53,12 +53,28 @@ pub struct Args {
     pub check_env: bool,
 }
 
+impl Args {
+    pub fn io(&self) -> crate::paths::IoPlan {
+        let mut plan = crate::paths::IoPlan::new()
+            .input("--dataset", &self.dataset)
+            .output(crate::paths::Output::Folder(self.output.clone()));
+        if let Some(ca) = &self.ca_cert {
+            plan = plan.input("--ca-cert", ca);
+        }
+        plan
+    }
+}
+
 impl clap::ValueEnum for Flavour {
     fn value_variants<'a>() -> &'a [Self] {
         &[Flavour::Official, Flavour::Debian]
     }
     fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-        Some(clap::builder::PossibleValue::new(self.as_str()))
+        let v = clap::builder::PossibleValue::new(self.as_str());
+        Some(match self {
+            Flavour::Official => v.alias("conda").help("conda, as the official images"),
+            Flavour::Debian => v.help("Debian's own Python, offline base image"),
+        })
     }
 }
 
@@ -69,10 +85,8 @@ pub fn run(args: Args) -> CliResult {
         problems,
     };
     let mut problems = 0usize;
-    for p in &loaded.problems {
-        eprintln!("skipped row: {p}");
-        problems += 1;
-    }
+    super::print_problems("skipped row: ", &loaded.problems);
+    problems += loaded.problems.len();
     let ca = match &args.ca_cert {
         Some(p) => Some(std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?),
         None => None,
@@ -99,6 +113,7 @@ pub fn run(args: Args) -> CliResult {
         .flat_map(|s| s.split_whitespace())
         .collect();
     let mut written = 0usize;
+    let mut spec_warnings = Vec::new();
     for (i, inst) in loaded.items.iter().enumerate() {
         if !wanted.is_empty() && !wanted.contains(&inst.instance_id.as_str()) {
             continue;
@@ -120,15 +135,20 @@ pub fn run(args: Args) -> CliResult {
                 continue;
             }
         };
-        for w in &spec.warnings {
-            eprintln!("warning: {}: {w}", spec.instance_id);
-        }
+        spec_warnings.extend(
+            spec.warnings
+                .iter()
+                .map(|w| (spec.instance_id.clone(), w.clone())),
+        );
         if let Err(e) = write_spec(&args.output, &spec, ca.as_deref()) {
             eprintln!("{}: {e}", inst.instance_id);
             problems += 1;
             continue;
         }
         written += 1;
+    }
+    for w in crate::spec::group_warnings(&spec_warnings) {
+        eprintln!("warning: {w}");
     }
     for id in &wanted {
         if !loaded.items.iter().any(|i| i.instance_id == *id) {
@@ -247,7 +267,13 @@ fn write_spec(
     spec: &TestSpec,
     ca: Option<&[u8]>,
 ) -> Result<(), crate::fsutil::WriteError> {
-    let dir = out.join(&spec.instance_id);
+    let dir = crate::paths::join_component(out, "instance_id", &spec.instance_id).map_err(|e| {
+        crate::fsutil::WriteError {
+            path: out.join(&spec.instance_id),
+            step: "name the folder",
+            source: std::io::Error::other(e),
+        }
+    })?;
     write_atomic(&dir.join("eval.sh"), spec.eval_script.as_bytes())?;
     if spec.env_dockerfile.is_empty() {
         return Ok(());

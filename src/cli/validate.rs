@@ -32,7 +32,12 @@ pub struct Args {
     #[arg(short = 'k', long, default_value_t = 2)]
     pub repeat: u32,
     /// Run id [default: `validate`].
-    #[arg(long, visible_alias = "run_id", default_value = "validate")]
+    #[arg(
+        long,
+        visible_alias = "run_id",
+        default_value = "validate",
+        value_parser = crate::paths::run_id_arg
+    )]
     pub run_id: String,
     /// Containers run at once [default: min(4, cores)].
     #[arg(long, short = 'j', visible_alias = "max_workers")]
@@ -50,6 +55,17 @@ pub struct Args {
     pub timeout: Option<u64>,
     #[command(flatten)]
     pub images: ImageArgs,
+}
+
+impl Args {
+    pub fn io(&self) -> crate::paths::IoPlan {
+        let mut plan =
+            crate::paths::IoPlan::new().output(crate::paths::Output::Folder(self.output.clone()));
+        if let Some(d) = &self.dataset {
+            plan = plan.input("--dataset", d);
+        }
+        self.images.inputs(plan)
+    }
 }
 
 pub fn run(args: Args) -> CliResult {

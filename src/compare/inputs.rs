@@ -245,6 +245,7 @@ pub fn read_model_dir(
             instance_id: id,
             sample,
             verdict,
+            model: None,
         });
     }
     Ok(rows)

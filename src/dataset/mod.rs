@@ -70,6 +70,10 @@ pub struct Instance {
     /// Everything else the row carried, kept verbatim.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+    /// True when the row had a `patch` field at all (`null` counts): a reward needs the gold
+    /// patch, and an absent field must not pass for an empty one.
+    #[serde(skip)]
+    pub has_patch_field: bool,
 }
 
 impl Instance {
@@ -242,6 +246,17 @@ impl Dataset {
 /// and, failing that, by the first non-blank byte. Duplicate instance ids are problems; the
 /// first row wins.
 pub fn load(path: &Path) -> Result<Loaded<Instance>, LoadError> {
+    load_checked(path, false)
+}
+
+/// Loads a dataset whose gold patches are needed (`reward`): a row without a `patch` field is
+/// a problem naming file, line and field, not an empty gold patch.
+pub fn load_with_gold(path: &Path) -> Result<(Dataset, Vec<InputProblem>), LoadError> {
+    let loaded = load_checked(path, true)?;
+    Ok((Dataset::new(loaded.items), loaded.problems))
+}
+
+fn load_checked(path: &Path, need_patch: bool) -> Result<Loaded<Instance>, LoadError> {
     let ext = path
         .extension()
         .and_then(|e| e.to_str())
@@ -262,6 +277,19 @@ pub fn load(path: &Path) -> Result<Loaded<Instance>, LoadError> {
     let mut seen = HashMap::new();
     let mut kept = Vec::with_capacity(loaded.items.len());
     for (inst, line) in loaded.items.drain(..) {
+        if need_patch && !inst.has_patch_field {
+            loaded.problems.push(InputProblem {
+                location: Location {
+                    path: path.to_path_buf(),
+                    line,
+                    field: Some("patch".into()),
+                },
+                message: "missing (a required field here: rewards compare with the gold \
+                          patch; use null or \"\" for none)"
+                    .into(),
+            });
+            continue;
+        }
         if let Some(first) = seen.get(&inst.instance_id) {
             loaded.problems.push(InputProblem {
                 location: Location {
@@ -279,10 +307,26 @@ pub fn load(path: &Path) -> Result<Loaded<Instance>, LoadError> {
         seen.insert(inst.instance_id.clone(), line.unwrap_or(0));
         kept.push(inst);
     }
+    if kept.is_empty() && loaded.problems.is_empty() {
+        loaded.problems.push(no_rows(path));
+    }
     Ok(Loaded {
         items: kept,
         problems: loaded.problems,
     })
+}
+
+/// The problem of a file that yields no rows at all and no other problem that would say why
+/// (an empty file, `[]`, `{}`).
+pub fn no_rows(path: &Path) -> InputProblem {
+    InputProblem {
+        location: Location {
+            path: path.to_path_buf(),
+            line: None,
+            field: None,
+        },
+        message: "no rows: the file yields nothing to work on".into(),
+    }
 }
 
 /// Loads a dataset and indexes it; problems are returned beside it.
@@ -377,9 +421,18 @@ pub fn instance_from_value(value: Value) -> Result<Instance, (Option<String>, St
             None => return Err((Some(required.into()), "missing".into())),
         }
     }
+    // Ids name folders (`<output>/<instance_id>/`): one safe path component.
+    if let Some(Value::String(id)) = map.get("instance_id") {
+        crate::paths::check_component("instance_id", id)
+            .map_err(|e| (Some("instance_id".to_string()), e.to_string()))?;
+    }
+    let has_patch_field = map.contains_key("patch");
     // Deserialize field by field on failure so the message can name the field.
     match serde_json::from_value::<Instance>(Value::Object(map.clone())) {
-        Ok(inst) => Ok(inst),
+        Ok(inst) => Ok(Instance {
+            has_patch_field,
+            ..inst
+        }),
         Err(e) => {
             for (key, v) in &map {
                 let mut single = Map::new();
@@ -553,12 +606,52 @@ mod tests {
     }
 
     #[test]
+    fn a_row_without_patch_or_with_an_unsafe_id_is_a_problem() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(
+            &dir,
+            "d.jsonl",
+            concat!(
+                "{\"instance_id\":\"a__b-1\",\"repo\":\"a/b\"}\n",
+                "{\"instance_id\":\"../../x\",\"repo\":\"a/b\",\"patch\":\"\"}\n",
+                "{\"instance_id\":\"a__b-3\",\"repo\":\"a/b\",\"patch\":null}\n",
+            ),
+        );
+        let loaded = load(&p).unwrap();
+        assert_eq!(
+            loaded.items.len(),
+            2,
+            "no patch is fine where none is needed"
+        );
+        assert_eq!(loaded.items[1].patch, "", "null is an empty patch");
+        let found: Vec<_> = loaded
+            .problems
+            .iter()
+            .map(|p| (p.location.line, p.location.field.as_deref()))
+            .collect();
+        assert_eq!(found, [(Some(2), Some("instance_id"))]);
+        let (ds, problems) = load_with_gold(&p).unwrap();
+        assert_eq!(ds.len(), 1);
+        let found: Vec<_> = problems
+            .iter()
+            .map(|p| (p.location.line, p.location.field.as_deref()))
+            .collect();
+        assert_eq!(
+            found,
+            [(Some(2), Some("instance_id")), (Some(1), Some("patch"))]
+        );
+        let empty = write(&dir, "e.jsonl", "\n");
+        let loaded = load(&empty).unwrap();
+        assert!(loaded.problems[0].message.contains("no rows"));
+    }
+
+    #[test]
     fn json_list_and_bad_row_named_by_line_and_field() {
         let dir = tempfile::tempdir().unwrap();
         let p = write(
             &dir,
             "d.json",
-            "[\n {\"instance_id\":\"a__b-1\",\"repo\":\"a/b\"},\n {\"instance_id\":\"a__b-2\",\"repo\":\"a/b\",\n  \"FAIL_TO_PASS\": 5}\n]\n",
+            "[\n {\"instance_id\":\"a__b-1\",\"repo\":\"a/b\",\"patch\":\"\"},\n {\"instance_id\":\"a__b-2\",\"repo\":\"a/b\",\"patch\":null,\n  \"FAIL_TO_PASS\": 5}\n]\n",
         );
         let loaded = load(&p).unwrap();
         assert_eq!(loaded.items.len(), 1);
@@ -578,7 +671,7 @@ mod tests {
         let p = write(
             &dir,
             "d.jsonl",
-            "{\"instance_id\":\"a__b-1\",\"repo\":\"a/b\"}\n{not json\n{\"instance_id\":\"a__b-2\"}\n",
+            "{\"instance_id\":\"a__b-1\",\"repo\":\"a/b\",\"patch\":\"\"}\n{not json\n{\"instance_id\":\"a__b-2\"}\n",
         );
         let loaded = load(&p).unwrap();
         assert_eq!(loaded.items.len(), 1);

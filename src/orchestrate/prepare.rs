@@ -59,13 +59,14 @@ pub async fn prepare<E: Engine>(
         ca_cert: opts.ca_cert.is_some(),
         ..SpecOptions::new(opts.flavour)
     };
+    let mut spec_warnings = Vec::new();
     for inst in instances {
         match TestSpec::with_options(inst, &spec_opts) {
             Ok(spec) => {
-                out.warnings.extend(
+                spec_warnings.extend(
                     spec.warnings
                         .iter()
-                        .map(|w| format!("{}: {w}", inst.instance_id)),
+                        .map(|w| (inst.instance_id.clone(), w.clone())),
                 );
                 specs.push((*inst, spec));
             }
@@ -82,6 +83,8 @@ pub async fn prepare<E: Engine>(
             }
         }
     }
+    out.warnings
+        .extend(crate::spec::group_warnings(&spec_warnings));
     let plan_opts = PlanOptions {
         namespace: opts.namespace.clone(),
         ..Default::default()

@@ -58,6 +58,8 @@ impl SavedLog {
 pub enum SavedLogs {
     /// `{instance_id, test_output}` rows, held in memory, and the rows that could not be read.
     Jsonl {
+        /// The file the rows came from.
+        path: PathBuf,
         /// Test output by instance id.
         rows: HashMap<String, String>,
         /// The rows that could not be read.
@@ -160,7 +162,11 @@ impl SavedLogs {
                 }),
             }
         }
-        Ok(SavedLogs::Jsonl { rows, problems })
+        Ok(SavedLogs::Jsonl {
+            path: path.to_path_buf(),
+            rows,
+            problems,
+        })
     }
 
     /// The rows of a JSON Lines file that could not be read (none for a folder): their
@@ -169,6 +175,22 @@ impl SavedLogs {
         match self {
             SavedLogs::Jsonl { problems, .. } => problems,
             SavedLogs::Tree { .. } => &[],
+        }
+    }
+
+    /// Where the log of `key` (an instance id, or `<id>.sample<k>` for sample k > 0) was looked
+    /// for, for messages about logs that are not there.
+    pub fn looked_for(&self, key: &str) -> String {
+        match self {
+            SavedLogs::Jsonl { path, .. } => {
+                format!("a row with instance_id {key} in {}", path.display())
+            }
+            SavedLogs::Tree { root, .. } => format!(
+                "{}/{key}/{TEST_OUTPUT_FILE} (or a folder {key} with {TEST_OUTPUT_FILE} or \
+                 {RUN_INSTANCE_LOG} at most {MAX_DEPTH} levels below {})",
+                root.display(),
+                root.display()
+            ),
         }
     }
 
@@ -273,7 +295,12 @@ fn jsonl_row(line: &str) -> Result<(String, String), (Option<&'static str>, Stri
     };
     let id = string("instance_id")?;
     let log = string("test_output")?;
-    Ok((id, log))
+    // Sample k > 0 is keyed as the run layout names its folder.
+    let key = match obj.get("sample").and_then(serde_json::Value::as_u64) {
+        Some(k) if k > 0 => format!("{id}.sample{k}"),
+        _ => id,
+    };
+    Ok((key, log))
 }
 
 /// Reads one instance folder of the official layout.

@@ -29,6 +29,9 @@ pub enum ReportError {
     /// A file could not be written.
     #[error(transparent)]
     Write(#[from] WriteError),
+    /// An instance id or model name that cannot be a file name.
+    #[error(transparent)]
+    Name(#[from] crate::paths::UnsafeComponent),
     /// A file could not be read.
     #[error("cannot read {path}: {source}")]
     Read {
@@ -163,7 +166,7 @@ pub fn write_instance_report(
     instance_id: &str,
     report: &InstanceReport,
 ) -> Result<PathBuf, ReportError> {
-    let path = dir.join(instance_id).join(REPORT_FILE);
+    let path = crate::paths::join_component(dir, "instance_id", instance_id)?.join(REPORT_FILE);
     fsutil::write_atomic(&path, instance_report_json(instance_id, report).as_bytes())?;
     Ok(path)
 }

@@ -198,6 +198,18 @@ pub fn to_jsonl(records: &[RewardRecord<'_>]) -> Vec<u8> {
     out
 }
 
+/// A JSON list of the same rows as [`to_jsonl`], one row per line, with a final newline.
+pub fn to_json_list(records: &[RewardRecord<'_>]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(records.len() * 256 + 4);
+    out.push(b'[');
+    for (i, r) in records.iter().enumerate() {
+        out.extend_from_slice(if i == 0 { b"\n" } else { b",\n" });
+        serde_json::to_writer(&mut out, r).expect("a reward record serializes");
+    }
+    out.extend_from_slice(b"\n]\n");
+    out
+}
+
 /// CSV with a header, without the per-file column.
 pub fn to_csv(records: &[RewardRecord<'_>]) -> Result<Vec<u8>, csv::Error> {
     let mut w = csv::Writer::from_writer(Vec::new());

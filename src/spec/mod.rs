@@ -274,7 +274,8 @@ pub struct TestSpec {
     /// Instance image reference (`name:tag`): official `sweb.eval.x86_64.<id>:latest`, Debian
     /// `swe-eval.eval.<release>.x86_64.<id>:<12 hex of everything it is built from>`.
     pub instance_image_tag: String,
-    /// The row's `docker_image` (or `image`), if any.
+    /// The image the row names: its `image` when it has an `eval_script`, else its
+    /// `docker_image` (either one when only one is there).
     pub row_image: Option<String>,
     /// Tests the patch must make pass.
     pub fail_to_pass: Vec<String>,
@@ -303,7 +304,7 @@ impl TestSpec {
         scripts::build(inst, opts)
     }
 
-    /// The official prebuilt image: the row's `docker_image` when no namespace is given,
+    /// The official prebuilt image: the row's own image (see `row_image`) when no namespace is given,
     /// otherwise `<namespace>/sweb.eval.<arch>.<id>:latest` with `__` written `_1776_` (Docker
     /// Hub rejects double underscores). An empty namespace gives the local name.
     pub fn official_image_name(&self, namespace: Option<&str>) -> String {
@@ -356,6 +357,26 @@ pub fn official_image_name(instance_id: &str, namespace: &str, arch: &str) -> St
 }
 
 /// The first `n` hex digits of the SHA-256 of `text`.
+/// Spec warnings of many instances as lines to print: a warning several instances share is
+/// said once, with the first instance and how many more (a dataset whose every row carries
+/// the same oddity gives one line, not one per row).
+pub fn group_warnings(warnings: &[(String, String)]) -> Vec<String> {
+    let mut order: Vec<(&str, &str, usize)> = Vec::new();
+    for (id, w) in warnings {
+        match order.iter_mut().find(|(_, text, _)| *text == w.as_str()) {
+            Some((_, _, n)) => *n += 1,
+            None => order.push((id, w, 1)),
+        }
+    }
+    order
+        .into_iter()
+        .map(|(id, w, n)| match n {
+            1 => format!("{id}: {w}"),
+            n => format!("{id} and {} more instances: {w}", n - 1),
+        })
+        .collect()
+}
+
 pub(crate) fn sha256_hex(text: &str, n: usize) -> String {
     let digest = Sha256::digest(text.as_bytes());
     let mut s = hex::encode(digest);
@@ -381,6 +402,55 @@ mod tests {
             official_image_name("a__b-1", "localhost:5000/mirror", "x86_64"),
             "localhost:5000/mirror/sweb.eval.x86_64.a_1776_b-1:latest"
         );
+    }
+
+    #[test]
+    fn a_row_with_its_own_eval_script_runs_in_its_own_image() {
+        let row = |extra: serde_json::Value| {
+            let mut v = serde_json::json!({
+                "instance_id": "astropy__astropy-12907", "repo": "astropy/astropy",
+                "base_commit": "HEAD", "patch": "", "version": "4.3", "test_patch": "",
+            });
+            v.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            crate::dataset::instance_from_value(v).unwrap()
+        };
+        let own = row(serde_json::json!({
+            "image": "own:1", "docker_image": "docker.io/swebench/x:latest",
+            "eval_script": "#!/bin/bash\necho hi\n",
+        }));
+        let spec = TestSpec::new(&own, Flavour::Official).unwrap();
+        assert_eq!(spec.row_image.as_deref(), Some("own:1"));
+        assert_eq!(spec.official_image_name(None), "own:1");
+        let notes: Vec<_> = spec
+            .warnings
+            .iter()
+            .filter(|w| w.contains("differ"))
+            .collect();
+        assert_eq!(notes.len(), 1, "{:?}", spec.warnings);
+        assert!(notes[0].contains("`image` is used"), "{}", notes[0]);
+
+        let official = row(serde_json::json!({"docker_image": "docker.io/swebench/x:latest"}));
+        let spec = TestSpec::new(&official, Flavour::Official).unwrap();
+        assert_eq!(
+            spec.row_image.as_deref(),
+            Some("docker.io/swebench/x:latest")
+        );
+        assert!(!spec.warnings.iter().any(|w| w.contains("differ")));
+
+        let same = row(serde_json::json!({
+            "image": "own:1", "docker_image": "own:1", "eval_script": "echo",
+        }));
+        let spec = TestSpec::new(&same, Flavour::Official).unwrap();
+        assert!(!spec.warnings.iter().any(|w| w.contains("differ")));
+    }
+
+    #[test]
+    fn shared_warnings_are_said_once() {
+        let w = |id: &str, text: &str| (id.to_string(), text.to_string());
+        let lines = group_warnings(&[w("a", "x"), w("b", "y"), w("c", "x"), w("d", "x")]);
+        assert_eq!(lines, ["a and 2 more instances: x", "b: y"]);
     }
 
     #[test]

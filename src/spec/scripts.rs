@@ -31,13 +31,15 @@ pub(super) fn build(inst: &Instance, opts: &SpecOptions<'_>) -> Result<TestSpec,
     let id = &inst.instance_id;
     let version = inst.version.clone();
     let spec = version.as_deref().and_then(|v| table().get(&inst.repo, v));
-    let row_image = inst.docker_image.clone().or_else(|| inst.image.clone());
-    let mut warnings = Vec::new();
+    let (row_image, image_note) = row_image(inst);
+    let mut warnings: Vec<String> = image_note.into_iter().collect();
 
     // A SWE-bench 5 row brings its own script: use it as is, whatever the table says.
     if let Some(script) = &inst.eval_script {
         if spec.is_none() {
-            return Ok(row_only_spec(inst, script, row_image));
+            let mut out = row_only_spec(inst, script, row_image);
+            out.warnings.splice(0..0, warnings);
+            return Ok(out);
         }
     }
     let version = version.ok_or_else(|| SpecError::MissingVersion {
@@ -223,6 +225,30 @@ pub(super) fn build(inst: &Instance, opts: &SpecOptions<'_>) -> Result<TestSpec,
     }
     out.warnings = warnings;
     Ok(out)
+}
+
+/// The image a row names for itself, and a note when it names two that disagree. A row with
+/// its own `eval_script` (SWE-bench 5) runs in its own `image`: the script was written for
+/// it, whereas `docker_image` (some copies of Verified carry it) names the official prebuilt
+/// image, which may be unreachable. Without an eval script, `docker_image` comes first.
+pub(super) fn row_image(inst: &Instance) -> (Option<String>, Option<String>) {
+    let (first, second, first_name, second_name) = if inst.eval_script.is_some() {
+        (&inst.image, &inst.docker_image, "image", "docker_image")
+    } else {
+        (&inst.docker_image, &inst.image, "docker_image", "image")
+    };
+    let note = match (first, second) {
+        (Some(a), Some(b)) if a != b => Some(format!(
+            "the row's `{first_name}` and `{second_name}` differ; `{first_name}` is used{}",
+            if inst.eval_script.is_some() {
+                " (it goes with the row's `eval_script`)"
+            } else {
+                ""
+            }
+        )),
+        _ => None,
+    };
+    (first.clone().or_else(|| second.clone()), note)
 }
 
 /// A row with its own eval script and no spec in the table: nothing can be built for it, but

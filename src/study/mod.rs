@@ -239,6 +239,19 @@ pub struct Summary {
     pub n_unmatched_rewards: usize,
     /// Outcomes without a reward.
     pub n_unmatched_outcomes: usize,
+    /// Pairs left out because the two sides name different models, and the first such names
+    /// (rewards' model, outcomes' model).
+    pub n_model_mismatch: usize,
+    pub models_differ: Option<[String; 2]>,
+    /// How predictions without a verdict were counted, in one plain sentence.
+    pub no_verdict_counted: String,
+    /// Predictions whose missing verdict is a harness error (reason containing `error`).
+    pub n_harness_errors: usize,
+    /// The AUROCs with the harness errors left out (empty patches stay, as unresolved): an
+    /// infrastructure failure says nothing about the patch.
+    pub n_without_harness_errors: usize,
+    pub similarity_auroc_without_harness_errors: Option<f64>,
+    pub reward_auroc_without_harness_errors: Option<f64>,
     /// The first [`UNMATCHED_SHOWN`] unmatched keys of each side, as `instance_id#sample`.
     pub unmatched_rewards: Vec<String>,
     /// The same for outcomes without a reward.
@@ -500,6 +513,12 @@ pub fn analyze(joined: &Joined, opts: &Options) -> Summary {
     }
     let n_resolved = resolved.iter().filter(|&&r| r).count();
     let n_no_verdict = no_verdict_by_reason.values().sum();
+    let kept: Vec<&Observation> = obs.iter().filter(|o| !is_harness_error(o)).collect();
+    let kept_resolved: Vec<bool> = kept.iter().map(|o| o.verdict.resolved()).collect();
+    let kept_auroc = |score: Score| {
+        let col: Vec<f64> = kept.iter().map(|o| score.of(o)).collect();
+        stats::auroc(&col, &kept_resolved)
+    };
     let instances = groups_by(obs, |o| o.instance_id.clone());
     let mut summary = Summary {
         headline: String::new(),
@@ -507,11 +526,18 @@ pub fn analyze(joined: &Joined, opts: &Options) -> Summary {
         n_resolved,
         n_unresolved: obs.len() - n_resolved - n_no_verdict,
         n_no_verdict,
-        no_verdict_by_reason,
+        no_verdict_by_reason: no_verdict_by_reason.clone(),
         resolve_rate: (!obs.is_empty()).then(|| n_resolved as f64 / obs.len() as f64),
         n_unmatched: joined.unmatched_rewards.len() + joined.unmatched_outcomes.len(),
         n_unmatched_rewards: joined.unmatched_rewards.len(),
         n_unmatched_outcomes: joined.unmatched_outcomes.len(),
+        n_model_mismatch: joined.model_mismatches,
+        models_differ: joined.models_differ.clone().map(|(a, b)| [a, b]),
+        no_verdict_counted: no_verdict_sentence(&no_verdict_by_reason),
+        n_harness_errors: obs.len() - kept.len(),
+        n_without_harness_errors: kept.len(),
+        similarity_auroc_without_harness_errors: kept_auroc(Score::Similarity),
+        reward_auroc_without_harness_errors: kept_auroc(Score::Reward),
         unmatched_rewards: keys(&joined.unmatched_rewards),
         unmatched_outcomes: keys(&joined.unmatched_outcomes),
         n_instances: instances.len(),
@@ -535,11 +561,34 @@ pub fn analyze(joined: &Joined, opts: &Options) -> Summary {
                              max_score breaks ties by the lowest sample number, \
                              max_score_ties_random by a uniform pick among the tied",
             no_verdict_rule: "predictions without a test verdict (error, empty patch) count as \
-                              unresolved",
+                              unresolved; the AUROCs without harness errors leave out those \
+                              whose reason is an error (empty patches stay, unresolved)",
         },
     };
     summary.headline = headline(&summary);
     summary
+}
+
+/// A prediction whose missing verdict is the harness's failure, not the patch's (an error
+/// of the run; an empty patch is the model's and stays).
+fn is_harness_error(o: &Observation) -> bool {
+    matches!(&o.verdict, Verdict::NoVerdict(why) if why.to_ascii_lowercase().contains("error"))
+}
+
+/// "Predictions without a verdict count as unresolved: 33 error, 54 empty_patch." or that
+/// there were none.
+fn no_verdict_sentence(by_reason: &BTreeMap<String, usize>) -> String {
+    if by_reason.is_empty() {
+        return "Every joined prediction has a test verdict.".to_string();
+    }
+    let parts: Vec<String> = by_reason
+        .iter()
+        .map(|(why, n)| format!("{n} {why}"))
+        .collect();
+    format!(
+        "Predictions without a test verdict count as unresolved: {}.",
+        parts.join(", ")
+    )
 }
 
 fn keys(v: &[(String, u32)]) -> Vec<String> {
@@ -596,7 +645,23 @@ pub fn auroc_words(a: f64) -> &'static str {
 
 fn headline(s: &Summary) -> String {
     let o = &s.similarity.overall;
-    let mut h = match o.auroc {
+    let mut h = String::new();
+    if s.n_unmatched > 0 {
+        h.push_str(&format!(
+            "Unmatched: {} rewards without an outcome and {} outcomes without a reward are left \
+             out of every figure",
+            s.n_unmatched_rewards, s.n_unmatched_outcomes
+        ));
+        match &s.models_differ {
+            Some([r, o]) => h.push_str(&format!(
+                " ({} pairs name different models: rewards of {r}, outcomes of {o}; these are \
+                 different runs). ",
+                s.n_model_mismatch
+            )),
+            None => h.push_str(". "),
+        }
+    }
+    h.push_str(&match o.auroc {
         Some(a) => {
             let ci = o
                 .auroc_ci95
@@ -615,7 +680,20 @@ fn headline(s: &Summary) -> String {
             "No AUROC: the {} joined predictions do not include both resolved and unresolved ones.",
             s.n
         ),
-    };
+    });
+    if s.n_no_verdict > 0 {
+        h.push(' ');
+        h.push_str(&s.no_verdict_counted);
+    }
+    if s.n_harness_errors > 0 {
+        h.push_str(&format!(
+            " With the {} harness errors left out, similarity AUROC is {} over {} predictions.",
+            s.n_harness_errors,
+            s.similarity_auroc_without_harness_errors
+                .map_or("n/a".to_string(), |a| format!("{a:.3}")),
+            s.n_without_harness_errors
+        ));
+    }
     if let Some(b) = s.reward.best_of_n.last().filter(|b| b.n > 1) {
         h.push_str(&format!(
             " Picking the highest-reward of {} samples resolves {:.1}% of {} instances, against \

@@ -192,6 +192,14 @@ fn headline_table(s: &Summary) -> Table {
     let row = |name: &str, f: &dyn Fn(&Stats) -> String| vec![name.to_string(), f(a), f(b)];
     let mut rows = vec![
         row("AUROC [95% CI]", &auroc_cell),
+        vec![
+            format!(
+                "AUROC without the {} harness errors (n = {})",
+                s.n_harness_errors, s.n_without_harness_errors
+            ),
+            f3(s.similarity_auroc_without_harness_errors),
+            f3(s.reward_auroc_without_harness_errors),
+        ],
         row("point-biserial r", &|x| f3(x.point_biserial)),
         row("Spearman rho", &|x| f3(x.spearman)),
         row("Kendall tau-b", &|x| f3(x.kendall_tau_b)),
@@ -245,6 +253,12 @@ fn counts_table(s: &Summary) -> Table {
             s.n_unmatched, s.n_unmatched_rewards, s.n_unmatched_outcomes
         ),
     ]);
+    if let Some([r, o]) = &s.models_differ {
+        rows.push(vec![
+            "  of which different models".into(),
+            format!("{} (rewards of {r}, outcomes of {o})", s.n_model_mismatch),
+        ]);
+    }
     rows.push(vec![
         "instances / max samples".into(),
         format!("{} / {}", s.n_instances, s.max_samples),
@@ -410,17 +424,24 @@ struct Section {
 }
 
 fn sections(s: &Summary) -> Vec<Section> {
-    let mut v =
-        vec![
+    let mut v = vec![
         Section {
             title: "Statistics",
-            text: "Resolved is the executed verdict; predictions without one (harness error, empty \
-                   patch) count as unresolved. Intervals are seeded percentile-bootstrap 95% \
-                   intervals."
-                .into(),
+            text: format!(
+                "Resolved is the executed verdict. {} A harness error says nothing about the \
+                 patch, so the AUROC is also given with harness errors left out. `similarity` \
+                 equals the SWE-RL reference's score; `reward` is -1 for empty and unparsable \
+                 patches, where the reference gives 0.0. Intervals are seeded \
+                 percentile-bootstrap 95% intervals.",
+                s.no_verdict_counted
+            ),
             table: headline_table(s),
         },
-        Section { title: "Counts", text: String::new(), table: counts_table(s) },
+        Section {
+            title: "Counts",
+            text: String::new(),
+            table: counts_table(s),
+        },
         Section {
             title: "Per repository",
             text: "Where resemblance works and where it does not.".into(),
@@ -430,7 +451,9 @@ fn sections(s: &Summary) -> Vec<Section> {
             title: "Per difficulty",
             text: "SWE-bench Verified's annotated time to fix (`unknown` without --dataset)."
                 .into(),
-            table: groups_table("difficulty", &s.similarity, &s.reward, |x| &x.per_difficulty),
+            table: groups_table("difficulty", &s.similarity, &s.reward, |x| {
+                &x.per_difficulty
+            }),
         },
         Section {
             title: "Calibration",

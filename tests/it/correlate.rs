@@ -367,12 +367,18 @@ fn input_formats_and_the_join() {
         "--bootstrap",
         "100",
     ]);
-    assert!(ok, "{stderr}");
+    // Unmatched rows are an input problem: the study is written, the exit code is 3 (not
+    // success), and the headline says so first.
+    assert!(!ok, "unmatched rows must not exit 0: {stderr}");
     assert!(
         stderr.contains("1 rewards without an outcome: z__z-9#0"),
         "{stderr}"
     );
     assert!(stdout.contains("AUROC"), "{stdout}");
+    assert!(
+        stdout.starts_with("Unmatched: 1 rewards without an outcome and 1 outcomes"),
+        "{stdout}"
+    );
     let sj = summary_of(&out);
     assert_eq!(
         (

@@ -18,6 +18,7 @@ mod mini;
 mod reward;
 mod run_e2e;
 mod runner;
+mod safeio;
 mod spec;
 mod submit;
 mod swarm;

@@ -714,6 +714,7 @@ fn cli_reads_requirements_from_a_local_clone_like_the_official_harness() {
     );
 
     let row = serde_json::json!({
+        "patch": "",
         "instance_id": "django__django-1",
         "repo": "django/django",
         "version": "3.0",

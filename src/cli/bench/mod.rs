@@ -26,6 +26,45 @@ pub enum Target {
     Harness(harness::Args),
 }
 
+impl Args {
+    pub fn io(&self) -> crate::paths::IoPlan {
+        use crate::paths::{IoPlan, Output};
+        match &self.target {
+            Target::Reward(a) => {
+                let mut plan = IoPlan::new().output_file(a.json.as_deref());
+                if let Some(d) = &a.dataset {
+                    plan = plan.input("--dataset", d);
+                }
+                if let Some(p) = &a.predictions {
+                    plan = plan.input("--predictions", p);
+                }
+                plan
+            }
+            Target::Grade(a) => {
+                let mut plan = IoPlan::new().output_file(a.json.as_deref());
+                if let Some(d) = &a.dataset {
+                    plan = plan.input("--dataset", d);
+                }
+                if let Some(p) = &a.predictions {
+                    plan = plan.input_spec("--predictions", p);
+                }
+                if let Some(l) = &a.logs {
+                    plan = plan.input("--logs", l);
+                }
+                plan
+            }
+            Target::Correlate(a) => {
+                let plan = IoPlan::new().output_file(a.json.as_deref());
+                match &a.write {
+                    Some(w) => plan.output(Output::Folder(w.clone())),
+                    None => plan,
+                }
+            }
+            Target::Harness(a) => IoPlan::new().output_file(a.json.as_deref()),
+        }
+    }
+}
+
 pub fn run(args: Args) -> CliResult {
     match args.target {
         Target::Reward(a) => reward::run(a),

@@ -39,6 +39,15 @@ pub(super) fn number(v: &Value) -> Option<f64> {
     }
 }
 
+/// The model a row names under `first` or else `second`, if any.
+pub(super) fn model_of(obj: &Map<String, Value>, first: &str, second: &str) -> Option<String> {
+    [first, second]
+        .iter()
+        .find_map(|k| obj.get(*k).and_then(Value::as_str))
+        .filter(|m| !m.is_empty())
+        .map(str::to_string)
+}
+
 pub(super) fn sample_of(obj: &Map<String, Value>) -> Result<Option<u32>, String> {
     match obj.get("sample") {
         None | Some(Value::Null) => Ok(None),

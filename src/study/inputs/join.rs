@@ -53,6 +53,19 @@ pub struct Joined {
     pub unmatched_rewards: Vec<(String, u32)>,
     /// (instance_id, sample) of outcomes without a reward, in input order.
     pub unmatched_outcomes: Vec<(String, u32)>,
+    /// Keys found on both sides whose model names differ (not joined; they are among the
+    /// unmatched of both sides).
+    pub model_mismatches: usize,
+    /// The first such pair of names: (rewards' model, outcomes' model).
+    pub models_differ: Option<(String, String)>,
+}
+
+/// True when two model names differ (compared as folder names: `org/m` is `org__m`).
+fn models_differ(a: Option<&str>, b: Option<&str>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => a.replace('/', "__") != b.replace('/', "__"),
+        _ => false,
+    }
 }
 
 /// Joins rewards and outcomes on (instance_id, sample), both already numbered by
@@ -63,19 +76,31 @@ pub fn join(
     outcomes: Vec<(String, u32, OutcomeRow)>,
     dataset: Option<&Dataset>,
 ) -> Joined {
-    let mut by_key: HashMap<(String, u32), (usize, Verdict)> = HashMap::new();
+    let mut by_key: HashMap<(String, u32), (usize, Verdict, Option<String>)> = HashMap::new();
     let mut outcome_keys = Vec::with_capacity(outcomes.len());
     for (i, (id, s, row)) in outcomes.into_iter().enumerate() {
         outcome_keys.push((id.clone(), s));
-        by_key.insert((id, s), (i, row.verdict));
+        by_key.insert((id, s), (i, row.verdict, row.model));
     }
     let mut used = vec![false; outcome_keys.len()];
     let mut joined = Joined::default();
     for (id, s, row) in rewards {
-        let Some((i, verdict)) = by_key.remove(&(id.clone(), s)) else {
+        let Some((i, verdict, model)) = by_key.remove(&(id.clone(), s)) else {
             joined.unmatched_rewards.push((id, s));
             continue;
         };
+        // Both sides name a model and they differ: two different runs, not one prediction.
+        if models_differ(row.model.as_deref(), model.as_deref()) {
+            joined.model_mismatches += 1;
+            joined.models_differ.get_or_insert_with(|| {
+                (
+                    row.model.clone().unwrap_or_default(),
+                    model.clone().unwrap_or_default(),
+                )
+            });
+            joined.unmatched_rewards.push((id, s));
+            continue;
+        }
         used[i] = true;
         let inst = dataset.and_then(|d| d.get(&id));
         joined.observations.push(Observation {

@@ -20,6 +20,8 @@ pub struct OutcomeRow {
     pub sample: Option<u32>,
     /// What the execution said.
     pub verdict: Verdict,
+    /// `model` (or `model_name_or_path`), when the source names one.
+    pub model: Option<String>,
 }
 
 /// The categories that mean "no test verdict" in a per-prediction outcome row.
@@ -109,6 +111,7 @@ fn outcome_row(value: &Value) -> Result<OutcomeRow, (Option<&'static str>, Strin
         instance_id,
         sample,
         verdict,
+        model: super::fields::model_of(obj, "model", "model_name_or_path"),
     })
 }
 
@@ -167,6 +170,7 @@ fn summary_outcomes(obj: &Map<String, Value>) -> Vec<OutcomeRow> {
                 instance_id: id,
                 sample: None,
                 verdict,
+                model: None,
             }
         })
         .collect()
@@ -218,6 +222,7 @@ pub fn load_outcomes(path: &Path) -> Result<Loaded<OutcomeRow>, LoadError> {
                         instance_id: (*id).clone(),
                         sample: Some(k as u32),
                         verdict,
+                        model: None,
                     });
                 }
             }
@@ -273,9 +278,16 @@ fn load_outcome_dir(dir: &Path) -> Result<Loaded<OutcomeRow>, LoadError> {
                 Ok(Value::Object(obj)) => {
                     for (id, rep) in obj {
                         let resolved = rep.get("resolved").and_then(Value::as_bool);
+                        // logs/run_evaluation/<run>/<model>/<id>/report.json
+                        let model = file
+                            .parent()
+                            .and_then(Path::parent)
+                            .and_then(Path::file_name)
+                            .map(|m| m.to_string_lossy().into_owned());
                         out.items.push(OutcomeRow {
                             instance_id: id,
                             sample: None,
+                            model,
                             verdict: match resolved {
                                 Some(true) => Verdict::Resolved,
                                 Some(false) => Verdict::Unresolved,

@@ -20,6 +20,8 @@ pub struct RewardRow {
     pub reward: f64,
     /// The reward's format verdict (`ok`, `empty`, ...), when given.
     pub format: Option<String>,
+    /// `model_name_or_path` (or `model`), when the row names one.
+    pub model: Option<String>,
 }
 
 /// Reads a rewards file: JSON Lines (or a JSON list) of `swe-eval reward` rows, or its CSV form
@@ -97,6 +99,7 @@ fn reward_row(value: &Value) -> Result<RewardRow, (Option<&'static str>, String)
         similarity,
         reward,
         format,
+        model: super::fields::model_of(obj, "model_name_or_path", "model"),
     })
 }
 
