@@ -315,7 +315,7 @@ mod tests {
         assert_eq!(a.instance_ids, ["a__b-1", "c__d-2"]);
         assert_eq!(a.output, std::path::Path::new("out"));
         assert_eq!(a.timeout, Some(900));
-        assert_eq!(a.images.cache_level, "instance");
+        assert_eq!(a.images.cache_level, crate::images::CacheLevel::Instance);
         assert_eq!(a.images.namespace.as_deref(), Some(""));
     }
 
