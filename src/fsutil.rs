@@ -60,7 +60,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("refusing to write {output}: it is {how} the input {input} ({flag}); choose another output path")]
 pub struct Clobber {
+    /// The path the write was to go to.
     pub output: PathBuf,
+    /// The input already there.
     pub input: PathBuf,
     /// The flag the input came from (`--predictions`, ...).
     pub flag: String,

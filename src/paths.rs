@@ -25,7 +25,9 @@ use std::path::{Component, Path, PathBuf};
 pub struct UnsafeComponent {
     /// What the value is (`instance_id`, `--run-id`, `model_name_or_path`, ...).
     pub what: String,
+    /// The value, escaped for printing.
     pub value: String,
+    /// Why it cannot be a name.
     pub reason: &'static str,
 }
 
@@ -82,12 +84,16 @@ pub use crate::fsutil::Clobber;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum OutputError {
     #[error(transparent)]
+    /// The output is one of the inputs.
     Clobber(#[from] Clobber),
     #[error("refusing to write {0}: it is a folder; give a file name")]
+    /// A file output names a folder.
     IsFolder(PathBuf),
     #[error("refusing to write into {0}: it is a file, and this command writes a folder of files")]
+    /// A folder output names a file.
     NotAFolder(PathBuf),
     #[error("this command writes a folder of files, which standard output (`-`) cannot hold")]
+    /// A folder output is `-`.
     FolderToStdout,
 }
 
@@ -105,11 +111,14 @@ pub enum Output {
 /// A command's inputs (with the flag each came from) and its outputs.
 #[derive(Debug, Clone, Default)]
 pub struct IoPlan {
+    /// Input paths, each with the flag it came from.
     pub inputs: Vec<(String, PathBuf)>,
+    /// What the command writes.
     pub outputs: Vec<Output>,
 }
 
 impl IoPlan {
+    /// A plan with no inputs and no outputs.
     pub fn new() -> IoPlan {
         IoPlan::default()
     }

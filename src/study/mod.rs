@@ -242,6 +242,7 @@ pub struct Summary {
     /// Pairs left out because the two sides name different models, and the first such names
     /// (rewards' model, outcomes' model).
     pub n_model_mismatch: usize,
+    /// The first differing pair of model names: rewards', outcomes'.
     pub models_differ: Option<[String; 2]>,
     /// How predictions without a verdict were counted, in one plain sentence.
     pub no_verdict_counted: String,
@@ -250,7 +251,9 @@ pub struct Summary {
     /// The AUROCs with the harness errors left out (empty patches stay, as unresolved): an
     /// infrastructure failure says nothing about the patch.
     pub n_without_harness_errors: usize,
+    /// Similarity AUROC without harness errors.
     pub similarity_auroc_without_harness_errors: Option<f64>,
+    /// Reward AUROC without harness errors.
     pub reward_auroc_without_harness_errors: Option<f64>,
     /// The first [`UNMATCHED_SHOWN`] unmatched keys of each side, as `instance_id#sample`.
     pub unmatched_rewards: Vec<String>,
