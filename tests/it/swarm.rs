@@ -252,6 +252,23 @@ impl Cluster {
         }
     }
 
+    /// Mounts the worker's daemon made under the test's folder (its data root, namespace
+    /// files) and left when it stopped: without this the folder could not be removed.
+    fn unmount_leftovers(&self) {
+        let marker = self.dir.display().to_string();
+        let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        let mut points: Vec<&str> = info
+            .lines()
+            .filter_map(|l| l.split(' ').nth(4))
+            .filter(|p| p.starts_with(&marker))
+            .collect();
+        // Deepest first.
+        points.sort_by_key(|p| std::cmp::Reverse(p.len()));
+        for p in points {
+            let _ = run("umount", &["-l", p]);
+        }
+    }
+
     fn teardown(&mut self) {
         if self.worker.is_some() {
             let _ = self.worker_docker(&["swarm", "leave", "--force"]);
@@ -267,6 +284,7 @@ impl Cluster {
         }
         self.forward = None;
         self.kill_leftovers();
+        self.unmount_leftovers();
         if !self.gwbridge_before {
             let _ = run("docker", &["network", "rm", "docker_gwbridge"]);
         }
@@ -798,4 +816,7 @@ fn mini_benchmark_on_a_two_node_swarm_survives_a_dead_worker() {
         run("ip", &["netns", "pids", &c.ns]).is_err(),
         "namespace removed"
     );
+    let dir = c.dir.display().to_string();
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(!mounts.contains(&dir), "no mount left under {dir}");
 }
