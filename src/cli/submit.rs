@@ -7,7 +7,7 @@ use super::{BoxError, CliResult, Outcome};
 use crate::dataset;
 use crate::predictions;
 use crate::report::logs::SavedLogs;
-use crate::submit::{self, Metadata, Options, Source};
+use crate::submit::{self, Logs, Metadata, Options, Source};
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
@@ -124,15 +124,19 @@ pub fn run(args: Args) -> CliResult {
     let refs: Vec<&std::path::Path> = inputs.iter().map(PathBuf::as_path).collect();
     submit::check_output(&output, &refs)?;
 
-    let predictions = match &args.predictions {
+    // Predictions and logs from the files given, else from the run's own log folders.
+    let (predictions, tree_logs) = match &args.predictions {
         Some(spec) => {
             let loaded = predictions::load(spec, Some(&ds))?;
             for p in &loaded.problems {
                 eprintln!("warning: skipped prediction: {p}");
             }
-            loaded.items
+            (loaded.items, None)
         }
-        None => submit::predictions_from_tree(&run, args.run_id.as_deref())?,
+        None => {
+            let (p, logs) = submit::predictions_from_tree(&run, args.run_id.as_deref())?;
+            (p, Some(logs))
+        }
     };
     if predictions.is_empty() {
         return Err(format!(
@@ -141,10 +145,16 @@ pub fn run(args: Args) -> CliResult {
         )
         .into());
     }
-    let logs = SavedLogs::open(args.logs.as_deref().unwrap_or(&run))?;
-    for p in logs.problems() {
-        eprintln!("warning: skipped log row: {p}");
-    }
+    let logs = match (&args.logs, tree_logs) {
+        (None, Some(tree)) => tree,
+        (given, _) => {
+            let saved = SavedLogs::open(given.as_deref().unwrap_or(&run))?;
+            for p in saved.problems() {
+                eprintln!("warning: skipped log row: {p}");
+            }
+            Logs::Saved(saved)
+        }
+    };
     let source = Source {
         predictions,
         logs,

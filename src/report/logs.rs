@@ -304,7 +304,7 @@ fn jsonl_row(line: &str) -> Result<(String, String), (Option<&'static str>, Stri
 }
 
 /// Reads one instance folder of the official layout.
-fn read_instance_dir(dir: &Path) -> Result<SavedLog, ReportError> {
+pub fn read_instance_dir(dir: &Path) -> Result<SavedLog, ReportError> {
     let read = |name: &str| -> Result<Option<String>, ReportError> {
         let p = dir.join(name);
         match std::fs::read(&p) {

@@ -96,11 +96,42 @@ pub struct Source {
     /// Every prediction of the run (several models or samples are narrowed down by [`build`]).
     pub predictions: Vec<Prediction>,
     /// The run's test outputs.
-    pub logs: SavedLogs,
+    pub logs: Logs,
     /// Chooses among several runs in a logs tree.
     pub run_id: Option<String>,
     /// The run's own official summaries (`<model>.<run_id>.json`), to cross-check the package.
     pub summaries: Vec<PathBuf>,
+}
+
+/// Where each prediction's test output is.
+#[derive(Debug)]
+pub enum Logs {
+    /// Looked up by instance id (and model, run id) in saved logs.
+    Saved(SavedLogs),
+    /// Each prediction's own log folder, by (model, sample, instance id), as
+    /// [`predictions_from_tree`] found them.
+    Folders(HashMap<(String, u32, String), PathBuf>),
+}
+
+impl Logs {
+    fn get(&self, p: &Prediction, run_id: Option<&str>) -> Result<SavedLog, SubmitError> {
+        match self {
+            Logs::Saved(saved) => saved
+                .get(&p.instance_id, &p.model_dir_name(), run_id)
+                .map_err(|e| SubmitError::Input(e.to_string())),
+            Logs::Folders(dirs) => {
+                let key = (
+                    p.model_name_or_path.clone(),
+                    p.sample,
+                    p.instance_id.clone(),
+                );
+                match dirs.get(&key) {
+                    Some(dir) => Ok(crate::report::logs::read_instance_dir(dir)?),
+                    None => Ok(SavedLog::Missing),
+                }
+            }
+        }
+    }
 }
 
 /// How to package.
@@ -190,12 +221,13 @@ fn safe_component(id: &str) -> bool {
         && !id.starts_with('-')
 }
 
-/// Predictions read back from a run's log tree: every folder below `run` holding a
-/// `patch.diff`, as `.../<run_id>/<model>/<instance_id>[.sample<k>]/`.
+/// Predictions read back from a run's log tree, with each one's folder: every folder below
+/// `run` holding a `patch.diff` (or only swe-eval's `verdict.json`: an empty patch), as
+/// `.../<run_id>/<model>/<instance_id>[.sample<k>]/`.
 pub fn predictions_from_tree(
     run: &Path,
     run_id: Option<&str>,
-) -> Result<Vec<Prediction>, SubmitError> {
+) -> Result<(Vec<Prediction>, Logs), SubmitError> {
     let mut found = Vec::new();
     let mut stack = vec![(run.to_path_buf(), 0usize)];
     while let Some((dir, depth)) = stack.pop() {
@@ -203,16 +235,21 @@ pub fn predictions_from_tree(
             path: dir.clone(),
             source,
         })?;
+        let mut is_prediction = false;
         for entry in entries.flatten() {
-            let path = entry.path();
-            if entry.file_name() == PATCH_FILE {
-                found.push(dir.clone());
+            let name = entry.file_name();
+            if name == PATCH_FILE || name == crate::runner::store::VERDICT_FILE {
+                is_prediction = true;
             } else if depth < 6 && entry.file_type().is_ok_and(|t| t.is_dir()) {
-                stack.push((path, depth + 1));
+                stack.push((entry.path(), depth + 1));
             }
+        }
+        if is_prediction {
+            found.push(dir);
         }
     }
     let mut preds = Vec::new();
+    let mut dirs = HashMap::new();
     let mut runs = BTreeSet::new();
     for dir in found {
         let name = |p: Option<&Path>| {
@@ -232,7 +269,13 @@ pub fn predictions_from_tree(
             Some((id, k)) if k.parse::<u32>().is_ok() => (id.to_string(), k.parse().unwrap_or(0)),
             _ => (leaf.clone(), 0),
         };
-        let patch = results::read_text(&dir.join(PATCH_FILE))?;
+        let patch_path = dir.join(PATCH_FILE);
+        let patch = if patch_path.is_file() {
+            results::read_text(&patch_path)?
+        } else {
+            String::new()
+        };
+        dirs.insert((model.clone(), sample, id.clone()), dir.clone());
         preds.push(Prediction {
             instance_id: id,
             model_name_or_path: model,
@@ -250,7 +293,7 @@ pub fn predictions_from_tree(
         )));
     }
     preds.sort_by(|a, b| (&a.instance_id, a.sample).cmp(&(&b.instance_id, b.sample)));
-    Ok(preds)
+    Ok((preds, Logs::Folders(dirs)))
 }
 
 /// The official run summaries at the top of a run folder (`<model>.<run_id>[.sample<k>].json`).
@@ -413,10 +456,7 @@ pub fn build(ds: &Dataset, src: &Source, opts: &Options) -> Result<Package, Subm
     for p in chosen.iter().filter(|p| !p.is_empty_patch()) {
         let dir = logs_dir.join(&p.instance_id);
         fsutil::write_atomic(&dir.join(PATCH_FILE), p.patch().as_bytes())?;
-        let saved = src
-            .logs
-            .get(&p.instance_id, &p.model_dir_name(), src.run_id.as_deref())
-            .map_err(|e| SubmitError::Input(e.to_string()))?;
+        let saved = src.logs.get(p, src.run_id.as_deref())?;
         match &saved {
             SavedLog::Output(text) => {
                 fsutil::write_atomic(&dir.join(TEST_OUTPUT_FILE), text.as_bytes())?;
@@ -912,6 +952,40 @@ mod tests {
             .to_string()
             .contains("not empty"));
         check_output(&dir.path().join("new"), &[&run]).unwrap();
+    }
+
+    #[test]
+    fn a_run_tree_gives_every_sample_with_its_own_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let model = dir.path().join("logs/run_evaluation/r1/org__m");
+        // Sample 0 had an empty patch: swe-eval wrote only its verdict.
+        std::fs::create_dir_all(model.join("a__b-1")).unwrap();
+        std::fs::write(model.join("a__b-1/verdict.json"), b"{}").unwrap();
+        std::fs::create_dir_all(model.join("a__b-1.sample1")).unwrap();
+        std::fs::write(model.join("a__b-1.sample1/patch.diff"), b"diff").unwrap();
+        std::fs::write(model.join("a__b-1.sample1/test_output.txt"), b"log 1").unwrap();
+        let (preds, logs) = predictions_from_tree(dir.path(), None).unwrap();
+        let got: Vec<(u32, &str)> = preds.iter().map(|p| (p.sample, p.patch())).collect();
+        assert_eq!(got, [(0, ""), (1, "diff")]);
+        assert_eq!(preds[0].model_name_or_path, "org__m");
+        assert_eq!(logs.get(&preds[0], None).unwrap(), SavedLog::Missing);
+        assert_eq!(
+            logs.get(&preds[1], None).unwrap(),
+            SavedLog::Output("log 1".into()),
+            "each sample's log comes from its own folder"
+        );
+        let other = dir.path().join("logs/run_evaluation/r2/org__m/a__b-1");
+        std::fs::create_dir_all(&other).unwrap();
+        std::fs::write(other.join("patch.diff"), b"x").unwrap();
+        let e = predictions_from_tree(dir.path(), None).unwrap_err();
+        assert!(e.to_string().contains("several runs (r1, r2)"), "{e}");
+        assert_eq!(
+            predictions_from_tree(dir.path(), Some("r2"))
+                .unwrap()
+                .0
+                .len(),
+            1
+        );
     }
 
     #[test]
