@@ -217,6 +217,15 @@ pub fn run(args: Args) -> CliResult {
         problems,
     };
     let summary = write_outputs(&args.output, &ds, &graded, mode, &run_id)?;
+    report::html::write_graded(
+        &args.output.join("report.html"),
+        &run_id,
+        &ds,
+        &graded.predictions,
+        &graded.verdicts,
+        &saved,
+        mode,
+    )?;
     super::print_problems("", &graded.problems);
     eprintln!(
         "graded {} prediction(s) ({mode:?} mode): {} resolved, {} unresolved, {} error(s), {} empty patch(es); strict grading flips {}; wrote {}",

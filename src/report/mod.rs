@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::fsutil::{self, WriteError};
 use crate::grading::{Category, Group, Mode, TestGroups, Verdict};
 
+pub mod html;
 pub mod logs;
 mod pyjson;
 pub use pyjson::{to_python_json, to_python_json_indent};

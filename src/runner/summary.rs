@@ -114,7 +114,96 @@ pub fn write_all(
     let bytes = w.into_inner().map_err(|e| csv_err(e.into_error().into()))?;
     write_atomic(&layout.csv_path(), &bytes)?;
     files.push(layout.csv_path());
+    files.push(write_report_html(layout, plan, verdicts, mode)?);
     Ok(files)
+}
+
+/// The run's browsable page, `<output>/<run_id>.report.html` (see `report::html`): every
+/// verdict with its patch, failing tests, eval script and log tail from its log folder, and
+/// the similarity of its patch to the gold patch.
+pub fn write_report_html(
+    layout: &Layout,
+    plan: &Plan,
+    verdicts: &BTreeMap<Key, Verdict>,
+    mode: Mode,
+) -> Result<PathBuf, ReportError> {
+    use crate::report::html::{self, Heading, Record, Text};
+    let patches: std::collections::HashMap<Key, &str> = plan
+        .predictions
+        .iter()
+        .map(|p| {
+            let key = (
+                p.model_name_or_path.clone(),
+                p.sample,
+                p.instance_id.clone(),
+            );
+            (key, p.patch())
+        })
+        .collect();
+    let records: Vec<Record> = verdicts
+        .iter()
+        .map(|(key, v)| {
+            let setup = plan.setups.get(&v.instance_id);
+            let dir = layout.prediction_dir(&v.model, &v.instance_id, v.sample);
+            let file = |name: &str| {
+                let p = dir.join(name);
+                p.is_file().then_some(Text::File(p))
+            };
+            let log = std::fs::read_to_string(dir.join(report::TEST_OUTPUT_FILE)).ok();
+            let failing = report::read_instance_report(&dir.join(report::REPORT_FILE))
+                .map(|(_, r)| {
+                    html::failing_tests(&r, log.as_deref(), setup.map(|s| s.log_parser.as_str()))
+                })
+                .unwrap_or_default();
+            let similarity = match (setup, patches.get(key)) {
+                (Some(s), Some(pred)) if !pred.trim().is_empty() => {
+                    Some(crate::reward::unidiff_reward(&s.instance.patch, pred).similarity)
+                }
+                _ => None,
+            };
+            let graded = v.official_report;
+            Record {
+                instance_id: v.instance_id.clone(),
+                repo: setup.map(|s| s.instance.repo.clone()).unwrap_or_default(),
+                model: v.model.clone(),
+                sample: v.sample,
+                verdict: v.category.as_str().to_string(),
+                reason: v
+                    .error_reason
+                    .map(|r| r.as_str().to_string())
+                    .or_else(|| v.reason.clone()),
+                strict_verdict: v.strict_category.as_str().to_string(),
+                fail_to_pass: graded.then_some((v.fail_to_pass_success, v.fail_to_pass_failure)),
+                pass_to_pass: graded.then_some((v.pass_to_pass_success, v.pass_to_pass_failure)),
+                similarity,
+                duration_secs: Some(v.total_secs),
+                patch: file("patch.diff"),
+                eval_script: file("eval.sh"),
+                test_log: log.map(|l| {
+                    Text::Inline(html::tail(&l, html::LOG_TAIL_LINES, html::MAX_LOG_TAIL))
+                }),
+                failing_tests: failing,
+            }
+        })
+        .collect();
+    let path = layout.output.join(format!("{}.report.html", layout.run_id));
+    let heading = Heading {
+        title: format!("swe-eval run {}", layout.run_id),
+        notes: vec![
+            format!("{} predictions", records.len()),
+            format!(
+                "summaries graded in {} mode",
+                if mode == Mode::Strict {
+                    "strict"
+                } else {
+                    "official"
+                }
+            ),
+            format!("logs in {}", layout.run_dir().display()),
+        ],
+    };
+    html::write(&path, &heading, &records)?;
+    Ok(path)
 }
 
 /// The CSV's header: the fields of `Verdict` (a test holds them equal), then `format_version`.

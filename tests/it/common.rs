@@ -106,6 +106,48 @@ pub async fn docker_engine() -> Option<swe_eval::engine::DockerEngine> {
     )
 }
 
+/// Debian's chromium (installed by scripts/setup.sh), or `None` through [`prerequisite`].
+pub fn chromium() -> Option<PathBuf> {
+    let found = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+        .ok_or("apt-get install chromium");
+    prerequisite("chromium", found)
+}
+
+/// `chromium` headless, offline and with a fresh profile in `profile`: add the action
+/// (`--screenshot=...`, `--dump-dom`) and the URL.
+pub fn headless_chromium(chromium: &Path, profile: &Path) -> Command {
+    let mut c = Command::new(chromium);
+    c.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()));
+    c
+}
+
+/// How many colours a PNG has (up to 51, sampling every 7th pixel): a blank or one-colour
+/// screenshot has 1.
+pub fn png_colours(path: &Path) -> usize {
+    let pm = resvg::tiny_skia::Pixmap::load_png(path).unwrap();
+    let mut seen = std::collections::HashSet::new();
+    for px in pm.pixels().iter().step_by(7) {
+        seen.insert((px.red(), px.green(), px.blue()));
+        if seen.len() > 50 {
+            break;
+        }
+    }
+    seen.len()
+}
+
 /// The built `swe-eval` binary.
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_swe-eval"))

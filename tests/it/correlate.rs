@@ -463,18 +463,6 @@ fn synthetic_study(
     (tmp, s, w)
 }
 
-fn png_colours(path: &Path) -> usize {
-    let pm = resvg::tiny_skia::Pixmap::load_png(path).unwrap();
-    let mut seen = std::collections::HashSet::new();
-    for px in pm.pixels().iter().step_by(7) {
-        seen.insert((px.red(), px.green(), px.blue()));
-        if seen.len() > 50 {
-            break;
-        }
-    }
-    seen.len()
-}
-
 /// The Markdown report as a person reads it, on the fixed synthetic study: any change to its
 /// wording, tables or figures shows up as a snapshot diff to review
 /// (`INSTA_UPDATE=always cargo test --test it correlate::report_md` accepts one).
@@ -502,7 +490,7 @@ fn plots_rasterize_with_every_label_and_the_report_embeds_them() {
         "best_of_n",
     ] {
         let png = tmp.path().join(format!("{stem}.png"));
-        assert!(png_colours(&png) > 5, "{stem}.png is drawn");
+        assert!(crate::common::png_colours(&png) > 5, "{stem}.png is drawn");
         let svg = std::fs::read_to_string(tmp.path().join(format!("{stem}.svg"))).unwrap();
         assert!(
             svg.matches("<text").count() >= 8,
@@ -520,29 +508,13 @@ fn plots_rasterize_with_every_label_and_the_report_embeds_them() {
 /// a real picture (not empty, not one colour).
 #[test]
 fn html_report_renders_in_headless_chromium() {
-    let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
-        .into_iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists());
-    let chromium = chromium.ok_or("apt-get install chromium");
-    let Some(chromium) = crate::common::prerequisite("chromium", chromium) else {
+    let Some(chromium) = crate::common::chromium() else {
         return;
     };
     let (tmp, _, _) = synthetic_study(100);
     let shot = tmp.path().join("shot.png");
     let profile = tmp.path().join("profile");
-    let status = Command::new(chromium)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
+    let status = crate::common::headless_chromium(&chromium, &profile)
         .arg(format!("--screenshot={}", shot.display()))
         .arg("--window-size=1280,2000")
         .arg(format!(
@@ -560,7 +532,10 @@ fn html_report_renders_in_headless_chromium() {
         std::fs::metadata(&shot).unwrap().len() > 10_000,
         "screenshot is not empty"
     );
-    assert!(png_colours(&shot) > 20, "screenshot is not a single colour");
+    assert!(
+        crate::common::png_colours(&shot) > 20,
+        "screenshot is not a single colour"
+    );
     if let Some(keep) = std::env::var_os("SWE_EVAL_KEEP_SCREENSHOT") {
         std::fs::copy(&shot, keep).unwrap();
     }

@@ -15,6 +15,7 @@ mod hub;
 mod images;
 mod layers;
 mod mini;
+mod report_html;
 mod reward;
 mod run_e2e;
 mod runner;

@@ -114,6 +114,55 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// The mini benchmark's run folder (from the end-to-end test) as a package of its `mini-demo`
+/// model: two samples per instance break the pass@1 rule (warned, sample 0 packaged), the
+/// package verifies, and the run's `report.html` lists all 22 predictions in chromium.
+pub fn mini_run_packages(results: &Path) {
+    let dataset = results.join("mini/dataset.jsonl");
+    let work = tempfile::tempdir().unwrap();
+    let pkg = work.path().join("pkg");
+    let out = swe_eval(&[
+        "submit",
+        s(results),
+        "-d",
+        s(&dataset),
+        "--model",
+        "mini-demo",
+        "-o",
+        s(&pkg),
+    ]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("[pass@1]"));
+    let results_json = json(&pkg.join("results/results.json"));
+    // mini-demo sample 0 resolves calc-1, iniconf-2 and strutils-2 (datasets/mini/expected.json).
+    assert_eq!(
+        ids(&results_json["resolved"]),
+        [
+            "swe-eval-mini__calc-1",
+            "swe-eval-mini__iniconf-2",
+            "swe-eval-mini__strutils-2"
+        ]
+        .map(String::from)
+        .into(),
+    );
+    verify_detects_tampering(&pkg, &dataset, work.path());
+
+    let page = results.join("mini.report.html");
+    assert!(page.is_file(), "the run wrote its report.html");
+    let Some(chromium) = crate::common::chromium() else {
+        return;
+    };
+    let profile = tempfile::tempdir().unwrap();
+    let dom = crate::common::headless_chromium(&chromium, profile.path())
+        .arg("--dump-dom")
+        .arg(format!("file://{}#verdict=resolved", page.display()))
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert!(dom.contains("<span id=\"total\">22</span>"), "{dom}");
+    assert!(dom.contains("<span id=\"shown\">13</span>"), "13 resolved");
+}
+
 #[test]
 fn minimax_run_packages_as_the_official_harness_scored_it_and_verifies() {
     let shared = crate::require_shared!();
@@ -135,6 +184,13 @@ fn minimax_run_packages_as_the_official_harness_scored_it_and_verifies() {
         s(&graded),
     ]);
     assert!(out.status.code().is_some_and(|c| c == 0 || c == 3));
+    // grade writes report.html too, with every prediction in its data.
+    let page = std::fs::read_to_string(graded.join("report.html")).unwrap();
+    let start = page.find("id=\"data\">").unwrap() + "id=\"data\">".len();
+    let data: serde_json::Value =
+        serde_json::from_str(&page[start..start + page[start..].find("</script>").unwrap()])
+            .unwrap();
+    assert_eq!(data["rows"].as_array().unwrap().len(), 486);
 
     // Three traces (one a folder), and one that names no instance.
     let trajs = dir.path().join("trajs");
