@@ -6,6 +6,7 @@ use super::CliResult;
 pub mod correlate;
 pub mod grade;
 pub mod harness;
+pub mod html;
 pub mod reward;
 
 #[derive(Debug, clap::Args)]
@@ -24,6 +25,8 @@ pub enum Target {
     Correlate(correlate::Args),
     /// Harness overhead per prediction (everything but the test command) on a real engine.
     Harness(harness::Args),
+    /// Writing a run's report.html and opening it in headless chromium.
+    Html(html::Args),
 }
 
 impl Args {
@@ -71,5 +74,6 @@ pub fn run(args: Args) -> CliResult {
         Target::Grade(a) => grade::run(a),
         Target::Correlate(a) => correlate::run(a),
         Target::Harness(a) => harness::run(a),
+        Target::Html(a) => html::run(a),
     }
 }
