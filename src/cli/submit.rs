@@ -36,8 +36,8 @@ pub struct Args {
     /// The run's output folder (see below).
     #[arg(required_unless_present = "verify", conflicts_with = "verify")]
     pub run: Option<PathBuf>,
-    /// Dataset rows (JSON, JSON Lines or Parquet) with FAIL_TO_PASS, PASS_TO_PASS and
-    /// created_at, as the leaderboard grades them.
+    /// Dataset rows (JSON, JSON Lines or Parquet, or a Hugging Face dataset name) with
+    /// FAIL_TO_PASS, PASS_TO_PASS and created_at, as the leaderboard grades them.
     #[arg(long, short = 'd', visible_alias = "dataset_name")]
     pub dataset: PathBuf,
     /// The package folder to write (new or empty, apart from every input).
@@ -103,7 +103,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> CliResult {
-    let (ds, ds_problems) = dataset::load_dataset(&args.dataset)?;
+    // A Hugging Face dataset name loads its `test` split, the one the leaderboard grades.
+    let (ds, ds_problems) = dataset::load_dataset_split(&args.dataset, "test")?;
     for p in &ds_problems {
         eprintln!("warning: skipped dataset row: {p}");
     }

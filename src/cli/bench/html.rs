@@ -41,6 +41,7 @@ pub fn run(args: Args) -> CliResult {
     let mut problems = Vec::new();
     let (ds, preds) = load_inputs(
         &dataset,
+        "test",
         &format!("{run_dir}/all_preds.jsonl"),
         &mut problems,
     )?;
