@@ -19,11 +19,11 @@ const SHARED: &str = "../shared/datasets";
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Predictions in the page.
+    /// Predictions (rows) in the page.
     #[arg(long, default_value_t = 5000)]
-    pub predictions: usize,
+    pub count: usize,
     /// Folder for the page (default: a temporary folder, removed after).
-    #[arg(long)]
+    #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
     /// The browser.
     #[arg(long, default_value = "/usr/bin/chromium")]
@@ -54,8 +54,8 @@ pub fn run(args: Args) -> CliResult {
     if base.is_empty() {
         return Err("no records to repeat".into());
     }
-    let mut records = Vec::with_capacity(args.predictions);
-    for i in 0..args.predictions {
+    let mut records = Vec::with_capacity(args.count);
+    for i in 0..args.count {
         let mut r = base[i % base.len()].clone();
         r.sample = (i / base.len()) as u32;
         records.push(r);
