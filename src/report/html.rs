@@ -37,7 +37,9 @@ pub const MAX_SCRIPT: usize = 64 * 1024;
 /// Text given in memory or to be read from a file when the page is written.
 #[derive(Debug, Clone)]
 pub enum Text {
+    /// The text itself.
     Inline(String),
+    /// A file to read (lossily as UTF-8); a file that cannot be read shows as absent.
     File(PathBuf),
 }
 
@@ -55,6 +57,7 @@ impl Text {
 /// One test that did not pass.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FailingTest {
+    /// The test's id as the dataset lists it.
     pub name: String,
     /// `FAIL_TO_PASS` or `PASS_TO_PASS`.
     pub group: String,
@@ -65,30 +68,42 @@ pub struct FailingTest {
 /// One prediction as the page shows it.
 #[derive(Debug, Clone, Default)]
 pub struct Record {
+    /// The dataset instance.
     pub instance_id: String,
+    /// Its repository, `owner/name`.
     pub repo: String,
+    /// `model_name_or_path` of the prediction.
     pub model: String,
+    /// The prediction's sample number for this instance and model.
     pub sample: u32,
     /// resolved, unresolved, error, empty_patch or infra_error.
     pub verdict: String,
     /// Why, for errors (patch_apply_failed, timeout, ...).
     pub reason: Option<String>,
+    /// The verdict under strict grading.
     pub strict_verdict: String,
-    /// (success, failure) counts.
+    /// (success, failure) counts of FAIL_TO_PASS.
     pub fail_to_pass: Option<(usize, usize)>,
+    /// (success, failure) counts of PASS_TO_PASS.
     pub pass_to_pass: Option<(usize, usize)>,
     /// SWE-RL similarity to the gold patch, where computed.
     pub similarity: Option<f64>,
+    /// Seconds the prediction's job took.
     pub duration_secs: Option<f64>,
+    /// The patch (its first [`MAX_PATCH`] bytes are shown).
     pub patch: Option<Text>,
+    /// The eval script that ran.
     pub eval_script: Option<Text>,
+    /// The test log (its tail is shown).
     pub test_log: Option<Text>,
+    /// The tests that did not pass, with their status.
     pub failing_tests: Vec<FailingTest>,
 }
 
 /// The page's heading.
 #[derive(Debug, Clone, Default)]
 pub struct Heading {
+    /// The page's title.
     pub title: String,
     /// Lines under the title (run id, grading mode, ...).
     pub notes: Vec<String>,
