@@ -344,9 +344,7 @@ pub fn records_for_grading(
                 sample: p.sample,
                 verdict: v.map_or("error", |v| v.category(mode).as_str()).to_string(),
                 reason: v
-                    .map_or(Some("not graded"), |v| {
-                        v.category(mode).error_reason().map(|r| r.as_str())
-                    })
+                    .map_or(Some("not graded"), |v| v.error_reason.map(|r| r.as_str()))
                     .map(str::to_string),
                 strict_verdict: v
                     .map_or("error", |v| v.strict_category.as_str())
