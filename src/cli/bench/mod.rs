@@ -64,6 +64,10 @@ impl Args {
                 }
             }
             Target::Harness(a) => IoPlan::new().output_file(a.json.as_deref()),
+            Target::Html(a) => match &a.output {
+                Some(o) => IoPlan::new().output(Output::Folder(o.clone())),
+                None => IoPlan::new(),
+            },
         }
     }
 }
