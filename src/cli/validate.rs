@@ -31,7 +31,7 @@ pub struct Args {
     /// Repetitions of each of the gold and the empty run.
     #[arg(short = 'k', long, default_value_t = 2)]
     pub repeat: u32,
-    /// Run id [default: `validate`].
+    /// Run id.
     #[arg(
         long,
         visible_alias = "run_id",

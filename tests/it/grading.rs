@@ -489,7 +489,14 @@ fn verdict_categories_table() {
         collection_files_present: false,
     };
     let error = |reason| (Category::of_error(reason), Some(reason));
-    let cases: Vec<(&str, GradeInput, (Category, Option<ErrorReason>), bool)> = vec![
+    // (what the case shows, the input, the expected verdict and error reason, strict resolved)
+    type Case<'a> = (
+        &'a str,
+        GradeInput<'a>,
+        (Category, Option<ErrorReason>),
+        bool,
+    );
+    let cases: Vec<Case> = vec![
         (
             "a passing run resolves",
             input(

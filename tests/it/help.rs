@@ -22,6 +22,7 @@ const COMMANDS: &[&[&str]] = &[
     &["bench", "grade"],
     &["bench", "correlate"],
     &["bench", "harness"],
+    &["bench", "html"],
 ];
 
 fn help(args: &[&str]) -> String {
