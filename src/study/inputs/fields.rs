@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use crate::dataset::{InputProblem, LoadError, Location};
+use crate::dataset::{InputProblem, LoadError, Loaded, Location};
 
 pub(super) fn problem(
     path: &Path,
@@ -56,4 +56,24 @@ pub(super) fn sample_of(obj: &Map<String, Value>) -> Result<Option<u32>, String>
             _ => Err(format!("expected a sample number, found {v}")),
         },
     }
+}
+
+/// Turns located values into rows with `row`, keeping the values' problems and adding one
+/// (file, line, field) problem per value `row` refuses.
+pub(super) fn rows_of<T>(
+    path: &Path,
+    values: Loaded<(Value, Option<usize>)>,
+    row: impl Fn(&Value) -> Result<T, (Option<&'static str>, String)>,
+) -> Loaded<T> {
+    let mut out = Loaded {
+        items: Vec::new(),
+        problems: values.problems,
+    };
+    for (value, line) in values.items {
+        match row(&value) {
+            Ok(r) => out.items.push(r),
+            Err((field, msg)) => out.problems.push(problem(path, line, field, msg)),
+        }
+    }
+    out
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::fields::{number, problem, read, sample_of};
+use super::fields::{number, problem, read, rows_of, sample_of};
 use crate::dataset::{json_values, kind_of, LoadError, Loaded};
 use crate::study::Verdict;
 
@@ -232,18 +232,7 @@ pub fn load_outcomes(path: &Path) -> Result<Loaded<OutcomeRow>, LoadError> {
             });
         }
     }
-    let values = json_values(path, &bytes)?;
-    let mut out = Loaded {
-        items: Vec::new(),
-        problems: values.problems,
-    };
-    for (value, line) in values.items {
-        match outcome_row(&value) {
-            Ok(row) => out.items.push(row),
-            Err((field, msg)) => out.problems.push(problem(path, line, field, msg)),
-        }
-    }
-    Ok(out)
+    Ok(rows_of(path, json_values(path, &bytes)?, outcome_row))
 }
 
 /// A `swe-eval run` output folder: its per-prediction JSON Lines (any top-level `*.jsonl` whose

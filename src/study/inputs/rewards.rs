@@ -4,7 +4,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use super::fields::{number, problem, read, sample_of};
+use super::fields::{number, problem, read, rows_of, sample_of};
 use crate::dataset::{json_values, kind_of, LoadError, Loaded};
 
 /// One row of a rewards file.
@@ -35,23 +35,9 @@ pub fn load_rewards(path: &Path) -> Result<Loaded<RewardRow>, LoadError> {
     {
         csv_values(path, &bytes)?
     } else {
-        let v = json_values(path, &bytes)?;
-        Loaded {
-            items: v.items,
-            problems: v.problems,
-        }
+        json_values(path, &bytes)?
     };
-    let mut out = Loaded {
-        items: Vec::new(),
-        problems: values.problems,
-    };
-    for (value, line) in values.items {
-        match reward_row(&value) {
-            Ok(row) => out.items.push(row),
-            Err((field, msg)) => out.problems.push(problem(path, line, field, msg)),
-        }
-    }
-    Ok(out)
+    Ok(rows_of(path, values, reward_row))
 }
 
 fn reward_row(value: &Value) -> Result<RewardRow, (Option<&'static str>, String)> {
