@@ -688,17 +688,7 @@ fn duplicate_predictions_are_samples_in_file_order_in_reward_and_grade() {
     );
     let o = f.run(&reward_args("dup.jsonl", "r.jsonl"));
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let samples: Vec<(String, u64)> = std::fs::read_to_string(f.path("r.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let v: Value = serde_json::from_str(l).unwrap();
-            (
-                v["instance_id"].as_str().unwrap().to_string(),
-                v["sample"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let samples: Vec<(String, u64)> = id_samples(&f.path("r.jsonl"));
     let want = vec![
         (IDS[0].to_string(), 0),
         (IDS[0].to_string(), 1),
@@ -709,17 +699,7 @@ fn duplicate_predictions_are_samples_in_file_order_in_reward_and_grade() {
     let err = stderr(&o);
     assert_eq!(code(&o), 0, "{err}");
     assert!(!err.contains("Some("), "debug text: {err}");
-    let rows: Vec<(String, u64)> = std::fs::read_to_string(f.path("out/results.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let v: Value = serde_json::from_str(l).unwrap();
-            (
-                v["instance_id"].as_str().unwrap().to_string(),
-                v["sample"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let rows: Vec<(String, u64)> = id_samples(&f.path("out/results.jsonl"));
     assert_eq!(rows, want, "grade keeps every sample, in file order");
     assert!(f
         .path(&format!("out/{}.sample1/report.json", IDS[0]))
@@ -1139,4 +1119,19 @@ proptest! {
             );
         }
     }
+}
+
+/// The (instance_id, sample) of each row of a JSON Lines output, in file order.
+fn id_samples(path: &std::path::Path) -> Vec<(String, u64)> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (
+                v["instance_id"].as_str().unwrap().to_string(),
+                v["sample"].as_u64().unwrap(),
+            )
+        })
+        .collect()
 }
