@@ -461,23 +461,31 @@ fn finish(child: Child) -> Finished {
     }
 }
 
-/// The node lines (`node <host> (<id>)`) of every job log of a run: the node ids.
-fn job_nodes(results: &Path, run_id: &str) -> Vec<String> {
-    let root = results.join("logs/run_evaluation").join(run_id);
-    let mut nodes = Vec::new();
-    let mut stack = vec![root];
+/// Every file named `name` under a run's log tree.
+fn run_files(results: &Path, run_id: &str, name: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![results.join("logs/run_evaluation").join(run_id)];
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
             let p = e.path();
             if p.is_dir() {
                 stack.push(p);
-            } else if p.file_name().is_some_and(|n| n == "run_instance.log") {
-                let text = std::fs::read_to_string(&p).unwrap();
-                for l in text.lines().filter_map(|l| l.strip_prefix("node ")) {
-                    if let Some(id) = l.rsplit_once('(').map(|(_, id)| id.trim_end_matches(')')) {
-                        nodes.push(id.to_string());
-                    }
-                }
+            } else if p.file_name().is_some_and(|n| n == name) {
+                found.push(p);
+            }
+        }
+    }
+    found
+}
+
+/// The node lines (`node <host> (<id>)`) of every job log of a run: the node ids.
+fn job_nodes(results: &Path, run_id: &str) -> Vec<String> {
+    let mut nodes = Vec::new();
+    for p in run_files(results, run_id, "run_instance.log") {
+        let text = std::fs::read_to_string(&p).unwrap();
+        for l in text.lines().filter_map(|l| l.strip_prefix("node ")) {
+            if let Some(id) = l.rsplit_once('(').map(|(_, id)| id.trim_end_matches(')')) {
+                nodes.push(id.to_string());
             }
         }
     }
@@ -488,22 +496,14 @@ fn job_nodes(results: &Path, run_id: &str) -> Vec<String> {
 /// jobs, for the figures in docs/benchmarks.md.
 fn print_timings(results: &Path, run_id: &str) {
     let mut rows: Vec<[f64; 3]> = Vec::new();
-    let mut stack = vec![results.join("logs/run_evaluation").join(run_id)];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.file_name().is_some_and(|n| n == "run_instance.log") {
-                let text = std::fs::read_to_string(&p).unwrap_or_default();
-                let Some(t) = text.lines().find_map(|l| l.strip_prefix("timings: setup ")) else {
-                    continue;
-                };
-                let num = |s: &str| s.trim_end_matches(['s', ';']).parse::<f64>().unwrap_or(0.0);
-                let w: Vec<&str> = t.split_whitespace().collect();
-                rows.push([num(w[0]), num(w[2]), num(w[4])]);
-            }
-        }
+    for p in run_files(results, run_id, "run_instance.log") {
+        let text = std::fs::read_to_string(&p).unwrap_or_default();
+        let Some(t) = text.lines().find_map(|l| l.strip_prefix("timings: setup ")) else {
+            continue;
+        };
+        let num = |s: &str| s.trim_end_matches(['s', ';']).parse::<f64>().unwrap_or(0.0);
+        let w: Vec<&str> = t.split_whitespace().collect();
+        rows.push([num(w[0]), num(w[2]), num(w[4])]);
     }
     let median = |k: usize| {
         let mut v: Vec<f64> = rows.iter().map(|r| r[k]).collect();
@@ -520,19 +520,7 @@ fn print_timings(results: &Path, run_id: &str) {
 }
 
 fn verdict_files(results: &Path, run_id: &str) -> usize {
-    let mut n = 0;
-    let mut stack = vec![results.join("logs/run_evaluation").join(run_id)];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.file_name().is_some_and(|n| n == "verdict.json") {
-                n += 1;
-            }
-        }
-    }
-    n
+    run_files(results, run_id, "verdict.json").len()
 }
 
 fn lines(s: Result<String, String>) -> BTreeSet<String> {
