@@ -45,6 +45,22 @@ pub struct BaseOptions {
     pub log_file: Option<PathBuf>,
 }
 
+impl BaseOptions {
+    /// The defaults, with the bootstrap log at its place under a run's build logs
+    /// (`<build_logs>/base/debian-bootstrap/build_image.log`).
+    pub fn logging_under(build_logs: &Path) -> BaseOptions {
+        BaseOptions {
+            log_file: Some(
+                build_logs
+                    .join("base")
+                    .join("debian-bootstrap")
+                    .join("build_image.log"),
+            ),
+            ..BaseOptions::default()
+        }
+    }
+}
+
 impl Default for BaseOptions {
     fn default() -> Self {
         BaseOptions {

@@ -203,15 +203,7 @@ pub async fn check_spec<E: Engine>(
         logs_dir: opts.build_logs.clone(),
         // Environment images need no repository.
         repos: RepoCache::new(std::env::temp_dir(), RepoSources::default()),
-        base: BaseOptions {
-            log_file: Some(
-                opts.build_logs
-                    .join("base")
-                    .join("debian-bootstrap")
-                    .join("build_image.log"),
-            ),
-            ..BaseOptions::default()
-        },
+        base: BaseOptions::logging_under(&opts.build_logs),
         parallel: 1,
     };
     let mut report = EnvReport {

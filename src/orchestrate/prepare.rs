@@ -105,15 +105,7 @@ pub async fn prepare<E: Engine>(
     let build = BuildOptions {
         logs_dir: opts.build_logs.clone(),
         repos: RepoCache::new(opts.repo_cache.clone(), opts.repos.clone()),
-        base: BaseOptions {
-            log_file: Some(
-                opts.build_logs
-                    .join("base")
-                    .join("debian-bootstrap")
-                    .join("build_image.log"),
-            ),
-            ..BaseOptions::default()
-        },
+        base: BaseOptions::logging_under(&opts.build_logs),
         parallel: opts.parallel.max(1),
     };
     out.images = images::ensure(engine, &plan, &build).await;
