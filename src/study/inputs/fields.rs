@@ -63,7 +63,7 @@ pub(super) fn sample_of(obj: &Map<String, Value>) -> Result<Option<u32>, String>
 pub(super) fn rows_of<T>(
     path: &Path,
     values: Loaded<(Value, Option<usize>)>,
-    row: impl Fn(&Value) -> Result<T, (Option<&'static str>, String)>,
+    row: impl Fn(&Value) -> Result<T, RowError>,
 ) -> Loaded<T> {
     let mut out = Loaded {
         items: Vec::new(),
@@ -76,4 +76,24 @@ pub(super) fn rows_of<T>(
         }
     }
     out
+}
+
+/// What is wrong with a row: the field (none for the row as a whole) and a message.
+pub(super) type RowError = (Option<&'static str>, String);
+
+/// The object of a row and its non-empty `instance_id`, or what is wrong with it.
+pub(super) fn object_with_id(value: &Value) -> Result<(&Map<String, Value>, String), RowError> {
+    let obj = value.as_object().ok_or_else(|| {
+        (
+            None,
+            format!(
+                "expected an object, found {}",
+                crate::dataset::kind_of(value)
+            ),
+        )
+    })?;
+    match obj.get("instance_id") {
+        Some(Value::String(s)) if !s.is_empty() => Ok((obj, s.clone())),
+        _ => Err((Some("instance_id"), "missing or not a string".into())),
+    }
 }

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::fields::{number, problem, read, rows_of, sample_of};
-use crate::dataset::{json_values, kind_of, LoadError, Loaded};
+use super::fields::{number, object_with_id, problem, read, rows_of, sample_of};
+use crate::dataset::{json_values, LoadError, Loaded};
 use crate::study::Verdict;
 
 /// One executed outcome.
@@ -41,16 +41,7 @@ fn no_verdict_category(category: &str) -> bool {
 }
 
 fn outcome_row(value: &Value) -> Result<OutcomeRow, (Option<&'static str>, String)> {
-    let obj = value.as_object().ok_or_else(|| {
-        (
-            None,
-            format!("expected an object, found {}", kind_of(value)),
-        )
-    })?;
-    let instance_id = match obj.get("instance_id") {
-        Some(Value::String(s)) if !s.is_empty() => s.clone(),
-        _ => return Err((Some("instance_id"), "missing or not a string".into())),
-    };
+    let (obj, instance_id) = object_with_id(value)?;
     // swe-eval's own per-prediction rows carry their format's version: a run's rows are
     // verdicts, `grade`'s rows have `official_category`. Other tools' rows have none (read as
     // version 1, whose fields are the ones used here).

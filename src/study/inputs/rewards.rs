@@ -4,8 +4,8 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use super::fields::{number, problem, read, rows_of, sample_of};
-use crate::dataset::{json_values, kind_of, LoadError, Loaded};
+use super::fields::{number, object_with_id, problem, read, rows_of, sample_of};
+use crate::dataset::{json_values, LoadError, Loaded};
 
 /// One row of a rewards file.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,16 +41,7 @@ pub fn load_rewards(path: &Path) -> Result<Loaded<RewardRow>, LoadError> {
 }
 
 fn reward_row(value: &Value) -> Result<RewardRow, (Option<&'static str>, String)> {
-    let obj = value.as_object().ok_or_else(|| {
-        (
-            None,
-            format!("expected an object, found {}", kind_of(value)),
-        )
-    })?;
-    let instance_id = match obj.get("instance_id") {
-        Some(Value::String(s)) if !s.is_empty() => s.clone(),
-        _ => return Err((Some("instance_id"), "missing or not a string".into())),
-    };
+    let (obj, instance_id) = object_with_id(value)?;
     crate::wire::check(
         obj.get(crate::wire::FIELD),
         crate::wire::REWARDS_VERSION,
