@@ -74,7 +74,9 @@ impl RepoCache {
     }
 
     /// Writes into `dest` (which must not exist) a self-contained repository whose HEAD is
-    /// `commit`, checked out, holding no history newer than it and no remotes or tags.
+    /// `commit`, checked out, holding no history newer than it and no remotes; its tags are
+    /// those of the cache that point at `commit` or an ancestor (`setuptools_scm` versions
+    /// need them; the instance's repo script drops those dated after the commit).
     pub fn snapshot(&self, repo: &str, commit: &str, dest: &Path) -> Result<(), ImageError> {
         let bare = self.ensure(repo, commit)?;
         let fail = |message: String| ImageError::Repo {
@@ -102,6 +104,14 @@ impl RepoCache {
             git(&["update-ref", &r, commit], Some(&bare)).map_err(fail)?;
             git(&["fetch", "-q", "--no-tags", &bare_s, &r], Some(dest)).map_err(fail)?;
         }
+        // Tags come by name, never by pattern: a pattern would bring newer tags' history.
+        let tags = merged_tags(&bare, commit).map_err(fail)?;
+        if !tags.is_empty() {
+            let mut args = vec!["fetch", "-q", "--no-tags", bare_s.as_str()];
+            let specs: Vec<String> = tags.iter().map(|t| format!("+{t}:{t}")).collect();
+            args.extend(specs.iter().map(String::as_str));
+            git(&args, Some(dest)).map_err(fail)?;
+        }
         git(
             &[
                 "-c",
@@ -126,6 +136,20 @@ fn repo_lock(bare: &Path) -> Arc<Mutex<()>> {
         .lock()
         .unwrap_or_else(|p| p.into_inner());
     map.entry(bare.to_path_buf()).or_default().clone()
+}
+
+/// The tags of `repo` (full ref names) that point at `commit` or one of its ancestors.
+pub(crate) fn merged_tags(repo: &Path, commit: &str) -> Result<Vec<String>, String> {
+    let out = git(
+        &[
+            "for-each-ref",
+            &format!("--merged={commit}"),
+            "--format=%(refname)",
+            "refs/tags",
+        ],
+        Some(repo),
+    )?;
+    Ok(out.lines().map(str::to_string).collect())
 }
 
 fn has_commit(repo: &Path, commit: &str) -> bool {
@@ -159,5 +183,33 @@ mod race_tests {
                 sc.spawn(move || cache.snapshot("o/n", c, &dest).unwrap());
             }
         });
+    }
+
+    #[test]
+    fn a_snapshot_keeps_the_tags_of_ancestors_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let up = tmp.path().join("up");
+        std::fs::create_dir_all(&up).unwrap();
+        git_ok(&up, &["init", "-q"]);
+        let mut commits = Vec::new();
+        for i in 0..3 {
+            std::fs::write(up.join("a"), i.to_string()).unwrap();
+            git_ok(&up, &["add", "."]);
+            git_ok(&up, &["commit", "-q", "-m", &i.to_string()]);
+            commits.push(git_ok(&up, &["rev-parse", "HEAD"]));
+        }
+        git_ok(&up, &["tag", "v0", &commits[0]]);
+        git_ok(&up, &["tag", "-a", "-m", "one", "v1", &commits[1]]);
+        git_ok(&up, &["tag", "v2", &commits[2]]);
+        let mut s = RepoSources::default();
+        s.add_override(&format!("o/n={}", up.display())).unwrap();
+        let cache = RepoCache::new(tmp.path().join("cache"), s);
+        let dest = tmp.path().join("d");
+        cache.snapshot("o/n", &commits[1], &dest).unwrap();
+        assert_eq!(git_ok(&dest, &["tag", "-l"]), "v0\nv1");
+        assert_eq!(git_ok(&dest, &["describe", "--tags"]), "v1");
+        assert!(git_ok(&dest, &["rev-list", "--all"])
+            .lines()
+            .all(|c| c != commits[2]));
     }
 }
