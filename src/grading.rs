@@ -14,6 +14,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use crate::logparse::{self, LogReading, StatusMap, TestStatus, UnknownParser};
+use crate::unidiff::{self, LineType};
 
 /// Which grading rules decide the verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -568,7 +569,7 @@ pub fn collection_files(patch: &str) -> Vec<CollectionFile> {
                         .changed
                         .iter()
                         .any(|l| PYTEST_KEYS.iter().any(|k| l.contains(k)))));
-        if hit && !out.iter().any(|f| f.path == file.path) {
+        if hit {
             out.push(CollectionFile {
                 path: file.path,
                 added: file.added,
@@ -594,51 +595,45 @@ struct PatchFile {
     changed: Vec<String>,
 }
 
-static HUNK: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@").expect("static regex"));
-
-/// The files of a unified diff: path, whether it is new, and its changed lines. Hunk line
-/// counts are followed so a removed line that reads `-- x` is not taken for a header.
+/// The files a (model) patch leaves in the tree: path (the `+++` side, without `b/`), whether
+/// the patch creates it, and its changed lines. Read leniently ([`unidiff::parse_lenient`]): a
+/// patch the `unidiff` package refuses may still apply with `git apply` or GNU `patch`, and
+/// must not hide the files it creates. Deleted files are left out; binary files are kept (with
+/// no changed lines), since `git apply` creates them too. A path the reader sees twice (a
+/// `diff --git` line whose `---` names another source starts a second file) is one file,
+/// created if either says so.
 fn patch_files(patch: &str) -> Vec<PatchFile> {
-    let mut files: Vec<PatchFile> = Vec::new();
-    let mut old_is_null = false;
-    let (mut old_left, mut new_left) = (0usize, 0usize);
-    for line in patch.lines() {
-        if old_left > 0 || new_left > 0 {
-            match line.as_bytes().first() {
-                Some(b'+') => new_left = new_left.saturating_sub(1),
-                Some(b'-') => old_left = old_left.saturating_sub(1),
-                Some(b'\\') => continue,
-                _ => {
-                    old_left = old_left.saturating_sub(1);
-                    new_left = new_left.saturating_sub(1);
-                }
-            }
-            if let (Some(f), Some(text)) = (files.last_mut(), line.get(1..)) {
-                if line.starts_with(['+', '-']) {
-                    f.changed.push(text.to_string());
-                }
-            }
+    let (set, _refused) = unidiff::parse_lenient(patch);
+    let mut out: Vec<PatchFile> = Vec::new();
+    for f in &set.files {
+        // GNU patch strips the CR of a CRLF patch, names included.
+        let Some(target) = f.target_file.map(str::trim_end) else {
+            continue;
+        };
+        if target == "/dev/null" {
             continue;
         }
-        if let Some(c) = HUNK.captures(line) {
-            let count = |i: usize| c.get(i).map_or(1, |m| m.as_str().parse().unwrap_or(0));
-            (old_left, new_left) = (count(1), count(2));
-        } else if let Some(rest) = line.strip_prefix("--- ") {
-            old_is_null = rest.trim_end() == "/dev/null";
-        } else if let Some(rest) = line.strip_prefix("+++ ") {
-            let path = rest.split('\t').next().unwrap_or(rest).trim_end();
-            if path != "/dev/null" {
-                let path = path.strip_prefix("b/").unwrap_or(path).to_string();
-                files.push(PatchFile {
-                    path,
-                    added: old_is_null,
-                    changed: Vec::new(),
-                });
+        let path = target.strip_prefix("b/").unwrap_or(target);
+        let added = f.source_file.map(str::trim_end) == Some("/dev/null");
+        let changed = f
+            .hunks
+            .iter()
+            .flat_map(|h| &h.lines)
+            .filter(|l| matches!(l.line_type, LineType::Added | LineType::Removed))
+            .map(|l| l.value.trim_end_matches(['\n', '\r']).to_string());
+        match out.iter_mut().find(|seen| seen.path == path) {
+            Some(seen) => {
+                seen.added |= added;
+                seen.changed.extend(changed);
             }
+            None => out.push(PatchFile {
+                path: path.to_string(),
+                added,
+                changed: changed.collect(),
+            }),
         }
     }
-    files
+    out
 }
 
 impl<'a> GradeInput<'a> {

@@ -26,6 +26,7 @@ pub mod owner;
 pub mod paths;
 pub mod predictions;
 pub mod progress;
+pub mod pystr;
 pub mod report;
 pub mod repos;
 pub mod reward;
@@ -34,4 +35,5 @@ pub mod spec;
 pub mod study;
 #[allow(missing_docs)] // not yet documented item by item (Cargo.toml [lints])
 pub mod submit;
+pub mod unidiff;
 pub mod wire;

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::git::{self, GitError};
 use super::{
-    search_replace, search_replace_reward, unidiff, unidiff_reward, FileSimilarity, Files,
+    filelevel, search_replace, search_replace_reward, unidiff_reward, FileSimilarity, Files,
     RewardResult,
 };
 use crate::dataset::{Dataset, Instance};
@@ -42,7 +42,7 @@ pub enum RewardError {
         base_commit: String,
         /// Why the patch did not apply.
         #[source]
-        source: unidiff::ApplyError,
+        source: filelevel::ApplyError,
     },
 }
 
@@ -83,7 +83,7 @@ pub fn oracle_files(
         instance_id: inst.instance_id.clone(),
         source: Arc::new(source),
     };
-    let set = unidiff::parse(&inst.patch).unwrap_or_default();
+    let set = crate::unidiff::parse(&inst.patch).unwrap_or_default();
     let gold: Vec<_> = set.files.iter().filter(|f| !f.is_binary_file).collect();
     let mut paths: Vec<String> = gold.iter().map(|f| f.path().to_string()).collect();
     for p in extra_paths {
@@ -98,7 +98,7 @@ pub fn oracle_files(
         let path = f.path();
         let original = code_context.get(path).map_or("", String::as_str);
         let new =
-            unidiff::apply_file(original, f).map_err(|source| RewardError::GoldDoesNotApply {
+            filelevel::apply_file(original, f).map_err(|source| RewardError::GoldDoesNotApply {
                 instance_id: inst.instance_id.clone(),
                 base_commit: inst.base_commit.clone(),
                 source,

@@ -4,7 +4,8 @@
 //!
 //! Two variants, as in the reference:
 //! - [`unidiff_reward`]: both sides are unified diffs (SWE-bench predictions against the gold
-//!   patch); files and hunks come from a port of the `unidiff` package ([`unidiff`]).
+//!   patch); files and hunks come from the crate's port of the `unidiff` package
+//!   ([`crate::unidiff`], its exact reading), per-file changes from [`filelevel`].
 //! - [`search_replace_reward`]: the raw model output with `<think>`/`<solution>` and
 //!   SEARCH/REPLACE blocks, applied to the original files ([`search_replace`]); per-file changes
 //!   are `difflib.unified_diff` renderings ([`udiff`]).
@@ -15,12 +16,11 @@
 use serde::Serialize;
 
 pub mod batch;
+pub mod filelevel;
 pub mod git;
-pub mod pystr;
 pub mod search_replace;
 pub mod sequence_matcher;
 pub mod udiff;
-pub mod unidiff;
 
 pub use search_replace::FormatError;
 pub use sequence_matcher::ratio;
@@ -139,10 +139,10 @@ pub fn compare_changes(
 pub fn filelevel_changes(patches: &[&str]) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
     for text in patches {
-        let Ok(set) = unidiff::parse(text) else {
+        let Ok(set) = crate::unidiff::parse(text) else {
             continue;
         };
-        for (path, change) in unidiff::filelevel_diff(&set) {
+        for (path, change) in filelevel::filelevel_diff(&set) {
             match out.iter_mut().find(|(p, _)| *p == path) {
                 Some(slot) => slot.1 = change,
                 None => out.push((path, change)),
@@ -171,7 +171,7 @@ pub fn unidiff_reward(oracle: &str, pred: &str) -> RewardResult {
     let format = if pred.trim().is_empty() {
         Format::Empty
     } else {
-        match unidiff::parse(pred) {
+        match crate::unidiff::parse(pred) {
             Ok(set) if set.files.iter().any(|f| !f.is_binary_file) => Format::Ok,
             _ => Format::Unparsable,
         }

@@ -7,7 +7,8 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::{pystr, udiff, unidiff, Files};
+use super::{udiff, Files};
+use crate::{pystr, unidiff};
 
 /// Why an output is not a valid edit; the messages are the reference's, byte for byte.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -236,6 +237,6 @@ mod tests {
         }
         let p = to_git_patch(&ctx, &out("pkg/\u{e9}t\u{e9} file.py")).unwrap();
         assert!(p.starts_with("diff --git a/pkg/\u{e9}t\u{e9} file.py b/pkg/\u{e9}t\u{e9} file.py\nnew file mode 100644\n"), "{p}");
-        assert!(super::super::unidiff::parse(&p).is_ok(), "{p}");
+        assert!(crate::unidiff::parse(&p).is_ok(), "{p}");
     }
 }

@@ -4,9 +4,9 @@
 
 use std::fmt::Write as _;
 
-use super::pystr;
 use super::sequence_matcher::{line_ids, Opcode, Scratch, SequenceMatcher, Tag};
 use super::Files;
+use crate::pystr;
 
 /// difflib's `_format_range_unified`: `start` alone for one line, `start,length` otherwise,
 /// with an empty range written as the line before it.

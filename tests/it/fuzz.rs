@@ -22,7 +22,8 @@ use swe_eval::dataset::{self, LoadError, Loaded};
 use swe_eval::grading::{self, GradeInput, RunOutcome};
 use swe_eval::logparse::{self, PARSER_NAMES};
 use swe_eval::report::logs::SavedLogs;
-use swe_eval::reward::{self, search_replace, unidiff, Files};
+use swe_eval::reward::{self, filelevel, search_replace, Files};
+use swe_eval::unidiff;
 use swe_eval::{mini, predictions, report};
 
 /// A parser call still running after this long is a hang. Generous: debug build, 2 cores
@@ -595,11 +596,11 @@ fn check_diff(text: String, oracle: String) -> Result<(), TestCaseError> {
     let t = text.clone();
     let parsed = bounded("unidiff::parse", move || {
         unidiff::parse(&t).map(|set| {
-            let changes = unidiff::filelevel_diff(&set);
+            let changes = filelevel::filelevel_diff(&set);
             let applied = set
                 .files
                 .iter()
-                .filter(|f| unidiff::apply_file("", f).is_ok())
+                .filter(|f| filelevel::apply_file("", f).is_ok())
                 .count();
             let paths: Vec<String> = set.files.iter().map(|f| f.path().to_string()).collect();
             (changes.len(), applied, paths)

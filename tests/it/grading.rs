@@ -664,6 +664,14 @@ fn strict_requires_the_suite_to_have_run() {
     assert!(!grading::suite_ran("parse_log_django", "PASSED t::a\n"));
 }
 
+/// The collection files of `patch` as (path, created by the patch).
+fn path_and_added(patch: &str) -> Vec<(String, bool)> {
+    collection_files(patch)
+        .into_iter()
+        .map(|f| (f.path, f.added))
+        .collect()
+}
+
 #[test]
 fn strict_lists_and_flags_added_collection_files() {
     let patch = "diff --git a/conftest.py b/conftest.py\nnew file mode 100644\n--- /dev/null\n+++ b/conftest.py\n@@ -0,0 +1,2 @@\n+def pytest_collection_modifyitems(items):\n+    items.clear()\n\
@@ -674,12 +682,8 @@ diff --git a/tox.ini b/tox.ini\n--- a/tox.ini\n+++ b/tox.ini\n@@ -1 +1 @@\n-deps
         collection_files_added(patch),
         vec!["conftest.py", "pkg/sitecustomize.py"]
     );
-    let all: Vec<(String, bool)> = collection_files(patch)
-        .into_iter()
-        .map(|f| (f.path, f.added))
-        .collect();
     assert_eq!(
-        all,
+        path_and_added(patch),
         vec![
             ("conftest.py".into(), true),
             ("setup.cfg".into(), false),
@@ -713,6 +717,37 @@ diff --git a/tox.ini b/tox.ini\n--- a/tox.ini\n+++ b/tox.ini\n@@ -1 +1 @@\n-deps
     assert!(
         !removed.strict_flips(),
         "the runner removed them before the tests"
+    );
+}
+
+/// Collection files are read with the lenient diff reader: an empty new file, a binary one, a
+/// CRLF patch and a hunk whose counts are wrong (which the `unidiff` package refuses, but GNU
+/// `patch` may apply) still name what they create.
+#[test]
+fn collection_files_are_found_where_unidiff_refuses_or_there_are_no_hunks() {
+    let patch = "diff --git a/conftest.py b/conftest.py\nnew file mode 100644\nindex 0000000..e69de29\n\
+diff --git a/a/sitecustomize.py b/a/sitecustomize.py\nnew file mode 100644\nGIT binary patch\nliteral 3\nKcmZ?wa{vGU\n\nliteral 0\nHcmV?d00001\n\n\
+diff --git a/setup.cfg b/setup.cfg\n--- a/setup.cfg\n+++ b/setup.cfg\n@@ -1,2 +1,2 @@\n [tool:pytest]\n+addopts = -p no:x\n\
+diff --git a/pkg/x.pth b/pkg/x.pth\nnew file mode 100644\n--- /dev/null\n+++ b/pkg/x.pth\n@@ -0,0 +1 @@\n+import os\n";
+    assert!(
+        swe_eval::unidiff::parse(patch).is_err(),
+        "the setup.cfg hunk is one line short of its header"
+    );
+    assert_eq!(
+        path_and_added(patch),
+        vec![
+            ("conftest.py".into(), true),
+            ("a/sitecustomize.py".into(), true),
+            ("setup.cfg".into(), false),
+            ("pkg/x.pth".into(), true),
+        ]
+    );
+    let crlf = "--- /dev/null\r\n+++ b/conftest.py\r\n@@ -0,0 +1 @@\r\n+x = 1\r\n";
+    assert_eq!(collection_files_added(crlf), vec!["conftest.py"]);
+    let deleted = "diff --git a/conftest.py b/conftest.py\ndeleted file mode 100644\n--- a/conftest.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n";
+    assert!(
+        collection_files(deleted).is_empty(),
+        "a deleted file is not left in the tree"
     );
 }
 

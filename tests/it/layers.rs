@@ -24,7 +24,10 @@ const FORBIDDEN: &[(&[&str], &[&str])] = &[
 ];
 
 /// Modules that import nothing else of the crate (every layer may use them).
-const LEAVES: &[&str] = &["owner", "repos", "fsutil"];
+const LEAVES: &[&str] = &["owner", "repos", "fsutil", "pystr"];
+
+/// (module, the only modules of the crate it may import): near-leaves every layer may use.
+const ONLY_IMPORTS: &[(&str, &[&str])] = &[("unidiff", &["pystr"])];
 
 /// Stands for every module in [`FORBIDDEN`].
 const ALL: &str = "*";
@@ -247,6 +250,17 @@ fn check(src: &Path) -> (Graph, Vec<Violation>) {
                     rule: format!("{module} imports nothing of the crate, but imports {dep}"),
                 });
             }
+            for (m, allowed) in ONLY_IMPORTS {
+                if *m == module && !allowed.contains(&dep.as_str()) {
+                    violations.push(Violation {
+                        file: file.clone(),
+                        rule: format!(
+                            "{module} imports only {}, but imports {dep}",
+                            allowed.join(", ")
+                        ),
+                    });
+                }
+            }
             deps.entry(dep).or_default().insert(file.clone());
         }
     }
@@ -382,8 +396,9 @@ fn the_checker_finds_each_kind_of_violation() {
         "report/x.rs",
         "pub use crate::runner::Verdict as V;\nuse crate::cli::Outcome;\n",
     );
-    // A leaf that imports something.
+    // A leaf that imports something, and a near-leaf importing more than it may.
     write("owner.rs", "use crate::fsutil;\n");
+    write("unidiff.rs", "use crate::{pystr, grading};\n");
     write("engine/docker.rs", "use bollard::Docker;\n");
 
     let (graph, violations) = check(src);
@@ -400,6 +415,10 @@ fn the_checker_finds_each_kind_of_violation() {
         ),
         ("src/report/x.rs", "import cycle report -> runner -> report"),
         ("src/report/x.rs", "report must not import cli"),
+        (
+            "src/unidiff.rs",
+            "unidiff imports only pystr, but imports grading",
+        ),
     ];
     let want: Vec<(String, String)> = want
         .iter()

@@ -9,7 +9,8 @@ use std::process::{Command, Stdio};
 
 use proptest::prelude::*;
 use serde_json::{json, Value};
-use swe_eval::reward::{self, sequence_matcher, udiff, unidiff, Files};
+use swe_eval::reward::{self, filelevel, sequence_matcher, udiff, Files};
+use swe_eval::unidiff;
 
 use crate::common::{self, git};
 
@@ -293,9 +294,16 @@ proptest! {
         for (t, want) in texts.iter().zip(answers) {
             let parsed = unidiff::parse(t);
             prop_assert_eq!(parsed.is_ok(), want["ok"].as_bool().unwrap(), "text={:?} got {:?}", t, parsed.as_ref().err());
+            // The lenient reading (grading, spec) notes a refusal exactly where the package
+            // refuses, and reads what the package reads the same.
+            let (lenient, refused) = unidiff::parse_lenient(t);
+            prop_assert_eq!(refused.first(), parsed.as_ref().err(), "text={:?}", t);
+            if let Ok(set) = &parsed {
+                prop_assert_eq!(&lenient, set, "text={:?}", t);
+            }
             if let Ok(set) = parsed {
                 let files: Vec<(String, String)> = serde_json::from_value(want["files"].clone()).unwrap();
-                prop_assert_eq!(unidiff::filelevel_diff(&set), files, "text={:?}", t);
+                prop_assert_eq!(filelevel::filelevel_diff(&set), files, "text={:?}", t);
                 prop_assert_eq!(set.to_string(), want["str"].as_str().unwrap(), "text={:?}", t);
             }
         }

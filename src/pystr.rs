@@ -1,7 +1,7 @@
-//! The few Python `str` behaviours the reward depends on, reproduced exactly: `str.isspace`
-//! (hence `strip`), `str.splitlines`, and the decimal digits that `re`'s `\d` and `int()`
-//! accept. Rust's own definitions differ at the edges (U+001C..U+001F are whitespace to Python,
-//! not to Rust), and one differing character changes a similarity.
+//! The few Python `str` behaviours the reward and the unidiff reader depend on, reproduced
+//! exactly: `str.isspace` (hence `strip`), `str.splitlines`, and the decimal digits that `re`'s
+//! `\d` and `int()` accept. Rust's own definitions differ at the edges (U+001C..U+001F are
+//! whitespace to Python, not to Rust), and one differing character changes a similarity.
 
 /// Python's `str.isspace` for one character: Rust's `White_Space` plus U+001C..U+001F
 /// (which Python counts as whitespace because their bidirectional class is B or S).
