@@ -22,7 +22,7 @@ use serde_json::Value;
 
 use crate::dataset::{InputProblem, LoadError, Location};
 use crate::study::inputs::{assign_samples, OutcomeRow, RewardRow};
-use crate::study::{load_outcomes, load_rewards, Verdict};
+use crate::study::{load_outcomes, load_rewards, Outcome};
 
 /// One parsed run argument.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,7 +89,7 @@ pub struct Run {
     pub name: String,
     /// Where it came from (`PATH`, `PATH#RUN`).
     pub source: String,
-    pub outcomes: BTreeMap<String, Vec<(u32, Verdict)>>,
+    pub outcomes: BTreeMap<String, Vec<(u32, Outcome)>>,
     /// Similarity per (instance, sample), from `--rewards`, when given.
     pub similarity: Option<HashMap<(String, u32), f64>>,
 }
@@ -220,11 +220,7 @@ pub fn read_model_dir(
                             ),
                         });
                     }
-                    if rep.resolved {
-                        Verdict::Resolved
-                    } else {
-                        Verdict::Unresolved
-                    }
+                    Outcome::of_resolved(rep.resolved)
                 }
                 Err(e) => {
                     problems.push(InputProblem {
@@ -239,12 +235,12 @@ pub fn read_model_dir(
                 }
             }
         } else {
-            Verdict::NoVerdict("error".into())
+            Outcome::NoVerdict("error".into())
         };
         rows.push(OutcomeRow {
             instance_id: id,
             sample,
-            verdict,
+            outcome: verdict,
             model: None,
         });
     }
@@ -376,9 +372,9 @@ fn to_run(
         |r: &mut OutcomeRow| (r.instance_id.as_str(), &mut r.sample),
         problems,
     );
-    let mut outcomes: BTreeMap<String, Vec<(u32, Verdict)>> = BTreeMap::new();
+    let mut outcomes: BTreeMap<String, Vec<(u32, Outcome)>> = BTreeMap::new();
     for (id, s, row) in numbered {
-        outcomes.entry(id).or_default().push((s, row.verdict));
+        outcomes.entry(id).or_default().push((s, row.outcome));
     }
     for v in outcomes.values_mut() {
         v.sort_by_key(|(s, _)| *s);

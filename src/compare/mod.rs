@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use crate::dataset::Dataset;
-use crate::study::{repo_from_instance_id, Verdict};
+use crate::study::{repo_from_instance_id, Outcome};
 
 pub mod inputs;
 pub mod plots;
@@ -243,7 +243,7 @@ pub fn labels(id: &str, dataset: Option<&Dataset>) -> (String, String) {
 }
 
 /// Share of an instance's samples resolved.
-fn rate_of(v: &[(u32, Verdict)]) -> f64 {
+fn rate_of(v: &[(u32, Outcome)]) -> f64 {
     v.iter().filter(|(_, x)| x.resolved()).count() as f64 / v.len() as f64
 }
 
@@ -275,7 +275,7 @@ fn run_stats(run: &Run, opts: &Options) -> RunStats {
         n_resolved += c;
         counts.push((v.len(), c));
         for (_, x) in v {
-            if let Verdict::NoVerdict(why) = x {
+            if let Outcome::NoVerdict(why) = x {
                 *by_reason.entry(why.clone()).or_default() += 1;
             }
         }
@@ -846,16 +846,7 @@ mod tests {
                         id.to_string(),
                         v.iter()
                             .enumerate()
-                            .map(|(s, &r)| {
-                                (
-                                    s as u32,
-                                    if r {
-                                        Verdict::Resolved
-                                    } else {
-                                        Verdict::Unresolved
-                                    },
-                                )
-                            })
+                            .map(|(s, &r)| (s as u32, Outcome::of_resolved(r)))
                             .collect(),
                     )
                 })

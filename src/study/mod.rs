@@ -12,6 +12,8 @@ use std::collections::BTreeMap;
 use rayon::prelude::*;
 use serde::Serialize;
 
+use crate::grading::Category;
+
 pub mod bestofn;
 pub mod inputs;
 pub mod plots;
@@ -22,9 +24,19 @@ pub use bestofn::BestOfN;
 pub use inputs::{join, load_outcomes, load_rewards, Joined, OutcomeRow, RewardRow};
 pub use report::{write_study, WriteStudyError};
 
-/// What the execution said about one prediction.
+/// What a study knows of one prediction's execution: resolved, unresolved, or no test verdict
+/// with the source's reason for it.
+///
+/// Not [`Category`], on purpose: the study (and `compare`) read outcomes from sources that
+/// grade with other words or not at all: an official run summary (a submitted prediction that
+/// never completed is `incomplete`), mini-swe-agent's `per_run_results.json` (0/1, or absent
+/// from a run: `missing_from_run`), other tools' rows (their own `timeout`, `skipped`,
+/// `not_run`, ...). What the study measures is binary (resolved against not, as the official
+/// resolve rate counts), and what it reports of the rest is how many lack a verdict and why, in
+/// the source's words (`summary.json`'s `no_verdict_by_reason`). A swe-eval verdict's category
+/// maps onto it with `From<Category>`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub enum Outcome {
     /// Every required test passed.
     Resolved,
     /// The tests ran and some required test did not pass.
@@ -34,18 +46,40 @@ pub enum Verdict {
     NoVerdict(String),
 }
 
-impl Verdict {
-    /// True only for [`Verdict::Resolved`].
+impl Outcome {
+    /// [`Outcome::Resolved`] or [`Outcome::Unresolved`]: a source that only says whether the
+    /// prediction resolved.
+    pub fn of_resolved(resolved: bool) -> Outcome {
+        if resolved {
+            Outcome::Resolved
+        } else {
+            Outcome::Unresolved
+        }
+    }
+
+    /// True only for [`Outcome::Resolved`].
     pub fn resolved(&self) -> bool {
-        matches!(self, Verdict::Resolved)
+        matches!(self, Outcome::Resolved)
     }
 
     /// `resolved`, `unresolved`, or why there is no verdict.
     pub fn label(&self) -> &str {
         match self {
-            Verdict::Resolved => "resolved",
-            Verdict::Unresolved => "unresolved",
-            Verdict::NoVerdict(why) => why,
+            Outcome::Resolved => "resolved",
+            Outcome::Unresolved => "unresolved",
+            Outcome::NoVerdict(why) => why,
+        }
+    }
+}
+
+impl From<Category> for Outcome {
+    /// Resolved and unresolved as they are; every other category is no test verdict, named by
+    /// the category (`error`, `empty_patch`, `infra_error`).
+    fn from(category: Category) -> Outcome {
+        match category {
+            Category::Resolved => Outcome::Resolved,
+            Category::Unresolved => Outcome::Unresolved,
+            other => Outcome::NoVerdict(other.as_str().to_string()),
         }
     }
 }
@@ -68,7 +102,7 @@ pub struct Observation {
     /// The reward's format verdict (`ok`, `empty`, `unparsable`, ...), when the input had one.
     pub format: Option<String>,
     /// What the execution said.
-    pub verdict: Verdict,
+    pub outcome: Outcome,
 }
 
 /// The repository of an instance id such as `astropy__astropy-12907` (`astropy/astropy`), for
@@ -331,7 +365,7 @@ fn stats_of(scores: &[f64], resolved: &[bool], ci: Option<[f64; 2]>, opts: &Opti
 
 /// Both scores' statistics over the observations picked by `idx` (intervals are added later).
 fn group_stats(obs: &[Observation], idx: &[usize], opts: &Options) -> [Stats; 2] {
-    let resolved: Vec<bool> = idx.iter().map(|&i| obs[i].verdict.resolved()).collect();
+    let resolved: Vec<bool> = idx.iter().map(|&i| obs[i].outcome.resolved()).collect();
     let one = |s: Score| {
         let col: Vec<f64> = idx.iter().map(|&i| s.of(&obs[i])).collect();
         stats_of(&col, &resolved, None, opts)
@@ -351,7 +385,7 @@ fn all_intervals(
     n_diffs: usize,
     opts: &Options,
 ) -> Vec<Vec<Vec<Option<[f64; 2]>>>> {
-    let resolved: Vec<bool> = obs.iter().map(|o| o.verdict.resolved()).collect();
+    let resolved: Vec<bool> = obs.iter().map(|o| o.outcome.resolved()).collect();
     let zeros = vec![0u32; obs.len()];
     let strata: Vec<u32> = repo_of
         .iter()
@@ -485,7 +519,7 @@ pub fn analyze(joined: &Joined, opts: &Options) -> Summary {
             (a, b)
         }
     };
-    let resolved: Vec<bool> = obs.iter().map(|o| o.verdict.resolved()).collect();
+    let resolved: Vec<bool> = obs.iter().map(|o| o.outcome.resolved()).collect();
     let study = |score: Score, overall: Stats, per_repo, per_difficulty| {
         let col: Vec<f64> = obs.iter().map(|o| score.of(o)).collect();
         let samples: Vec<bestofn::Sample<'_>> = obs
@@ -494,7 +528,7 @@ pub fn analyze(joined: &Joined, opts: &Options) -> Summary {
                 instance_id: &o.instance_id,
                 sample: o.sample,
                 score: score.of(o),
-                resolved: o.verdict.resolved(),
+                resolved: o.outcome.resolved(),
             })
             .collect();
         ScoreStudy {
@@ -510,14 +544,14 @@ pub fn analyze(joined: &Joined, opts: &Options) -> Summary {
 
     let mut no_verdict_by_reason = BTreeMap::new();
     for o in obs {
-        if let Verdict::NoVerdict(why) = &o.verdict {
+        if let Outcome::NoVerdict(why) = &o.outcome {
             *no_verdict_by_reason.entry(why.clone()).or_insert(0) += 1;
         }
     }
     let n_resolved = resolved.iter().filter(|&&r| r).count();
     let n_no_verdict = no_verdict_by_reason.values().sum();
     let kept: Vec<&Observation> = obs.iter().filter(|o| !is_harness_error(o)).collect();
-    let kept_resolved: Vec<bool> = kept.iter().map(|o| o.verdict.resolved()).collect();
+    let kept_resolved: Vec<bool> = kept.iter().map(|o| o.outcome.resolved()).collect();
     let kept_auroc = |score: Score| {
         let col: Vec<f64> = kept.iter().map(|o| score.of(o)).collect();
         stats::auroc(&col, &kept_resolved)
@@ -575,7 +609,7 @@ pub fn analyze(joined: &Joined, opts: &Options) -> Summary {
 /// A prediction whose missing verdict is the harness's failure, not the patch's (an error
 /// of the run; an empty patch is the model's and stays).
 fn is_harness_error(o: &Observation) -> bool {
-    matches!(&o.verdict, Verdict::NoVerdict(why) if why.to_ascii_lowercase().contains("error"))
+    matches!(&o.outcome, Outcome::NoVerdict(why) if why.to_ascii_lowercase().contains("error"))
 }
 
 /// "Predictions without a verdict count as unresolved: 33 error, 54 empty_patch." or that
@@ -609,13 +643,13 @@ fn blind_spots(obs: &[Observation], k: usize) -> BlindSpots {
         repo: o.repo.clone(),
         similarity: o.similarity,
         reward: o.reward,
-        verdict: o.verdict.label().to_string(),
+        verdict: o.outcome.label().to_string(),
     };
-    let mut pos: Vec<&Observation> = obs.iter().filter(|o| o.verdict.resolved()).collect();
+    let mut pos: Vec<&Observation> = obs.iter().filter(|o| o.outcome.resolved()).collect();
     // Unresolved with a test verdict: an error or an empty patch says nothing about resemblance.
     let mut neg: Vec<&Observation> = obs
         .iter()
-        .filter(|o| o.verdict == Verdict::Unresolved)
+        .filter(|o| o.outcome == Outcome::Unresolved)
         .collect();
     let key = |o: &&Observation| (o.instance_id.clone(), o.sample);
     pos.sort_by(|a, b| {
@@ -715,6 +749,30 @@ fn headline(s: &Summary) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_category_becomes_an_outcome_named_by_it() {
+        let table = [
+            (Category::Resolved, Outcome::Resolved),
+            (Category::Unresolved, Outcome::Unresolved),
+            (Category::Error, Outcome::NoVerdict("error".into())),
+            (
+                Category::EmptyPatch,
+                Outcome::NoVerdict("empty_patch".into()),
+            ),
+            (
+                Category::InfraError,
+                Outcome::NoVerdict("infra_error".into()),
+            ),
+        ];
+        for (category, outcome) in table {
+            assert_eq!(Outcome::from(category), outcome);
+            assert_eq!(outcome.label(), category.as_str());
+            assert_eq!(outcome.resolved(), category.is_resolved());
+        }
+        assert_eq!(Outcome::of_resolved(true), Outcome::Resolved);
+        assert_eq!(Outcome::of_resolved(false), Outcome::Unresolved);
+    }
 
     #[test]
     fn repo_from_ids() {

@@ -243,7 +243,7 @@ pub fn distribution(obs: &[Observation], score: Score) -> String {
     let mut tot = [0usize; 2];
     for o in obs {
         let s = score.of(o);
-        let cls = o.verdict.resolved() as usize;
+        let cls = o.outcome.resolved() as usize;
         let slot = if s < 0.0 {
             BINS
         } else {

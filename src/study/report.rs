@@ -152,12 +152,12 @@ fn per_prediction_csv(obs: &[Observation]) -> Result<Vec<u8>, WriteStudyError> {
             &o.similarity.to_string(),
             &o.reward.to_string(),
             o.format.as_deref().unwrap_or(""),
-            if o.verdict.resolved() {
+            if o.outcome.resolved() {
                 "true"
             } else {
                 "false"
             },
-            o.verdict.label(),
+            o.outcome.label(),
         ])
         .map_err(err)?;
     }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
-use swe_eval::study::{self, bestofn, inputs, stats, Observation, Options, Verdict};
+use swe_eval::study::{self, bestofn, inputs, stats, Observation, Options, Outcome};
 
 fn fixture(name: &str) -> Value {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -280,8 +280,8 @@ fn input_formats_and_the_join() {
         "submitted, never completed"
     );
     assert_eq!(
-        j.observations[2].verdict,
-        Verdict::NoVerdict("empty_patch".into())
+        j.observations[2].outcome,
+        Outcome::NoVerdict("empty_patch".into())
     );
     assert_eq!(j.observations[2].reward, -1.0);
     assert_eq!(
@@ -325,7 +325,7 @@ fn input_formats_and_the_join() {
     assert!(reps
         .items
         .iter()
-        .any(|o| o.instance_id == "a__a-1" && o.verdict == Verdict::Resolved));
+        .any(|o| o.instance_id == "a__a-1" && o.outcome == Outcome::Resolved));
 
     // per_run_results.json: runs are samples in file order; several rewards files likewise.
     let per_run = write(
@@ -433,11 +433,7 @@ fn synthetic() -> Vec<Observation> {
             similarity: s.max(0.0),
             reward: s,
             format: Some(if s < 0.0 { "unparsable" } else { "ok" }.into()),
-            verdict: if r.as_bool().unwrap() {
-                Verdict::Resolved
-            } else {
-                Verdict::Unresolved
-            },
+            outcome: Outcome::of_resolved(r.as_bool().unwrap()),
         })
         .collect()
 }

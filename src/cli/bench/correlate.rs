@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::cli::{CliResult, Outcome};
-use crate::study::{self, inputs::Joined, Observation, Options, Verdict};
+use crate::study::{self, inputs::Joined, Observation, Options};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -63,11 +63,7 @@ pub fn synthetic(n: usize, seed: u64) -> Vec<Observation> {
                 similarity,
                 reward: if malformed { -1.0 } else { similarity },
                 format: Some(if malformed { "unparsable" } else { "ok" }.to_string()),
-                verdict: if resolved {
-                    Verdict::Resolved
-                } else {
-                    Verdict::Unresolved
-                },
+                outcome: study::Outcome::of_resolved(resolved),
             }
         })
         .collect()

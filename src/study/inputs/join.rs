@@ -7,7 +7,7 @@ use super::fields::problem;
 use super::outcomes::{load_outcomes, OutcomeRow};
 use super::rewards::{load_rewards, RewardRow};
 use crate::dataset::{Dataset, InputProblem, LoadError, Loaded};
-use crate::study::{repo_from_instance_id, Observation, Verdict};
+use crate::study::{repo_from_instance_id, Observation, Outcome};
 
 /// Gives each row its sample number (see the module comment) and drops repeated keys,
 /// reporting them. `rows` holds each file's rows, in file order.
@@ -76,11 +76,11 @@ pub fn join(
     outcomes: Vec<(String, u32, OutcomeRow)>,
     dataset: Option<&Dataset>,
 ) -> Joined {
-    let mut by_key: HashMap<(String, u32), (usize, Verdict, Option<String>)> = HashMap::new();
+    let mut by_key: HashMap<(String, u32), (usize, Outcome, Option<String>)> = HashMap::new();
     let mut outcome_keys = Vec::with_capacity(outcomes.len());
     for (i, (id, s, row)) in outcomes.into_iter().enumerate() {
         outcome_keys.push((id.clone(), s));
-        by_key.insert((id, s), (i, row.verdict, row.model));
+        by_key.insert((id, s), (i, row.outcome, row.model));
     }
     let mut used = vec![false; outcome_keys.len()];
     let mut joined = Joined::default();
@@ -111,7 +111,7 @@ pub fn join(
             similarity: row.similarity,
             reward: row.reward,
             format: row.format,
-            verdict,
+            outcome: verdict,
         });
     }
     joined.unmatched_outcomes = outcome_keys

@@ -9,7 +9,8 @@ use serde_json::{Map, Value};
 
 use super::fields::{number, object_with_id, problem, read, rows_of, sample_of};
 use crate::dataset::{json_values, LoadError, Loaded};
-use crate::study::Verdict;
+use crate::grading::Category;
+use crate::study::Outcome;
 
 /// One executed outcome.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,7 +20,7 @@ pub struct OutcomeRow {
     /// The sample, when the input says (else numbered by file order).
     pub sample: Option<u32>,
     /// What the execution said.
-    pub verdict: Verdict,
+    pub outcome: Outcome,
     /// `model` (or `model_name_or_path`), when the source names one.
     pub model: Option<String>,
 }
@@ -86,22 +87,22 @@ fn outcome_row(value: &Value) -> Result<OutcomeRow, (Option<&'static str>, Strin
         },
     };
     let verdict = match (resolved, category) {
-        (Some(true), _) => Verdict::Resolved,
-        (_, Some(c)) if no_verdict_category(&c) => Verdict::NoVerdict(c),
-        (Some(false), _) => Verdict::Unresolved,
-        (None, Some(c)) if c.eq_ignore_ascii_case("resolved") => Verdict::Resolved,
-        (None, Some(c)) if c.eq_ignore_ascii_case("unresolved") => Verdict::Unresolved,
+        (Some(true), _) => Outcome::Resolved,
+        (_, Some(c)) if no_verdict_category(&c) => Outcome::NoVerdict(c),
+        (Some(false), _) => Outcome::Unresolved,
+        (None, Some(c)) if c.eq_ignore_ascii_case("resolved") => Outcome::Resolved,
+        (None, Some(c)) if c.eq_ignore_ascii_case("unresolved") => Outcome::Unresolved,
         (None, c) => {
             if c.is_none() && !obj.contains_key("resolved") {
                 return Err((Some("resolved"), "neither `resolved` nor `category`".into()));
             }
-            Verdict::NoVerdict(c.unwrap_or_else(|| "no_verdict".into()))
+            Outcome::NoVerdict(c.unwrap_or_else(|| "no_verdict".into()))
         }
     };
     Ok(OutcomeRow {
         instance_id,
         sample,
-        verdict,
+        outcome: verdict,
         model: super::fields::model_of(obj, "model", "model_name_or_path"),
     })
 }
@@ -146,21 +147,22 @@ fn summary_outcomes(obj: &Map<String, Value>) -> Vec<OutcomeRow> {
     universe
         .into_iter()
         .map(|id| {
-            let verdict = if resolved.contains(&id) {
-                Verdict::Resolved
+            let outcome = if resolved.contains(&id) {
+                Category::Resolved.into()
             } else if empty.contains(&id) {
-                Verdict::NoVerdict("empty_patch".into())
+                Category::EmptyPatch.into()
             } else if error.contains(&id) {
-                Verdict::NoVerdict("error".into())
+                Category::Error.into()
             } else if completed.contains(&id) {
-                Verdict::Unresolved
+                Category::Unresolved.into()
             } else {
-                Verdict::NoVerdict("incomplete".into())
+                // Submitted, never completed: no category of the official harness says so.
+                Outcome::NoVerdict("incomplete".into())
             };
             OutcomeRow {
                 instance_id: id,
                 sample: None,
-                verdict,
+                outcome,
                 model: None,
             }
         })
@@ -203,16 +205,16 @@ pub fn load_outcomes(path: &Path) -> Result<Loaded<OutcomeRow>, LoadError> {
             for (k, run) in obj.values().filter_map(Value::as_object).enumerate() {
                 for id in &all {
                     let verdict = match run.get(*id) {
-                        None => Verdict::NoVerdict("missing_from_run".into()),
+                        None => Outcome::NoVerdict("missing_from_run".into()),
                         Some(v) if v.as_bool() == Some(true) || v.as_f64() == Some(1.0) => {
-                            Verdict::Resolved
+                            Outcome::Resolved
                         }
-                        Some(_) => Verdict::Unresolved,
+                        Some(_) => Outcome::Unresolved,
                     };
                     items.push(OutcomeRow {
                         instance_id: (*id).clone(),
                         sample: Some(k as u32),
-                        verdict,
+                        outcome: verdict,
                         model: None,
                     });
                 }
@@ -268,11 +270,8 @@ fn load_outcome_dir(dir: &Path) -> Result<Loaded<OutcomeRow>, LoadError> {
                             instance_id: id,
                             sample: None,
                             model,
-                            verdict: match resolved {
-                                Some(true) => Verdict::Resolved,
-                                Some(false) => Verdict::Unresolved,
-                                None => Verdict::NoVerdict("error".into()),
-                            },
+                            outcome: resolved
+                                .map_or_else(|| Category::Error.into(), Outcome::of_resolved),
                         });
                     }
                 }
