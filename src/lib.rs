@@ -8,9 +8,7 @@
 //! values from the one before it. ARCHITECTURE.md at the repository root draws the layers and
 //! says what each module may import.
 
-#[allow(missing_docs)] // not yet documented item by item (Cargo.toml [lints])
 pub mod cli;
-#[allow(missing_docs)] // not yet documented item by item (Cargo.toml [lints])
 pub mod compare;
 pub mod dataset;
 #[allow(missing_docs)] // not yet documented item by item (Cargo.toml [lints])
@@ -33,7 +31,6 @@ pub mod reward;
 pub mod runner;
 pub mod spec;
 pub mod study;
-#[allow(missing_docs)] // not yet documented item by item (Cargo.toml [lints])
 pub mod submit;
 pub mod unidiff;
 pub mod wire;

@@ -24,6 +24,7 @@ Examples:
 Writes summary.json, per_prediction.csv, per_instance.csv, flips.csv, a forest plot per pair
 (forest_*.svg/png), report.md and report.html into --output.";
 
+/// `swe-eval compare`: the runs and how to compare them.
 #[derive(Debug, clap::Args)]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
@@ -98,6 +99,7 @@ fn parse_rewards(s: &str) -> Result<(String, PathBuf), String> {
     }
 }
 
+/// Loads the runs, compares them, writes the files and prints the headline.
 pub fn run(args: Args) -> CliResult {
     let started = Instant::now();
     let specs = args

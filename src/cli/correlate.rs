@@ -10,6 +10,7 @@ use crate::dataset::{self, InputProblem};
 use crate::orchestrate::{outcome, Troubles};
 use crate::study::{self, inputs, report::Patches, Options};
 
+/// `swe-eval correlate`: the rewards, the outcomes and the study's settings.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Rewards from `swe-eval reward` (JSON Lines or CSV). Repeat for several runs: the k-th
@@ -59,6 +60,7 @@ pub struct Args {
 }
 
 impl Args {
+    /// What the command reads and writes, for the clobber check.
     pub fn io(&self) -> crate::paths::IoPlan {
         let mut plan =
             crate::paths::IoPlan::new().output(crate::paths::Output::Folder(self.output.clone()));
@@ -82,6 +84,7 @@ pub(crate) fn report_problems(problems: &[InputProblem]) {
     super::print_problems("warning: ", problems);
 }
 
+/// Joins, studies, writes the files and prints the headline.
 pub fn run(args: Args) -> CliResult {
     let started = Instant::now();
     let mut problems = Vec::new();

@@ -19,6 +19,7 @@ use crate::predictions::{self, Prediction};
 use crate::report::logs::{SavedLog, SavedLogs};
 use crate::report::{self, InstanceReport, PredictionRow, RunSummary, Submitted, Timings};
 
+/// `swe-eval grade`: the dataset, predictions and saved logs to grade.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Dataset rows (JSON, JSON Lines or Parquet) with FAIL_TO_PASS and PASS_TO_PASS, or a
@@ -49,6 +50,7 @@ pub struct Args {
 }
 
 impl Args {
+    /// What the command reads and writes, for the clobber check.
     pub fn io(&self) -> crate::paths::IoPlan {
         crate::paths::IoPlan::new()
             .input("--dataset", &self.dataset)
@@ -60,9 +62,11 @@ impl Args {
 
 /// Everything graded, for the writers and for `bench grade`.
 pub struct Graded {
+    /// The predictions, in file order.
     pub predictions: Vec<Prediction>,
     /// One per prediction, same order; `None` when it could not be graded (a problem).
     pub verdicts: Vec<Option<Verdict>>,
+    /// What could not be loaded or graded, one line each.
     pub problems: Vec<String>,
 }
 
@@ -185,6 +189,7 @@ pub fn load_inputs(
     Ok((ds, checked.items))
 }
 
+/// Grades every prediction from its log and writes the reports, summary and rows.
 pub fn run(args: Args) -> CliResult {
     let mode = if args.strict {
         Mode::Strict

@@ -27,6 +27,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// [`crate::orchestrate::outcome()`], the one rule for every command).
 pub use crate::orchestrate::Outcome;
 
+/// What every subcommand's `run` returns: how it ended, or the error that stopped it.
 pub type CliResult = Result<Outcome, BoxError>;
 
 /// Bad usage found after parsing (a malformed `--repo`, an output that is an input, ...):
@@ -117,10 +118,12 @@ pub fn print_problems<T: std::fmt::Display>(prefix: &str, problems: &[T]) {
 #[derive(Debug, Parser)]
 #[command(name = "swe-eval", version, about, long_about = None, propagate_version = true)]
 pub struct Cli {
+    /// The subcommand to run.
     #[command(subcommand)]
     pub command: Command,
 }
 
+/// The subcommands, one file each under `src/cli`.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Apply each prediction in its own container, run the hidden tests, grade, and report.

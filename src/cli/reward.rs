@@ -13,6 +13,7 @@ use crate::paths::is_stdout;
 use crate::repos::RepoSources;
 use crate::reward::batch::{self, RewardRecord};
 
+/// Which reward, by the form of the predictions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Variant {
     /// Predictions are unified diffs (SWE-bench format), compared with the gold patch.
@@ -38,6 +39,7 @@ An output that is one of the inputs is refused (exit 2).
 
 Exit codes: 0 done; 1 failed; 2 bad usage; 3 done, but some rows had problems (listed on
 stderr, at most 20 lines and a count), or nothing could be scored.")]
+/// `swe-eval reward`: the predictions, the dataset and where the rewards go.
 pub struct Args {
     /// Dataset rows: JSON list, JSON Lines, or Parquet; or a Hugging Face dataset name.
     #[arg(long, short = 'd', visible_alias = "dataset_name")]
@@ -67,6 +69,7 @@ pub struct Args {
 }
 
 impl Args {
+    /// What the command reads and writes, for the clobber check.
     pub fn io(&self) -> crate::paths::IoPlan {
         use crate::paths::{is_stdout, IoPlan, Output};
         IoPlan::new()
@@ -83,8 +86,11 @@ impl Args {
 /// How the rewards are written, from the output's name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutputFormat {
+    /// One JSON object per line.
     JsonLines,
+    /// One JSON list.
     JsonList,
+    /// CSV with a header (no per-file column).
     Csv,
 }
 
@@ -103,6 +109,7 @@ impl OutputFormat {
         }
     }
 
+    /// The format's name in messages (`JSON Lines`, `a JSON list`, `CSV`).
     pub fn name(self) -> &'static str {
         match self {
             OutputFormat::JsonLines => "JSON Lines",
@@ -112,6 +119,7 @@ impl OutputFormat {
     }
 }
 
+/// Scores every prediction and writes the rewards.
 pub fn run(args: Args) -> CliResult {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.workers.unwrap_or(0))

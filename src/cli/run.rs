@@ -36,6 +36,7 @@ everything; twice kills this run's containers.
 
 Exit codes: 0 done; 1 failed; 2 bad usage; 3 done, but some inputs or jobs had problems
 (infrastructure errors, skipped rows, predictions not run).")]
+/// `swe-eval run`: what to evaluate, where, and how.
 pub struct Args {
     /// Dataset rows (JSON, JSON Lines or Parquet), or a Hugging Face dataset name such as
     /// SWE-bench/SWE-bench_Verified (downloaded once into the Hugging Face cache; HF_ENDPOINT,
@@ -76,11 +77,13 @@ pub struct Args {
     /// verdict is recorded in every mode.
     #[arg(long)]
     pub strict: bool,
+    /// How images are built, kept and removed.
     #[command(flatten)]
     pub images: ImageArgs,
     /// Give the test containers network access (off by default).
     #[arg(long)]
     pub network: bool,
+    /// Where the jobs run.
     #[command(flatten)]
     pub engine: EngineArgs,
 }
@@ -88,8 +91,7 @@ pub struct Args {
 /// Where the jobs run.
 #[derive(Debug, Clone, clap::Args)]
 pub struct EngineArgs {
-    /// `docker`: containers on the daemon at DOCKER_HOST (or the local socket). `swarm`: one-shot
-    /// services on the Docker Swarm cluster that daemon manages (images are built there).
+    /// Where the jobs run.
     #[arg(long = "engine", value_enum, default_value = "docker")]
     pub kind: EngineKind,
     /// With `--engine swarm`: a registry every node can pull from; the run pushes the images
@@ -98,9 +100,12 @@ pub struct EngineArgs {
     pub registry: Option<String>,
 }
 
+/// The engine that runs the jobs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum EngineKind {
+    /// Containers on the daemon at DOCKER_HOST (or the local socket).
     Docker,
+    /// One-shot services on the Docker Swarm cluster that daemon manages (images are built there).
     Swarm,
 }
 
@@ -121,6 +126,7 @@ impl EngineArgs {
 }
 
 impl Args {
+    /// What the command reads and writes, for the clobber check.
     pub fn io(&self) -> crate::paths::IoPlan {
         let mut plan =
             crate::paths::IoPlan::new().output(crate::paths::Output::Folder(self.output.clone()));
@@ -203,6 +209,7 @@ impl ImageArgs {
     }
 }
 
+/// Runs the evaluation through `crate::orchestrate`, rendering its events.
 pub fn run(args: Args) -> CliResult {
     let rt = tokio::runtime::Runtime::new()?;
     rt.block_on(run_async(args))

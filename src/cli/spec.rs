@@ -12,6 +12,7 @@ use crate::orchestrate::{outcome, Troubles};
 use crate::repos::RepoSources;
 use crate::spec::{Flavour, GitRepoFiles, RepoFiles, SpecOptions, TestSpec};
 
+/// `swe-eval spec`: the dataset rows and where their specs go.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Dataset rows (JSON, JSON Lines or Parquet), or a Hugging Face dataset name.
@@ -54,6 +55,7 @@ pub struct Args {
 }
 
 impl Args {
+    /// What the command reads and writes, for the clobber check.
     pub fn io(&self) -> crate::paths::IoPlan {
         let mut plan = crate::paths::IoPlan::new()
             .input("--dataset", &self.dataset)
@@ -78,6 +80,7 @@ impl clap::ValueEnum for Flavour {
     }
 }
 
+/// Writes every instance's eval script and Dockerfiles.
 pub fn run(args: Args) -> CliResult {
     let (ds, problems) = dataset::load_dataset_split(&args.dataset, &args.split)?;
     let loaded = dataset::Loaded {

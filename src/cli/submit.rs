@@ -32,6 +32,7 @@ report.json, all_preds.jsonl and the README's summary line; any difference fails
 
 Exit codes: 0 done; 1 failed (or --verify found differences); 2 bad usage; 3 done, with
 warnings.")]
+/// `swe-eval submit`: the run to package (or the package to verify) and what to say of it.
 pub struct Args {
     /// The run's output folder (see below).
     #[arg(required_unless_present = "verify", conflicts_with = "verify")]
@@ -102,6 +103,7 @@ pub struct Args {
     pub declare: Vec<String>,
 }
 
+/// Builds the package (or verifies one) and prints the results and warnings.
 pub fn run(args: Args) -> CliResult {
     // A Hugging Face dataset name loads its `test` split, the one the leaderboard grades.
     let (ds, ds_problems) = dataset::load_dataset_split(&args.dataset, "test")?;

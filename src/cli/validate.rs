@@ -16,6 +16,7 @@ use crate::orchestrate::validate::{findings, gold_and_empty, Finding};
 use crate::orchestrate::{load_inputs, outcome, prepare_options, ImagePolicy, Troubles, Work};
 use crate::runner::{self, Category, Layout, RunConfig};
 
+/// `swe-eval validate`: the instances, the repetitions and where the results go.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Dataset rows (JSON, JSON Lines or Parquet), or a Hugging Face dataset name
@@ -53,11 +54,13 @@ pub struct Args {
     /// Per-run timeout in seconds [default: 1800; 60 for the mini benchmark].
     #[arg(long, short = 't')]
     pub timeout: Option<u64>,
+    /// How images are built, kept and removed.
     #[command(flatten)]
     pub images: ImageArgs,
 }
 
 impl Args {
+    /// What the command reads and writes, for the clobber check.
     pub fn io(&self) -> crate::paths::IoPlan {
         let mut plan =
             crate::paths::IoPlan::new().output(crate::paths::Output::Folder(self.output.clone()));
@@ -68,6 +71,7 @@ impl Args {
     }
 }
 
+/// Validates through `crate::orchestrate::validate`, rendering its events.
 pub fn run(args: Args) -> CliResult {
     let rt = tokio::runtime::Runtime::new()?;
     rt.block_on(run_async(args))

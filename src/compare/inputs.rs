@@ -29,7 +29,9 @@ use crate::study::{load_outcomes, load_rewards, Outcome};
 pub struct RunSpec {
     /// The argument as given.
     pub arg: String,
+    /// `NAME=`: the run's name, when given.
     pub name: Option<String>,
+    /// PATH: a run folder or an outcome file.
     pub path: PathBuf,
     /// `#RUN`: the run id or run key inside PATH.
     pub select: Option<String>,
@@ -86,9 +88,11 @@ impl RunSpec {
 /// One run's outcomes, by instance, each instance's verdicts in sample order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Run {
+    /// The run's name (its argument's `NAME=`, else derived from the path).
     pub name: String,
     /// Where it came from (`PATH`, `PATH#RUN`).
     pub source: String,
+    /// Instance -> (sample, outcome), in sample order.
     pub outcomes: BTreeMap<String, Vec<(u32, Outcome)>>,
     /// Similarity per (instance, sample), from `--rewards`, when given.
     pub similarity: Option<HashMap<(String, u32), f64>>,
@@ -475,8 +479,11 @@ pub fn load_similarity(
 /// A failed load of the runs.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadRunsError {
+    /// The run's file or folder could not be read.
     #[error(transparent)]
     Load(#[from] LoadError),
+    /// The request does not fit the runs: a run with no outcomes, `--rewards` for an unknown
+    /// run or given twice for one.
     #[error("{0}")]
     Request(String),
 }

@@ -12,24 +12,37 @@ use crate::fsutil::{write_atomic, write_json_atomic, WriteError};
 use crate::study::plots::Rasterizer;
 use crate::study::report::{esc, html_table, md_table, Table, CSS};
 
+/// Why the comparison's files could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum WriteCompareError {
+    /// The output folder could not be created.
     #[error("cannot create output folder {path}: {source}")]
     Dir {
+        /// The folder.
         path: PathBuf,
+        /// Why.
         #[source]
         source: std::io::Error,
     },
+    /// A file could not be written.
     #[error(transparent)]
     Write(#[from] WriteError),
+    /// A CSV file could not be written.
     #[error("cannot write {file}: {message}")]
-    Csv { file: &'static str, message: String },
+    Csv {
+        /// The file's name.
+        file: &'static str,
+        /// What went wrong.
+        message: String,
+    },
 }
 
 /// What was written, and plots that could not be rasterized (their SVG is still there).
 #[derive(Debug, Clone, Default)]
 pub struct Written {
+    /// Every file written, in the order written.
     pub files: Vec<PathBuf>,
+    /// Plots whose PNG could not be made, with why.
     pub png_problems: Vec<String>,
 }
 

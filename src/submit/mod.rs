@@ -37,9 +37,13 @@ pub use results::Results;
 use results::{LOGS_DIR, PATCH_FILE, RESULTS_DIR};
 pub use text::{Metadata, DECLARATIONS};
 
+/// The predictions file of a package: one prediction per instance.
 pub const PREDS_FILE: &str = "all_preds.jsonl";
+/// The folder of reasoning traces.
 pub const TRAJS_DIR: &str = "trajs";
+/// What the leaderboard shows of the system.
 pub const METADATA_FILE: &str = "metadata.yaml";
+/// The analysis summary and checklist.
 pub const README_FILE: &str = "README.md";
 
 /// What the analysis script keeps at the top of a submission (it deletes anything else).
@@ -54,18 +58,26 @@ const KEPT_BY_SCRIPT: [&str; 8] = [
     RESULTS_DIR,
 ];
 
+/// Why a package could not be built or verified.
 #[derive(Debug, thiserror::Error)]
 pub enum SubmitError {
+    /// An input could not be read.
     #[error("cannot read {path}: {source}")]
     Read {
+        /// The file or folder.
         path: PathBuf,
+        /// Why.
         #[source]
         source: std::io::Error,
     },
+    /// A file of the package could not be written.
     #[error(transparent)]
     Write(#[from] WriteError),
+    /// A run's report file could not be read or written.
     #[error(transparent)]
     Report(#[from] ReportError),
+    /// The request cannot be met: an output folder that overlaps an input or is not empty,
+    /// several runs or models and none chosen, no predictions, an unusable instance id.
     #[error("{0}")]
     Input(String),
 }
@@ -75,6 +87,7 @@ pub enum SubmitError {
 pub struct Warning {
     /// The rule, as the checklist or the submission guide names it.
     pub rule: &'static str,
+    /// What is wrong, and where.
     pub message: String,
 }
 
@@ -136,11 +149,13 @@ impl Logs {
 
 /// How to package.
 pub struct Options {
+    /// The package's folder (new or empty).
     pub output: PathBuf,
     /// The model to submit when the run holds several.
     pub model: Option<String>,
     /// A folder of reasoning traces, one per instance, the instance id in each name.
     pub trajs: Option<PathBuf>,
+    /// What `metadata.yaml` and `README.md` say of the system.
     pub metadata: Metadata,
     /// `verified`, `lite`, `test`, ... (the `evaluation/<split>/` folder).
     pub split: String,
@@ -149,14 +164,19 @@ pub struct Options {
 /// What [`build`] wrote.
 #[derive(Debug)]
 pub struct Package {
+    /// The package's folder.
     pub dir: PathBuf,
+    /// The model packaged.
     pub model: String,
+    /// The leaderboard entry name (`--name`, else the model).
     pub name: String,
+    /// The `results/` numbers, as the analysis script computes them.
     pub results: Results,
     /// Predictions packaged (one per instance).
     pub predictions: usize,
     /// Instances with a reasoning trace.
     pub trajs: usize,
+    /// Checklist requirements not met, and what the submitter must check.
     pub warnings: Vec<Warning>,
 }
 

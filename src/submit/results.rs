@@ -22,17 +22,25 @@ use crate::grading::{self, GradeInput, Mode};
 use crate::report::logs::SavedLog;
 use crate::report::{to_python_json_indent, TEST_OUTPUT_FILE};
 
+/// The folder of the computed results.
 pub const RESULTS_DIR: &str = "results";
+/// `{no_generation, no_logs, resolved}`.
 pub const RESULTS_FILE: &str = "results.json";
+/// Resolved and total per repository.
 pub const BY_REPO_FILE: &str = "resolved_by_repo.json";
+/// Resolved and total per year of `created_at`.
 pub const BY_TIME_FILE: &str = "resolved_by_time.json";
+/// A prediction's patch, in `logs/<instance_id>/`.
 pub const PATCH_FILE: &str = "patch.diff";
+/// The per-instance logs folder.
 pub const LOGS_DIR: &str = "logs";
 
 /// Resolved and total instances of one repository or year.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Tally {
+    /// Instances resolved.
     pub resolved: usize,
+    /// Instances in all.
     pub total: usize,
 }
 
@@ -41,9 +49,13 @@ pub struct Tally {
 pub struct Results {
     /// Instances of the dataset (the denominator of the resolve rate).
     pub total: usize,
+    /// Instances without a `logs/<id>/patch.diff` (no prediction), sorted.
     pub no_generation: Vec<String>,
+    /// Instances with a patch but no `test_output.txt`, sorted.
     pub no_logs: Vec<String>,
+    /// Instances resolved when graded again from their logs, sorted.
     pub resolved: Vec<String>,
+    /// Per repository (`owner/name`).
     pub by_repo: BTreeMap<String, Tally>,
     /// Keyed by year (`"2019"`).
     pub by_year: BTreeMap<String, Tally>,

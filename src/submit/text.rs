@@ -13,15 +13,21 @@ use super::results::Results;
 pub struct Metadata {
     /// Leaderboard entry name [default: the model name].
     pub name: Option<String>,
+    /// URL of the system's site.
     pub site: Option<String>,
     /// Technical report, paper or blog post.
     pub report: Option<String>,
+    /// The people involved (the first author's website or profile too).
     pub authors: Option<String>,
+    /// URL of a logo.
     pub logo: Option<String>,
+    /// Organisations.
     pub orgs: Vec<String>,
     /// Models the system uses [default: the predictions' model name].
     pub models: Vec<String>,
+    /// The model's weights are open.
     pub os_model: bool,
+    /// The system's code is open.
     pub os_system: bool,
     /// `1` (single attempt / pass@1) or `2+` (best@k: a module picks one of several attempts
     /// without the SWE-bench tests).

@@ -8,6 +8,7 @@ use std::time::Instant;
 use crate::cli::{CliResult, Outcome};
 use crate::study::{self, inputs::Joined, Observation, Options};
 
+/// `swe-eval bench correlate`: the study's statistics timed on synthetic predictions.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Synthetic predictions (5 samples per instance, 40 repositories, 4 difficulties).
@@ -16,6 +17,7 @@ pub struct Args {
     /// Bootstrap resamples.
     #[arg(long, default_value_t = 1000)]
     pub bootstrap: usize,
+    /// Seed of the synthetic predictions and the bootstrap.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Also write the outputs (JSON, CSV, plots, reports) to this folder and time it.
@@ -69,6 +71,7 @@ pub fn synthetic(n: usize, seed: u64) -> Vec<Observation> {
         .collect()
 }
 
+/// Times the study (and, with an output folder, its files) and prints the figures.
 pub fn run(args: Args) -> CliResult {
     let joined = Joined {
         observations: synthetic(args.n, args.seed),

@@ -12,6 +12,7 @@ use crate::report::logs::SavedLogs;
 
 const SHARED: &str = "../shared/datasets";
 
+/// `swe-eval bench grade`: what to parse and grade, and how often.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Dataset rows (default: the shared partial Verified dataset).
@@ -31,6 +32,7 @@ pub struct Args {
     pub json: Option<PathBuf>,
 }
 
+/// Loads the inputs once, then parses and grades every log `--repeat` times and prints the figures.
 pub fn run(args: Args) -> CliResult {
     let run_dir = format!("{SHARED}/predictions/pydantic-deep_minimax-m2.5");
     let dataset = args.dataset.unwrap_or_else(|| {

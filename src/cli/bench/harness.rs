@@ -21,6 +21,7 @@ use crate::engine::{DockerEngine, Engine};
 use crate::orchestrate::{run_plan, trivial, Event};
 use crate::runner::{self, Plan, RunConfig, RunEvent, RunReport};
 
+/// `swe-eval bench harness`: how many predictions in each phase, and how many at once.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Predictions timed on the real engine.
@@ -51,10 +52,15 @@ pub struct Args {
 /// The figures of one phase.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Phase {
+    /// What the phase ran (`real engine, trivial tasks`, `fake engine, 5000 run to the end`, ...).
     pub name: String,
+    /// Predictions in the phase.
     pub predictions: usize,
+    /// Predictions that got a verdict.
     pub completed: usize,
+    /// Concurrent jobs.
     pub workers: usize,
+    /// Wall time of the phase, seconds.
     pub wall_secs: f64,
     /// Wall time divided by completed predictions.
     pub secs_per_prediction: f64,
@@ -231,6 +237,7 @@ fn official(
     })
 }
 
+/// Runs the phases and prints their figures.
 pub fn run(args: Args) -> CliResult {
     let rt = tokio::runtime::Runtime::new()?;
     rt.block_on(run_async(args))

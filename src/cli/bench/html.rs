@@ -17,6 +17,7 @@ use crate::report::logs::SavedLogs;
 
 const SHARED: &str = "../shared/datasets";
 
+/// `swe-eval bench html`: how many predictions in the page, and how often to open it.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Predictions (rows) in the page.
@@ -33,6 +34,7 @@ pub struct Args {
     pub repeat: usize,
 }
 
+/// Writes the page, opens it in headless chromium, and prints the times.
 pub fn run(args: Args) -> CliResult {
     let run_dir = format!("{SHARED}/predictions/pydantic-deep_minimax-m2.5");
     let dataset = PathBuf::from(format!(

@@ -9,12 +9,15 @@ pub mod harness;
 pub mod html;
 pub mod reward;
 
+/// `swe-eval bench`: which part to measure.
 #[derive(Debug, clap::Args)]
 pub struct Args {
+    /// The part measured.
     #[command(subcommand)]
     pub target: Target,
 }
 
+/// What `swe-eval bench` can measure, one file each.
 #[derive(Debug, clap::Subcommand)]
 pub enum Target {
     /// The whole `reward` computation on a predictions file, against plain Python.
@@ -30,6 +33,7 @@ pub enum Target {
 }
 
 impl Args {
+    /// What the chosen benchmark reads and writes, for the clobber check.
     pub fn io(&self) -> crate::paths::IoPlan {
         use crate::paths::{IoPlan, Output};
         match &self.target {
@@ -72,6 +76,7 @@ impl Args {
     }
 }
 
+/// Runs the chosen benchmark.
 pub fn run(args: Args) -> CliResult {
     match args.target {
         Target::Reward(a) => reward::run(a),

@@ -19,6 +19,7 @@ fn shared() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared"))
 }
 
+/// `swe-eval bench reward`: which predictions, how often, and the Python baseline.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Dataset (default: the shared partial SWE-bench Verified).
@@ -129,6 +130,7 @@ fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
 }
 
+/// Times both implementations on the same files, checks they agree, and prints the figures.
 pub fn run(args: Args) -> CliResult {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.workers.unwrap_or(0))
