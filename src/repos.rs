@@ -90,6 +90,11 @@ pub(crate) fn git(args: &[&str], cwd: Option<&Path>) -> Result<String, String> {
     // Never prompt for credentials: a missing repository must fail, not hang.
     cmd.env("GIT_TERMINAL_PROMPT", "0").args(args);
     let out = cmd.output().map_err(|e| format!("cannot run git: {e}"))?;
+    git_outcome(args, &out)
+}
+
+/// A finished git's standard output, or its failure with its standard error.
+fn git_outcome(args: &[&str], out: &std::process::Output) -> Result<String, String> {
     if out.status.success() {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     } else {
@@ -99,6 +104,33 @@ pub(crate) fn git(args: &[&str], cwd: Option<&Path>) -> Result<String, String> {
             String::from_utf8_lossy(&out.stderr).trim()
         ))
     }
+}
+
+/// [`git`] with `input` on its standard input (`pack-objects --revs`, `fetch --stdin`).
+pub(crate) fn git_input(args: &[&str], cwd: Option<&Path>, input: &[u8]) -> Result<String, String> {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut cmd = Command::new("git");
+    if let Some(d) = cwd {
+        cmd.current_dir(d);
+    }
+    cmd.env("GIT_TERMINAL_PROMPT", "0")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().map_err(|e| format!("cannot run git: {e}"))?;
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    // Written from a thread: git may fill its output pipe before it has read all its input.
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    let written = writer.join().unwrap_or(Ok(()));
+    let stdout = git_outcome(args, &out)?;
+    written.map_err(|e| format!("git {}: writing its input: {e}", args.join(" ")))?;
+    Ok(stdout)
 }
 
 /// [`git`] in `dir` with a throwaway identity, failing the test on error (tests that make

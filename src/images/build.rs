@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use futures_util::stream::{self, StreamExt};
 
 use super::{
-    base, base_image_name, build_log_path, context_tar, context_tar_to, ensure_base, labels_for,
-    BaseOptions, BaseRecipe, BuildChain, ImageError, ImagePlan, InstanceImages, Layer, RepoCache,
+    base, base_image_name, build_log_path, context_tar, context_tar_to, ensure_base, history,
+    labels_for, BaseOptions, BaseRecipe, BuildChain, ImageError, ImagePlan, InstanceImages, Layer,
+    RepoCache,
 };
 use crate::engine::tarball::Entry;
 use crate::engine::{BuildSettings, Engine, TarSource};
@@ -24,6 +25,9 @@ pub struct BuildOptions {
     pub base: BaseOptions,
     /// Instance images built at once.
     pub parallel: usize,
+    /// History images in one chain at most before a new root (see [`super::history`]);
+    /// [`super::history::MAX_CHAIN`] unless a test wants short chains.
+    pub history_chain: usize,
 }
 
 /// Why one instance has no image.
@@ -114,21 +118,46 @@ pub async fn ensure<E: Engine>(engine: &E, plan: &ImagePlan, opts: &BuildOptions
         }
     }
 
+    // The repository histories of the instances whose images take theirs from one, once per
+    // commit, chain by chain.
+    let failed_dep = |chain: &BuildChain| {
+        [chain.base.image(), chain.env.tag.as_str()]
+            .into_iter()
+            .find_map(|dep| layer_failures.get(dep).cloned())
+    };
+    let wanted: Vec<history::Wanted> = to_build
+        .iter()
+        .filter_map(|inst| {
+            let chain = inst.build.as_ref()?;
+            (chain.instance.needs_repo && failed_dep(chain).is_none()).then(|| {
+                (
+                    inst.instance_id.clone(),
+                    chain.env.tag.clone(),
+                    inst.repo.clone(),
+                    inst.base_commit.clone(),
+                )
+            })
+        })
+        .collect();
+    let mut histories = history::ensure_histories(engine, &wanted, opts, &mut out).await;
+
     // Instance images, a few at a time.
     let jobs = to_build.into_iter().filter_map(|inst| {
         let chain = inst.build.as_ref()?;
-        for dep in [chain.base.image(), chain.env.tag.as_str()] {
-            if let Some(f) = layer_failures.get(dep) {
+        let from = match (failed_dep(chain), histories.remove(&inst.instance_id)) {
+            (Some(f), _) | (None, Some(Err(f))) => {
                 return Some(futures_util::future::Either::Left(std::future::ready((
                     inst,
-                    Err(f.clone()),
+                    Err(f),
                     Vec::new(),
                 ))));
             }
-        }
+            (None, Some(Ok(image))) => Some(image),
+            (None, None) => None,
+        };
         Some(futures_util::future::Either::Right(async move {
             let mut local = Prepared::default();
-            let r = build_instance(engine, inst, chain, opts, &mut local).await;
+            let r = build_instance(engine, inst, chain, from.as_deref(), opts, &mut local).await;
             (inst, r, local.created)
         }))
     });
@@ -150,7 +179,12 @@ pub async fn ensure<E: Engine>(engine: &E, plan: &ImagePlan, opts: &BuildOptions
     out
 }
 
-fn failure(layer: Layer, image: &str, e: &ImageError, log_path: Option<PathBuf>) -> ImageFailure {
+pub(super) fn failure(
+    layer: Layer,
+    image: &str,
+    e: &ImageError,
+    log_path: Option<PathBuf>,
+) -> ImageFailure {
     let transient = match e {
         ImageError::Engine(ee) => ee.is_transient(),
         _ => false,
@@ -248,53 +282,41 @@ pub(super) async fn ensure_base_recipe<E: Engine>(
     }
 }
 
+/// Builds `inst`'s instance image; `history` is the history image it stands on (its
+/// Dockerfile's `FROM <environment>` names it instead), `None` when it needs no repository.
 async fn build_instance<E: Engine>(
     engine: &E,
     inst: &InstanceImages,
     chain: &BuildChain,
+    history: Option<&str>,
     opts: &BuildOptions,
     out: &mut Prepared,
 ) -> Result<String, ImageFailure> {
     let ir = &chain.instance;
-    let snapshot = if ir.needs_repo {
-        let tmp = tempfile::tempdir().map_err(|e| {
-            failure(
-                Layer::Instance,
-                &ir.tag,
-                &ImageError::Context {
+    let dockerfile = match history {
+        None => ir.dockerfile.clone(),
+        Some(image) => {
+            let from = format!("FROM {}\n", chain.env.tag);
+            if !ir.dockerfile.contains(&from) {
+                let e = ImageError::Context {
                     image: ir.tag.clone(),
-                    message: e.to_string(),
-                },
-                None,
-            )
-        })?;
-        let dest = tmp.path().join("repo");
-        let repos = opts.repos.clone();
-        let (repo, commit, d) = (inst.repo.clone(), inst.base_commit.clone(), dest.clone());
-        // git runs for seconds to minutes: off the async workers.
-        let r = tokio::task::spawn_blocking(move || repos.snapshot(&repo, &commit, &d))
-            .await
-            .map_err(|e| ImageError::Repo {
-                repo: inst.repo.clone(),
-                message: e.to_string(),
-            })
-            .and_then(|r| r);
-        if let Err(e) = r {
-            return Err(failure(Layer::Instance, &ir.tag, &e, None));
+                    message: format!("the Dockerfile has no `{}` line to stand on the repository's history image", from.trim_end()),
+                };
+                return Err(failure(Layer::Instance, &ir.tag, &e, None));
+            }
+            ir.dockerfile.replacen(&from, &format!("FROM {image}\n"), 1)
         }
-        Some((tmp, dest))
-    } else {
-        None
     };
-    let repo_dir = snapshot.as_ref().map(|(_, d)| d.as_path());
     build_one(
         engine,
         Layer::Instance,
         &ir.tag,
-        &ir.dockerfile,
+        &dockerfile,
         &ir.files,
-        repo_dir,
-        ir.network,
+        None,
+        // Official: the build clones from GitHub. Debian: the repository is in the history
+        // image; only an install step that fetches from PyPI needs the network.
+        !ir.needs_repo || ir.network,
         Some(&inst.instance_id),
         opts,
         out,
@@ -310,8 +332,8 @@ pub(super) async fn build_one<E: Engine>(
     tag: &str,
     dockerfile: &str,
     files: &[Entry],
-    repo_dir: Option<&Path>,
-    needs_network: bool,
+    folder: Option<(&str, &Path)>,
+    network: bool,
     instance_id: Option<&str>,
     opts: &BuildOptions,
     out: &mut Prepared,
@@ -321,8 +343,9 @@ pub(super) async fn build_one<E: Engine>(
         Ok(false) => {}
         Err(e) => return Err(failure(layer, tag, &e.into(), None)),
     }
-    // A context with a repository can be hundreds of MB (full history): it goes through a
-    // temporary file, streamed to the daemon, never whole in memory.
+    // A context with a folder (a history image's pack: a whole history for a root) can be
+    // hundreds of MB: it goes through a temporary file, streamed to the daemon, never whole
+    // in memory.
     let ctx_err = |e: std::io::Error| {
         failure(
             layer,
@@ -335,24 +358,21 @@ pub(super) async fn build_one<E: Engine>(
         )
     };
     let mut _ctx_file = None;
-    let ctx: TarSource = match repo_dir {
+    let ctx: TarSource = match folder {
         None => context_tar(dockerfile, files, None)
             .map_err(ctx_err)?
             .into(),
-        Some(dir) => {
+        Some(folder) => {
             let f = tempfile::NamedTempFile::new().map_err(ctx_err)?;
-            context_tar_to(f.as_file(), dockerfile, files, Some(dir)).map_err(ctx_err)?;
+            context_tar_to(f.as_file(), dockerfile, files, &[folder]).map_err(ctx_err)?;
             let path = f.path().to_path_buf();
             _ctx_file = Some(f);
             path.into()
         }
     };
     let log_path = build_log_path(&opts.logs_dir, layer, tag);
-    // An instance image whose repository comes in the context needs no network unless its
-    // install step does: build it without (hermetic, and no network endpoint to set up).
-    let settings = BuildSettings {
-        network: !(layer == Layer::Instance && repo_dir.is_some()) || needs_network,
-    };
+    // Builds that need no network run without (hermetic, and no network endpoint to set up).
+    let settings = BuildSettings { network };
     match engine
         .build_image_with(tag, ctx, labels_for(layer, instance_id), settings)
         .await
@@ -417,6 +437,7 @@ mod plan_tests {
             repos: RepoCache::new(dir.join("repos"), RepoSources::default()),
             base: BaseOptions::default(),
             parallel: 2,
+            history_chain: super::history::MAX_CHAIN,
         }
     }
 

@@ -10,15 +10,17 @@ pub fn context_tar(
     files: &[Entry],
     repo_dir: Option<&Path>,
 ) -> std::io::Result<Vec<u8>> {
-    context_tar_to(Vec::new(), dockerfile, files, repo_dir)
+    let folders: Vec<(&str, &Path)> = repo_dir.map(|d| ("repo", d)).into_iter().collect();
+    context_tar_to(Vec::new(), dockerfile, files, &folders)
 }
 
-/// [`context_tar`] written to `out` (a file, for contexts too big for memory).
+/// [`context_tar`] written to `out` (a file, for contexts too big for memory), with each
+/// `(prefix, folder)` from disk under `prefix`.
 pub fn context_tar_to<W: std::io::Write>(
     out: W,
     dockerfile: &str,
     files: &[Entry],
-    repo_dir: Option<&Path>,
+    folders: &[(&str, &Path)],
 ) -> std::io::Result<W> {
     let mut entries = vec![Entry {
         path: "Dockerfile".into(),
@@ -26,8 +28,7 @@ pub fn context_tar_to<W: std::io::Write>(
         mode: 0o644,
     }];
     entries.extend(files.iter().cloned());
-    let folders: Vec<(&str, &Path)> = repo_dir.map(|d| ("repo", d)).into_iter().collect();
-    tarball::write_archive(out, &entries, &folders)
+    tarball::write_archive(out, &entries, folders)
 }
 
 #[cfg(test)]

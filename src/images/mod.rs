@@ -4,7 +4,8 @@
 //!
 //! Three layers: the base (Debian bootstrapped offline, see `base`; or the official conda base
 //! built from its Dockerfile), the environment (per repository and version, content-hash tag),
-//! and the instance (the repository at `base_commit` in `/testbed`). A row that carries its own
+//! and the instance (the repository at `base_commit` in `/testbed`; in the Debian flavour it
+//! stands on a history image shared along the repository's commits, see `history`). A row that carries its own
 //! `image` (SWE-bench 5) is run in it as is: nothing is built, it is pulled when missing. A
 //! failed build fails only the instances that need it; its log is saved under
 //! `<output>/logs/build_images/`.
@@ -15,6 +16,7 @@ mod cleanup;
 mod context;
 pub mod envonly;
 mod error;
+pub mod history;
 pub mod hold;
 mod naming;
 mod plan;

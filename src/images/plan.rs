@@ -51,7 +51,9 @@ pub struct InstanceRecipe {
     pub dockerfile: String,
     /// The other files of its build context.
     pub files: Vec<Entry>,
-    /// The build context needs `repo/`: `repo` at `base_commit`, made on the host.
+    /// The image needs the repository at `base_commit`: it is built from a history image
+    /// (made on the host's git, shared along the repository's chain, see
+    /// [`super::history`]) that its Dockerfile's `FROM <environment>` is replaced by.
     pub needs_repo: bool,
     /// The build needs the network even with the repository in the context (its install
     /// step fetches from PyPI, as the official build does).

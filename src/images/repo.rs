@@ -1,7 +1,7 @@
-//! An instance's repository snapshot, for an instance image's build context. Everything git
-//! does happens on the host, so the image build needs no network: a source (chosen by
-//! [`crate::repos::RepoSources`]) is fetched once into a bare cache, then each instance gets
-//! a fresh repository holding `base_commit` and its ancestors only.
+//! The host-side bare cache of each repository, for the history images of instance images
+//! (see [`super::history`]). Everything git does happens on the host, so the image builds need
+//! no network: a source (chosen by [`crate::repos::RepoSources`]) is fetched once into a bare
+//! cache, and the history images' packs are made from it.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -72,60 +72,6 @@ impl RepoCache {
         }
         Ok(bare)
     }
-
-    /// Writes into `dest` (which must not exist) a self-contained repository whose HEAD is
-    /// `commit`, checked out, holding no history newer than it and no remotes; its tags are
-    /// those of the cache that point at `commit` or an ancestor (`setuptools_scm` versions
-    /// need them; the instance's repo script drops those dated after the commit).
-    pub fn snapshot(&self, repo: &str, commit: &str, dest: &Path) -> Result<(), ImageError> {
-        let bare = self.ensure(repo, commit)?;
-        let fail = |message: String| ImageError::Repo {
-            repo: repo.to_string(),
-            message,
-        };
-        std::fs::create_dir_all(dest).map_err(|e| fail(format!("{}: {e}", dest.display())))?;
-        git(&["init", "-q"], Some(dest)).map_err(fail)?;
-        // Fetching the commit alone brings exactly it and its ancestors.
-        let bare_s = bare.to_string_lossy().into_owned();
-        let fetched = git(
-            &[
-                "-c",
-                "protocol.version=2",
-                "fetch",
-                "-q",
-                "--no-tags",
-                &bare_s,
-                commit,
-            ],
-            Some(dest),
-        );
-        if fetched.is_err() {
-            let r = format!("refs/swe-eval/{commit}");
-            git(&["update-ref", &r, commit], Some(&bare)).map_err(fail)?;
-            git(&["fetch", "-q", "--no-tags", &bare_s, &r], Some(dest)).map_err(fail)?;
-        }
-        // Tags come by name, never by pattern: a pattern would bring newer tags' history.
-        let tags = merged_tags(&bare, commit).map_err(fail)?;
-        if !tags.is_empty() {
-            let mut args = vec!["fetch", "-q", "--no-tags", bare_s.as_str()];
-            let specs: Vec<String> = tags.iter().map(|t| format!("+{t}:{t}")).collect();
-            args.extend(specs.iter().map(String::as_str));
-            git(&args, Some(dest)).map_err(fail)?;
-        }
-        git(
-            &[
-                "-c",
-                "advice.detachedHead=false",
-                "checkout",
-                "-q",
-                "--detach",
-                commit,
-            ],
-            Some(dest),
-        )
-        .map_err(fail)?;
-        Ok(())
-    }
 }
 
 /// The in-process lock of one bare cache.
@@ -136,20 +82,6 @@ fn repo_lock(bare: &Path) -> Arc<Mutex<()>> {
         .lock()
         .unwrap_or_else(|p| p.into_inner());
     map.entry(bare.to_path_buf()).or_default().clone()
-}
-
-/// The tags of `repo` (full ref names) that point at `commit` or one of its ancestors.
-pub(crate) fn merged_tags(repo: &Path, commit: &str) -> Result<Vec<String>, String> {
-    let out = git(
-        &[
-            "for-each-ref",
-            &format!("--merged={commit}"),
-            "--format=%(refname)",
-            "refs/tags",
-        ],
-        Some(repo),
-    )?;
-    Ok(out.lines().map(str::to_string).collect())
 }
 
 fn has_commit(repo: &Path, commit: &str) -> bool {
@@ -165,7 +97,7 @@ mod race_tests {
     use super::*;
 
     #[test]
-    fn parallel_snapshots_share_one_cache() {
+    fn parallel_fetches_share_one_cache() {
         let tmp = tempfile::tempdir().unwrap();
         let up = tmp.path().join("up");
         std::fs::create_dir_all(&up).unwrap();
@@ -179,37 +111,9 @@ mod race_tests {
         let cache = RepoCache::new(tmp.path().join("cache"), s);
         std::thread::scope(|sc| {
             for i in 0..4 {
-                let (cache, c, dest) = (&cache, &c, tmp.path().join(format!("d{i}")));
-                sc.spawn(move || cache.snapshot("o/n", c, &dest).unwrap());
+                let (cache, c) = (&cache, &c);
+                sc.spawn(move || assert!(has_commit(&cache.ensure("o/n", c).unwrap(), c), "{i}"));
             }
         });
-    }
-
-    #[test]
-    fn a_snapshot_keeps_the_tags_of_ancestors_only() {
-        let tmp = tempfile::tempdir().unwrap();
-        let up = tmp.path().join("up");
-        std::fs::create_dir_all(&up).unwrap();
-        git_ok(&up, &["init", "-q"]);
-        let mut commits = Vec::new();
-        for i in 0..3 {
-            std::fs::write(up.join("a"), i.to_string()).unwrap();
-            git_ok(&up, &["add", "."]);
-            git_ok(&up, &["commit", "-q", "-m", &i.to_string()]);
-            commits.push(git_ok(&up, &["rev-parse", "HEAD"]));
-        }
-        git_ok(&up, &["tag", "v0", &commits[0]]);
-        git_ok(&up, &["tag", "-a", "-m", "one", "v1", &commits[1]]);
-        git_ok(&up, &["tag", "v2", &commits[2]]);
-        let mut s = RepoSources::default();
-        s.add_override(&format!("o/n={}", up.display())).unwrap();
-        let cache = RepoCache::new(tmp.path().join("cache"), s);
-        let dest = tmp.path().join("d");
-        cache.snapshot("o/n", &commits[1], &dest).unwrap();
-        assert_eq!(git_ok(&dest, &["tag", "-l"]), "v0\nv1");
-        assert_eq!(git_ok(&dest, &["describe", "--tags"]), "v1");
-        assert!(git_ok(&dest, &["rev-list", "--all"])
-            .lines()
-            .all(|c| c != commits[2]));
     }
 }

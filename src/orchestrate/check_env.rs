@@ -205,6 +205,7 @@ pub async fn check_spec<E: Engine>(
         repos: RepoCache::new(std::env::temp_dir(), RepoSources::default()),
         base: BaseOptions::logging_under(&opts.build_logs),
         parallel: 1,
+        history_chain: images::history::MAX_CHAIN,
     };
     let mut report = EnvReport {
         env_image: spec.env_image_tag.clone(),

@@ -107,6 +107,7 @@ pub async fn prepare<E: Engine>(
         repos: RepoCache::new(opts.repo_cache.clone(), opts.repos.clone()),
         base: BaseOptions::logging_under(&opts.build_logs),
         parallel: opts.parallel.max(1),
+        history_chain: images::history::MAX_CHAIN,
     };
     out.images = images::ensure(engine, &plan, &build).await;
     // Failures of the daemon (not of a recipe) get two more tries, after a pause.

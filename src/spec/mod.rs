@@ -329,8 +329,8 @@ impl TestSpec {
         }]
     }
 
-    /// The instance image's build context besides the Dockerfile. The Debian flavour also
-    /// needs `repo/`: a self-contained git clone (no alternates) holding `base_commit`.
+    /// The instance image's build context besides the Dockerfile. (The Debian flavour's
+    /// repository is not in it: the image builder stands the image on a history image.)
     pub fn instance_context_files(&self) -> Vec<ContextFile> {
         vec![ContextFile {
             path: "setup_repo.sh".to_string(),
@@ -339,7 +339,8 @@ impl TestSpec {
         }]
     }
 
-    /// The Debian instance image copies the repository from the build context's `repo/`.
+    /// The Debian instance image takes the repository from a history image the image builder
+    /// makes from the host's git (see `images::history`).
     pub fn instance_needs_repo_in_context(&self) -> bool {
         self.flavour == Flavour::Debian
     }

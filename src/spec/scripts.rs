@@ -607,17 +607,26 @@ fn official_env_list(
 }
 
 /// The commands that check out the base commit and remove all later history, shared by both
-/// flavours (after the clone or copy).
-fn prune_history(base: &str) -> Vec<String> {
-    vec![
+/// flavours (after the clone or copy). The official clone holds later history, which only
+/// `git gc --prune=now --aggressive` removes; the Debian flavour's repository never held any
+/// (its history image has `base_commit` and its ancestors only), so it skips the repack, which
+/// would rewrite the whole history into the instance's own layer.
+fn prune_history(base: &str, repack: bool) -> Vec<String> {
+    let mut l = vec![
         format!("TARGET_TIMESTAMP=$(git show -s --format=%ci {base})"),
         r#"git tag -l | while read tag; do TAG_COMMIT=$(git rev-list -n 1 "$tag"); TAG_TIME=$(git show -s --format=%ci "$TAG_COMMIT"); if [[ "$TAG_TIME" > "$TARGET_TIMESTAMP" ]]; then git tag -d "$tag"; fi; done"#.to_string(),
         "git reflog expire --expire=now --all".to_string(),
-        "git gc --prune=now --aggressive".to_string(),
-        r#"AFTER_TIMESTAMP=$(date -d "$TARGET_TIMESTAMP + 1 second" '+%Y-%m-%d %H:%M:%S')"#.to_string(),
+    ];
+    if repack {
+        l.push("git gc --prune=now --aggressive".to_string());
+    }
+    l.extend([
+        r#"AFTER_TIMESTAMP=$(date -d "$TARGET_TIMESTAMP + 1 second" '+%Y-%m-%d %H:%M:%S')"#
+            .to_string(),
         r#"COMMIT_COUNT=$(git log --oneline --all --since="$AFTER_TIMESTAMP" | wc -l)"#.to_string(),
         r#"[ "$COMMIT_COUNT" -eq 0 ] || exit 1"#.to_string(),
-    ]
+    ]);
+    l
 }
 
 /// The commit that makes `git diff` show only what the patch changes afterwards.
@@ -646,7 +655,7 @@ fn official_repo_list(ctx: &Ctx<'_>) -> Vec<String> {
         format!("git reset --hard {base}"),
         "git remote remove origin".to_string(),
     ];
-    l.extend(prune_history(base));
+    l.extend(prune_history(base, true));
     l.push(CONDA_ACTIVATE.to_string());
     l.push(format!("conda activate {ENV_NAME}"));
     l.push(r#"echo "Current environment: $CONDA_DEFAULT_ENV""#.to_string());
@@ -825,17 +834,22 @@ impl Debian {
         let mut l = vec![
             format!("cd {REPO_DIR}"),
             format!("git config --global --add safe.directory {REPO_DIR}"),
-            format!("git checkout -q -f {base}"),
-            // The context's clone may carry every branch of a mirror: keep only the base
-            // commit's history, as the official single-branch clone does.
+            // `core.fileMode=false`: the history image's files are 777 already (as after the
+            // official `chmod -R 777`); a mode is no local change to undo file by file.
+            format!("git -c core.fileMode=false checkout -q -f {base}"),
+            // The history image holds no branch or remote; these lines keep the script right
+            // for a clone that carries them (only the base commit's history, as the official
+            // single-branch clone).
             "git remote remove origin 2>/dev/null || true".to_string(),
             r#"git for-each-ref --format='%(refname)' | { grep -v '^refs/tags/' || true; } | while read -r ref; do git update-ref --no-deref -d "$ref"; done"#.to_string(),
             "git checkout -q -b main".to_string(),
-            format!("git reset --hard {base}"),
+            format!("git -c core.fileMode=false reset --hard {base}"),
             "git clean -fdxq".to_string(),
-            format!("chmod -R 777 {REPO_DIR}"),
+            // `chmod -R 777` touching only what is not so already: the history image's files
+            // are, and a chmod would copy every one of them up into this layer.
+            format!("find {REPO_DIR} ! -type l ! -perm 777 -exec chmod 777 {{}} +"),
         ];
-        l.extend(prune_history(base));
+        l.extend(prune_history(base, false));
         if self.venv {
             l.push(r#"echo "Current environment: $VIRTUAL_ENV ($(python --version))""#.to_string());
         }

@@ -62,7 +62,7 @@ fn chain(release_alias: &str, env_tag: &str, env_run: &str, inst_tag: &str) -> B
         },
         instance: InstanceRecipe {
             tag: inst_tag.to_string(),
-            dockerfile: format!("FROM {env_tag}\nCOPY ./repo/ /testbed/\nWORKDIR /testbed/\n"),
+            dockerfile: format!("FROM {env_tag}\nWORKDIR /testbed/\n"),
             files: vec![],
             needs_repo: true,
             network: false,
@@ -170,6 +170,7 @@ async fn env_and_instance_images_from_a_local_repo_and_a_failed_build_fails_only
         repos: RepoCache::new(tmp.path().join("repo-cache"), sources),
         base: BaseOptions::default(),
         parallel: 2,
+        history_chain: swe_eval::images::history::MAX_CHAIN,
     };
     let prepared = ensure(&e, &plan, &opts).await;
 
@@ -346,6 +347,7 @@ async fn a_prebuilt_row_image_is_pulled_through_a_namespace_override() {
         repos: RepoCache::new(tmp.path().join("repos"), RepoSources::default()),
         base: BaseOptions::default(),
         parallel: 1,
+        history_chain: swe_eval::images::history::MAX_CHAIN,
     };
     let prepared = ensure(&e, &plan, &opts).await;
     assert_eq!(

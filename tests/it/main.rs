@@ -10,6 +10,7 @@ mod faults;
 mod fuzz;
 mod grading;
 mod help;
+mod history;
 mod hostile;
 mod hub;
 mod images;

@@ -1,0 +1,545 @@
+//! Shared repository history for instance images: the repository at an instance's
+//! `base_commit` comes from a *history image*, and the history images of one repository on one
+//! environment image form a tree of Docker parents, so each commit's history is stored once.
+//!
+//! The history image of commit `c` is built `FROM` the history image of `c`'s nearest planned
+//! ancestor `p` (same environment and repository), and its new layers hold only what `c` adds:
+//! a self-contained (non-thin) pack of the objects `c ^p` made on the host with `git
+//! pack-objects --revs` (never anything newer than `c`, so no later commit is in the image, even
+//! unreachable), `packed-refs` with the tags kept for `c` (those pointing at `c` or an ancestor,
+//! dated no later than `c`, as the repo script's own rule), and a checkout that rewrites only
+//! the files that differ between `p` and `c`. A commit with no planned ancestor is a root: its
+//! pack holds its whole history and it is built `FROM` the environment image. The instance
+//! image is then its history image plus the repo script (install step, setup commit), with no
+//! repacking. Chains are cut (a new root) after [`MAX_CHAIN`] history images, for overlay's
+//! layer limit and git's automatic repack (see the constant).
+//!
+//! All git work happens on the host against the bare cache of [`RepoCache`]; the image builds
+//! need no network. Builds of one depth of the tree run in parallel; a history image that
+//! cannot be built fails the instances that stand on it, and only those.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use futures_util::stream::{self, StreamExt};
+
+use super::build::{build_one, failure};
+use super::{content_hash, BuildOptions, ImageError, ImageFailure, Layer, Prepared, RepoCache};
+use crate::engine::Engine;
+use crate::repos::{git, git_input};
+
+/// History images in one chain at most. Each adds two image layers (the objects and refs, then
+/// the checkout), so 40 of them stay well under overlay's 128 lower layers with the
+/// environment's and the instance's own; and a repository of 40 packs stays under git's
+/// `gc.autoPackLimit` (50), beyond which the setup commit (or an agent's) would start an
+/// automatic repack of the whole history into the instance's layer.
+pub const MAX_CHAIN: usize = 40;
+
+/// Where the repository lives in every image (the official `/testbed`).
+const REPO_DIR: &str = "/testbed";
+
+/// Files a history step makes writable by all, as the repo script's `chmod -R 777` would, but
+/// touching (and so copying up) only those not already so.
+const CHMOD_NEW: &str = "find /testbed ! -type l ! -perm 777 -exec chmod 777 {} +";
+
+/// One history image: the repository at `commit` on environment `env`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryNode {
+    /// The image's name (content-addressed: environment, parent, commit, tags).
+    pub tag: String,
+    /// The environment image the chain's root starts from.
+    pub env: String,
+    /// `owner/name`.
+    pub repo: String,
+    /// The commit checked out.
+    pub commit: String,
+    /// Index of the node it is built `FROM` (in the same plan); `None` for a root.
+    pub parent: Option<usize>,
+    /// 1 for a root, the parent's depth + 1 otherwise.
+    pub depth: usize,
+    /// `(ref name, object id)` of the tags kept, sorted.
+    pub tags: Vec<(String, String)>,
+}
+
+/// The history images of one repository on one environment image, parents first; commits
+/// that could not be planned are reported by commit.
+pub fn plan_chains(
+    cache: &RepoCache,
+    env: &str,
+    repo: &str,
+    commits: &BTreeSet<String>,
+    max_chain: usize,
+) -> (Vec<HistoryNode>, BTreeMap<String, ImageError>) {
+    let mut failed = BTreeMap::new();
+    let mut known: Vec<(u64, String)> = Vec::new();
+    let mut bare = None;
+    for c in commits {
+        let counted = cache.ensure(repo, c).and_then(|b| {
+            let n = git(&["rev-list", "--count", c], Some(&b))
+                .map_err(|m| repo_error(repo, m))?
+                .trim()
+                .parse::<u64>()
+                .map_err(|e| repo_error(repo, format!("rev-list --count {c}: {e}")))?;
+            Ok((b, n))
+        });
+        match counted {
+            Ok((b, n)) => {
+                bare = Some(b);
+                known.push((n, c.clone()));
+            }
+            Err(e) => {
+                failed.insert(c.clone(), e);
+            }
+        }
+    }
+    let Some(bare) = bare else {
+        return (Vec::new(), failed);
+    };
+    // Ancestors have fewer commits: in this order every parent comes before its children.
+    known.sort();
+    let mut nodes: Vec<HistoryNode> = Vec::new();
+    let mut counts: Vec<u64> = Vec::new();
+    for (n, c) in &known {
+        let tags = match kept_tags(&bare, c) {
+            Ok(t) => t,
+            Err(m) => {
+                failed.insert(c.clone(), repo_error(repo, m));
+                continue;
+            }
+        };
+        // The nearest planned ancestor: of those with fewer commits, the one with the most.
+        let nearest = (0..nodes.len())
+            .rev()
+            .find(|&i| counts[i] < *n && is_ancestor(&bare, &nodes[i].commit, c));
+        let parent = nearest.filter(|&i| nodes[i].depth < max_chain);
+        let depth = parent.map_or(1, |i| nodes[i].depth + 1);
+        let parent_tag = parent.map_or("", |i| nodes[i].tag.as_str());
+        let tag_text: String = tags.iter().map(|(r, o)| format!("{o} {r}\n")).collect();
+        let hash = content_hash(&[
+            b"history v1",
+            env.as_bytes(),
+            parent_tag.as_bytes(),
+            c.as_bytes(),
+            tag_text.as_bytes(),
+        ]);
+        counts.push(*n);
+        nodes.push(HistoryNode {
+            tag: format!(
+                "swe-eval.history.{}:{}",
+                repo.replacen('/', "__", 1).to_lowercase(),
+                &hash[..16]
+            ),
+            env: env.to_string(),
+            repo: repo.to_string(),
+            commit: c.clone(),
+            parent,
+            depth,
+            tags,
+        });
+    }
+    (nodes, failed)
+}
+
+fn repo_error(repo: &str, message: String) -> ImageError {
+    ImageError::Repo {
+        repo: repo.to_string(),
+        message,
+    }
+}
+
+fn is_ancestor(bare: &Path, a: &str, b: &str) -> bool {
+    git(&["merge-base", "--is-ancestor", a, b], Some(bare)).is_ok()
+}
+
+/// The tags to keep at `commit`: those pointing at it or an ancestor whose commit is dated no
+/// later than it (committer dates compared as the repo script compares them, `%ci` strings).
+fn kept_tags(bare: &Path, commit: &str) -> Result<Vec<(String, String)>, String> {
+    let date = git(&["show", "-s", "--format=%ci", commit], Some(bare))?;
+    let date = date.trim();
+    let out = git(
+        &[
+            "for-each-ref",
+            &format!("--merged={commit}"),
+            "--format=%(objectname)%09%(refname)%09%(committerdate:iso)%09%(*committerdate:iso)",
+            "refs/tags",
+        ],
+        Some(bare),
+    )?;
+    let mut tags: Vec<(String, String)> = out
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split('\t');
+            let (oid, name, own, peeled) = (f.next()?, f.next()?, f.next()?, f.next()?);
+            let when = if peeled.is_empty() { own } else { peeled };
+            (!when.is_empty() && when <= date).then(|| (name.to_string(), oid.to_string()))
+        })
+        .collect();
+    tags.sort();
+    Ok(tags)
+}
+
+/// Writes into `dir/git/` what `node`'s build copies over `/testbed/.git/`: the pack of the
+/// objects it adds to its parent's, `packed-refs`, and for a root the rest of a repository
+/// (`HEAD` detached at the commit, `config`, empty `refs/`).
+pub fn write_context(
+    cache: &RepoCache,
+    node: &HistoryNode,
+    parent: Option<&HistoryNode>,
+    dir: &Path,
+) -> Result<(), ImageError> {
+    let fail = |m: String| repo_error(&node.repo, m);
+    let io = |p: &Path, e: std::io::Error| repo_error(&node.repo, format!("{}: {e}", p.display()));
+    let bare = cache.ensure(&node.repo, &node.commit)?;
+    let gitdir = dir.join("git");
+    let pack_dir = gitdir.join("objects/pack");
+    std::fs::create_dir_all(&pack_dir).map_err(|e| io(&pack_dir, e))?;
+    let had: BTreeSet<&(String, String)> =
+        parent.map(|p| p.tags.iter().collect()).unwrap_or_default();
+    let mut revs = format!("{}\n", node.commit);
+    for t in node.tags.iter().filter(|t| !had.contains(t)) {
+        revs.push_str(&format!("{}\n", t.1));
+    }
+    if let Some(p) = parent {
+        revs.push_str(&format!("^{}\n", p.commit));
+    }
+    let base = pack_dir.join("pack");
+    git_input(
+        &[
+            "pack-objects",
+            "--revs",
+            "-q",
+            "--delta-base-offset",
+            &base.to_string_lossy(),
+        ],
+        Some(&bare),
+        revs.as_bytes(),
+    )
+    .map_err(fail)?;
+    let refs: String = node
+        .tags
+        .iter()
+        .map(|(r, o)| format!("{o} {r}\n"))
+        .collect();
+    let write = |name: &str, text: &str| {
+        let p = gitdir.join(name);
+        std::fs::write(&p, text).map_err(|e| io(&p, e))
+    };
+    write("packed-refs", &refs)?;
+    if parent.is_none() {
+        write("HEAD", &format!("{}\n", node.commit))?;
+        write(
+            "config",
+            "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n",
+        )?;
+        for d in ["refs/heads", "refs/tags", "objects/info", "info"] {
+            let p = gitdir.join(d);
+            std::fs::create_dir_all(&p).map_err(|e| io(&p, e))?;
+        }
+    }
+    Ok(())
+}
+
+/// `node`'s Dockerfile: the objects and refs copied in, then the checkout (whole for a root,
+/// only what changed since the parent otherwise) made writable by all.
+pub fn dockerfile(node: &HistoryNode, parent: Option<&HistoryNode>) -> String {
+    let c = &node.commit;
+    let (from, checkout) = match parent {
+        None => (node.env.as_str(), format!("reset -q --hard {c}")),
+        Some(p) => (
+            p.tag.as_str(),
+            // The work tree is all 777 (`core.fileMode=false`: not a local change to keep
+            // or undo), so only the files that differ between the commits are written.
+            format!("-c core.fileMode=false -c advice.detachedHead=false checkout -q --detach {c}"),
+        ),
+    };
+    format!(
+        "# swe-eval history image: {repo} at {c} ({kind})\n\
+         FROM {from}\n\
+         COPY git/ {REPO_DIR}/.git/\n\
+         RUN cd {REPO_DIR} && git -c core.logAllRefUpdates=false {checkout} && {CHMOD_NEW}\n",
+        repo = node.repo,
+        kind = if parent.is_some() {
+            "objects since its parent"
+        } else {
+            "whole history"
+        },
+    )
+}
+
+/// Which instances need a history image: `(instance_id, env image, repo, commit)`.
+pub type Wanted = (String, String, String, String);
+
+/// Makes the history images `wanted` needs present, chain by chain; instance_id -> its history
+/// image or why it has none.
+pub async fn ensure_histories<E: Engine>(
+    engine: &E,
+    wanted: &[Wanted],
+    opts: &BuildOptions,
+    out: &mut Prepared,
+) -> BTreeMap<String, Result<String, ImageFailure>> {
+    let mut groups: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+    for (_, env, repo, commit) in wanted {
+        groups
+            .entry((env.clone(), repo.clone()))
+            .or_default()
+            .insert(commit.clone());
+    }
+    // (env, repo, commit) -> the node's image or its failure.
+    let mut result: BTreeMap<(String, String, String), Result<String, ImageFailure>> =
+        BTreeMap::new();
+    for ((env, repo), commits) in groups {
+        let cache = opts.repos.clone();
+        let (e2, r2, max) = (env.clone(), repo.clone(), opts.history_chain.max(1));
+        let planned =
+            tokio::task::spawn_blocking(move || plan_chains(&cache, &e2, &r2, &commits, max)).await;
+        let (nodes, failed) = match planned {
+            Ok(p) => p,
+            Err(e) => {
+                let f = failure(
+                    Layer::Instance,
+                    &env,
+                    &repo_error(&repo, e.to_string()),
+                    None,
+                );
+                for (_, we, wr, wc) in wanted {
+                    if *we == env && *wr == repo {
+                        result.insert((env.clone(), repo.clone(), wc.clone()), Err(f.clone()));
+                    }
+                }
+                continue;
+            }
+        };
+        for (c, e) in failed {
+            let f = failure(
+                Layer::Instance,
+                &format!("history of {repo} at {c}"),
+                &e,
+                None,
+            );
+            result.insert((env.clone(), repo.clone(), c), Err(f));
+        }
+        let mut built: Vec<Option<Result<(), ImageFailure>>> = vec![None; nodes.len()];
+        let deepest = nodes.iter().map(|n| n.depth).max().unwrap_or(0);
+        for depth in 1..=deepest {
+            let level: Vec<usize> = (0..nodes.len())
+                .filter(|&i| nodes[i].depth == depth)
+                .collect();
+            let jobs = level.into_iter().map(|i| {
+                let node = &nodes[i];
+                let parent = node.parent.map(|p| &nodes[p]);
+                let inherited = node
+                    .parent
+                    .and_then(|p| built[p].clone())
+                    .and_then(|r| r.err());
+                async move {
+                    if let Some(f) = inherited {
+                        return (i, Err(f), Vec::new());
+                    }
+                    let mut local = Prepared::default();
+                    let r = build_node(engine, node, parent, opts, &mut local).await;
+                    (i, r, local.created)
+                }
+            });
+            let done: Vec<_> = stream::iter(jobs)
+                .buffer_unordered(opts.parallel.max(1))
+                .collect()
+                .await;
+            for (i, r, created) in done {
+                out.created.extend(created);
+                built[i] = Some(r);
+            }
+        }
+        for (node, r) in nodes.iter().zip(built) {
+            let r = r.unwrap_or_else(|| {
+                Err(failure(
+                    Layer::Instance,
+                    &node.tag,
+                    &repo_error(&repo, "history image never built".into()),
+                    None,
+                ))
+            });
+            result.insert(
+                (env.clone(), repo.clone(), node.commit.clone()),
+                r.map(|()| node.tag.clone()),
+            );
+        }
+    }
+    wanted
+        .iter()
+        .map(|(id, env, repo, c)| {
+            let r = result
+                .get(&(env.clone(), repo.clone(), c.clone()))
+                .cloned()
+                .unwrap_or_else(|| {
+                    Err(failure(
+                        Layer::Instance,
+                        env,
+                        &repo_error(repo, format!("no history image planned for {c}")),
+                        None,
+                    ))
+                });
+            (id.clone(), r)
+        })
+        .collect()
+}
+
+async fn build_node<E: Engine>(
+    engine: &E,
+    node: &HistoryNode,
+    parent: Option<&HistoryNode>,
+    opts: &BuildOptions,
+    out: &mut Prepared,
+) -> Result<(), ImageFailure> {
+    match engine.image_exists(&node.tag).await {
+        Ok(true) => return Ok(()),
+        Ok(false) => {}
+        Err(e) => return Err(failure(Layer::Instance, &node.tag, &e.into(), None)),
+    }
+    let ctx_fail = |e: ImageError| failure(Layer::Instance, &node.tag, &e, None);
+    let tmp = tempfile::tempdir().map_err(|e| {
+        ctx_fail(ImageError::Context {
+            image: node.tag.clone(),
+            message: e.to_string(),
+        })
+    })?;
+    let (cache, n, p, dir) = (
+        opts.repos.clone(),
+        node.clone(),
+        parent.cloned(),
+        tmp.path().to_path_buf(),
+    );
+    // git runs for seconds (a root's pack is the whole history): off the async workers.
+    tokio::task::spawn_blocking(move || write_context(&cache, &n, p.as_ref(), &dir))
+        .await
+        .map_err(|e| ctx_fail(repo_error(&node.repo, e.to_string())))?
+        .map_err(ctx_fail)?;
+    build_one(
+        engine,
+        Layer::Instance,
+        &node.tag,
+        &dockerfile(node, parent),
+        &[],
+        Some(("git", &tmp.path().join("git"))),
+        false,
+        None,
+        opts,
+        out,
+    )
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::repos::{git_ok, RepoSources};
+
+    /// main: c1 (v0) - c2 (v1, annotated) - c3 - c4 (v2) - c5 (v9); release: c2 - r1 (vr).
+    fn upstream(root: &Path) -> (std::path::PathBuf, BTreeMap<&'static str, String>) {
+        let up = root.join("up");
+        std::fs::create_dir_all(&up).unwrap();
+        git_ok(&up, &["init", "-q", "-b", "main"]);
+        let mut c = BTreeMap::new();
+        let commit = |name: &'static str, c: &mut BTreeMap<&'static str, String>| {
+            std::fs::write(up.join(format!("{name}.txt")), name).unwrap();
+            git_ok(&up, &["add", "."]);
+            let date = format!("2020-01-0{} 12:00:00 +0000", c.len() + 1);
+            let args = ["-c", "core.hooksPath=/dev/null", "commit", "-q", "-m", name];
+            let out = std::process::Command::new("git")
+                .current_dir(&up)
+                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+                .args(args)
+                .env("GIT_COMMITTER_DATE", &date)
+                .env("GIT_AUTHOR_DATE", &date)
+                .output()
+                .unwrap();
+            assert!(out.status.success());
+            c.insert(name, git_ok(&up, &["rev-parse", "HEAD"]));
+        };
+        commit("c1", &mut c);
+        git_ok(&up, &["tag", "v0"]);
+        commit("c2", &mut c);
+        git_ok(&up, &["tag", "-a", "-m", "one", "v1"]);
+        git_ok(&up, &["checkout", "-q", "-b", "release"]);
+        commit("r1", &mut c);
+        git_ok(&up, &["tag", "vr"]);
+        git_ok(&up, &["checkout", "-q", "main"]);
+        for n in ["c3", "c4"] {
+            commit(n, &mut c);
+        }
+        git_ok(&up, &["tag", "v2"]);
+        commit("c5", &mut c);
+        git_ok(&up, &["tag", "v9"]);
+        (up, c)
+    }
+
+    #[test]
+    fn chains_follow_ancestry_branch_at_release_lines_and_reroot_when_full() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (up, c) = upstream(tmp.path());
+        let mut s = RepoSources::default();
+        s.add_override(&format!("o/n={}", up.display())).unwrap();
+        let cache = RepoCache::new(tmp.path().join("cache"), s);
+        let commits: BTreeSet<String> = ["c1", "c2", "c3", "c4", "r1"]
+            .iter()
+            .map(|n| c[n].clone())
+            .collect();
+        let (nodes, failed) = plan_chains(&cache, "env:1", "o/n", &commits, 3);
+        assert!(failed.is_empty(), "{failed:?}");
+        let by = |n: &str| nodes.iter().position(|x| x.commit == c[n]).unwrap();
+        let parent = |n: &str| nodes[by(n)].parent.map(|p| nodes[p].commit.clone());
+        assert_eq!(parent("c1"), None);
+        assert_eq!(parent("c2"), Some(c["c1"].clone()));
+        assert_eq!(parent("c3"), Some(c["c2"].clone()));
+        assert_eq!(parent("r1"), Some(c["c2"].clone()), "release line forks");
+        assert_eq!(parent("c4"), None, "c3's chain is full (3): a new root");
+        assert_eq!(nodes[by("c3")].depth, 3);
+        for (i, n) in nodes.iter().enumerate() {
+            assert!(n.parent.is_none_or(|p| p < i), "parents first");
+        }
+        let tags =
+            |n: &str| -> Vec<String> { nodes[by(n)].tags.iter().map(|(r, _)| r.clone()).collect() };
+        assert_eq!(tags("c1"), ["refs/tags/v0"]);
+        assert_eq!(tags("c3"), ["refs/tags/v0", "refs/tags/v1"]);
+        assert_eq!(tags("r1"), ["refs/tags/v0", "refs/tags/v1", "refs/tags/vr"]);
+        assert_eq!(tags("c4"), ["refs/tags/v0", "refs/tags/v1", "refs/tags/v2"]);
+        let names: BTreeSet<&str> = nodes.iter().map(|n| n.tag.as_str()).collect();
+        assert_eq!(names.len(), 5, "one image per commit");
+
+        // The pack of a step holds what the commit adds and nothing newer.
+        let dir = tmp.path().join("ctx");
+        write_context(&cache, &nodes[by("c3")], Some(&nodes[by("c2")]), &dir).unwrap();
+        let packs: Vec<_> = std::fs::read_dir(dir.join("git/objects/pack"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "idx"))
+            .collect();
+        assert_eq!(packs.len(), 1);
+        let listed = git_ok(
+            tmp.path(),
+            &["verify-pack", "-v", &packs[0].to_string_lossy()],
+        );
+        let objects: BTreeSet<&str> = listed
+            .lines()
+            .filter_map(|l| l.split(' ').next())
+            .filter(|w| w.len() == 40)
+            .collect();
+        assert!(objects.contains(c["c3"].as_str()));
+        for absent in ["c1", "c2", "c4", "c5", "r1"] {
+            assert!(
+                !objects.contains(c[absent].as_str()),
+                "{absent} not in c3's pack"
+            );
+        }
+        assert_eq!(
+            std::fs::read_to_string(dir.join("git/packed-refs"))
+                .unwrap()
+                .lines()
+                .count(),
+            2
+        );
+        assert!(
+            !dir.join("git/HEAD").exists(),
+            "a step keeps its parent's HEAD"
+        );
+    }
+}
