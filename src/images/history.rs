@@ -113,29 +113,31 @@ pub fn plan_chains(
             .find(|&i| counts[i] < *n && is_ancestor(&bare, &nodes[i].commit, c));
         let parent = nearest.filter(|&i| nodes[i].depth < max_chain);
         let depth = parent.map_or(1, |i| nodes[i].depth + 1);
-        let parent_tag = parent.map_or("", |i| nodes[i].tag.as_str());
-        let tag_text: String = tags.iter().map(|(r, o)| format!("{o} {r}\n")).collect();
-        let hash = content_hash(&[
-            b"history v1",
-            env.as_bytes(),
-            parent_tag.as_bytes(),
-            c.as_bytes(),
-            tag_text.as_bytes(),
-        ]);
-        counts.push(*n);
-        nodes.push(HistoryNode {
-            tag: format!(
-                "swe-eval.history.{}:{}",
-                repo.replacen('/', "__", 1).to_lowercase(),
-                &hash[..16]
-            ),
+        let mut node = HistoryNode {
+            tag: String::new(),
             env: env.to_string(),
             repo: repo.to_string(),
             commit: c.clone(),
             parent,
             depth,
             tags,
-        });
+        };
+        // Named by everything it is built from: its Dockerfile (the parent's name, so the
+        // whole chain, and the recipe) and the tags it keeps.
+        let tag_text: String = node
+            .tags
+            .iter()
+            .map(|(r, o)| format!("{o} {r}\n"))
+            .collect();
+        let recipe = dockerfile(&node, parent.map(|i| &nodes[i]));
+        let hash = content_hash(&[recipe.as_bytes(), tag_text.as_bytes()]);
+        node.tag = format!(
+            "swe-eval.history.{}:{}",
+            repo.replacen('/', "__", 1).to_lowercase(),
+            &hash[..16]
+        );
+        counts.push(*n);
+        nodes.push(node);
     }
     (nodes, failed)
 }

@@ -89,7 +89,19 @@ async fn instance_images_share_history_layers_and_hold_nothing_newer_than_their_
         ("f", "r1"),
     ];
     let leaf = |id: &str| format!("swe-eval-it/hist.{id}:it");
-    for id in wanted.iter().map(|(i, _)| leaf(i)).chain([env.clone()]) {
+    // Fixed names and leftovers of a run that died before its cleanup, cleared first.
+    let leftovers = Command::new("docker")
+        .args(["images", "--format", "{{.Repository}}:{{.Tag}}"])
+        .arg("swe-eval.history.local__hist")
+        .output()
+        .unwrap();
+    let leftovers = String::from_utf8_lossy(&leftovers.stdout).into_owned();
+    for id in wanted
+        .iter()
+        .map(|(i, _)| leaf(i))
+        .chain([env.clone()])
+        .chain(leftovers.lines().map(str::to_string))
+    {
         e.remove_image(&id).await.unwrap();
     }
     let chain = |id: &str| {
