@@ -4,8 +4,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use futures_util::stream::{self, StreamExt};
-
 use super::{
     base, base_image_name, build_log_path, context_tar, context_tar_to, ensure_base, history,
     labels_for, BaseOptions, BaseRecipe, BuildChain, ImageError, ImagePlan, InstanceImages, Layer,
@@ -139,34 +137,47 @@ pub async fn ensure<E: Engine>(engine: &E, plan: &ImagePlan, opts: &BuildOptions
             })
         })
         .collect();
-    let mut histories = history::ensure_histories(engine, &wanted, opts, &mut out).await;
+    // One bound for every build from here on: history images and instance images.
+    let permits = tokio::sync::Semaphore::new(opts.parallel.max(1));
+    let created = std::sync::Mutex::new(Vec::new());
+    let mut histories = history::plan_builds(engine, &wanted, opts, &permits, &created).await;
 
-    // Instance images, a few at a time.
+    // Instance images: each once its history image is there, a few at a time.
     let jobs = to_build.into_iter().filter_map(|inst| {
         let chain = inst.build.as_ref()?;
-        let from = match (failed_dep(chain), histories.remove(&inst.instance_id)) {
-            (Some(f), _) | (None, Some(Err(f))) => {
-                return Some(futures_util::future::Either::Left(std::future::ready((
-                    inst,
-                    Err(f),
-                    Vec::new(),
-                ))));
+        let dep = failed_dep(chain);
+        let history = histories.remove(&inst.instance_id);
+        let (permits, created) = (&permits, &created);
+        Some(async move {
+            if let Some(f) = dep {
+                return (inst, Err(f));
             }
-            (None, Some(Ok(image))) => Some(image),
-            (None, None) => None,
-        };
-        Some(futures_util::future::Either::Right(async move {
+            let from = match history {
+                Some(pending) => match pending.await {
+                    Ok(image) => Some(image),
+                    Err(f) => return (inst, Err(f)),
+                },
+                None => None,
+            };
+            let _permit = permits
+                .acquire()
+                .await
+                .expect("the semaphore is never closed");
             let mut local = Prepared::default();
             let r = build_instance(engine, inst, chain, from.as_deref(), opts, &mut local).await;
-            (inst, r, local.created)
-        }))
+            created
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend(local.created);
+            (inst, r)
+        })
     });
-    let results: Vec<_> = stream::iter(jobs)
-        .buffer_unordered(opts.parallel.max(1))
-        .collect()
-        .await;
-    for (inst, r, created) in results {
-        out.created.extend(created);
+    let results = futures_util::future::join_all(jobs).await;
+    drop(histories);
+    out.created.extend(std::mem::take(
+        &mut *created.lock().unwrap_or_else(|p| p.into_inner()),
+    ));
+    for (inst, r) in results {
         match r {
             Ok(image) => {
                 out.images.insert(inst.instance_id.clone(), image);

@@ -15,13 +15,16 @@
 //! layer limit and git's automatic repack (see the constant).
 //!
 //! All git work happens on the host against the bare cache of [`RepoCache`]; the image builds
-//! need no network. Builds of one depth of the tree run in parallel; a history image that
-//! cannot be built fails the instances that stand on it, and only those.
+//! need no network. A history image is built once its parent is, siblings in parallel, and an
+//! instance image as soon as its own history image is (builds share one bound); a history
+//! image that cannot be built fails the instances that stand on it, and only those.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::sync::Mutex;
 
-use futures_util::stream::{self, StreamExt};
+use futures_util::future::{BoxFuture, FutureExt, Shared};
+use tokio::sync::Semaphore;
 
 use super::build::{build_one, failure};
 use super::{content_hash, BuildOptions, ImageError, ImageFailure, Layer, Prepared, RepoCache};
@@ -271,14 +274,22 @@ pub fn dockerfile(node: &HistoryNode, parent: Option<&HistoryNode>) -> String {
 /// Which instances need a history image: `(instance_id, env image, repo, commit)`.
 pub type Wanted = (String, String, String, String);
 
-/// Makes the history images `wanted` needs present, chain by chain; instance_id -> its history
-/// image or why it has none.
-pub async fn ensure_histories<E: Engine>(
-    engine: &E,
+/// A history image being made: its name once built, or why it could not be. Shared by its
+/// children and by the instance images that stand on it.
+pub type Pending<'a> = Shared<BoxFuture<'a, Result<String, ImageFailure>>>;
+
+/// Plans the history images `wanted` needs (host git, now) and returns, per instance, the
+/// future that makes its history image: a node's future first awaits its parent's, then
+/// builds under one of `permits` (the build parallelism, shared with the instance images), so
+/// siblings build in parallel and an instance image can start as soon as its own chain is
+/// ready. Images built are added to `created`.
+pub async fn plan_builds<'a, E: Engine>(
+    engine: &'a E,
     wanted: &[Wanted],
-    opts: &BuildOptions,
-    out: &mut Prepared,
-) -> BTreeMap<String, Result<String, ImageFailure>> {
+    opts: &'a BuildOptions,
+    permits: &'a Semaphore,
+    created: &'a Mutex<Vec<(String, Layer)>>,
+) -> BTreeMap<String, Pending<'a>> {
     let mut groups: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
     for (_, env, repo, commit) in wanted {
         groups
@@ -286,14 +297,17 @@ pub async fn ensure_histories<E: Engine>(
             .or_default()
             .insert(commit.clone());
     }
-    // (env, repo, commit) -> the node's image or its failure.
-    let mut result: BTreeMap<(String, String, String), Result<String, ImageFailure>> =
-        BTreeMap::new();
+    let ready = |r: Result<String, ImageFailure>| -> Pending<'a> {
+        futures_util::future::ready(r).boxed().shared()
+    };
+    // (env, repo, commit) -> its image's future.
+    let mut by_commit: BTreeMap<(String, String, String), Pending<'a>> = BTreeMap::new();
     for ((env, repo), commits) in groups {
         let cache = opts.repos.clone();
         let (e2, r2, max) = (env.clone(), repo.clone(), opts.history_chain.max(1));
+        let all = commits.clone();
         let planned =
-            tokio::task::spawn_blocking(move || plan_chains(&cache, &e2, &r2, &commits, max)).await;
+            tokio::task::spawn_blocking(move || plan_chains(&cache, &e2, &r2, &all, max)).await;
         let (nodes, failed) = match planned {
             Ok(p) => p,
             Err(e) => {
@@ -303,10 +317,8 @@ pub async fn ensure_histories<E: Engine>(
                     &repo_error(&repo, e.to_string()),
                     None,
                 );
-                for (_, we, wr, wc) in wanted {
-                    if *we == env && *wr == repo {
-                        result.insert((env.clone(), repo.clone(), wc.clone()), Err(f.clone()));
-                    }
+                for c in commits {
+                    by_commit.insert((env.clone(), repo.clone(), c), ready(Err(f.clone())));
                 }
                 continue;
             }
@@ -318,69 +330,56 @@ pub async fn ensure_histories<E: Engine>(
                 &e,
                 None,
             );
-            result.insert((env.clone(), repo.clone(), c), Err(f));
+            by_commit.insert((env.clone(), repo.clone(), c), ready(Err(f)));
         }
-        let mut built: Vec<Option<Result<(), ImageFailure>>> = vec![None; nodes.len()];
-        let deepest = nodes.iter().map(|n| n.depth).max().unwrap_or(0);
-        for depth in 1..=deepest {
-            let level: Vec<usize> = (0..nodes.len())
-                .filter(|&i| nodes[i].depth == depth)
-                .collect();
-            let jobs = level.into_iter().map(|i| {
-                let node = &nodes[i];
-                let parent = node.parent.map(|p| &nodes[p]);
-                let inherited = node
-                    .parent
-                    .and_then(|p| built[p].clone())
-                    .and_then(|r| r.err());
-                async move {
-                    if let Some(f) = inherited {
-                        return (i, Err(f), Vec::new());
-                    }
-                    let mut local = Prepared::default();
-                    let r = build_node(engine, node, parent, opts, &mut local).await;
-                    (i, r, local.created)
-                }
-            });
-            let done: Vec<_> = stream::iter(jobs)
-                .buffer_unordered(opts.parallel.max(1))
-                .collect()
-                .await;
-            for (i, r, created) in done {
-                out.created.extend(created);
-                built[i] = Some(r);
-            }
-        }
-        for (node, r) in nodes.iter().zip(built) {
-            let r = r.unwrap_or_else(|| {
-                Err(failure(
-                    Layer::Instance,
-                    &node.tag,
-                    &repo_error(&repo, "history image never built".into()),
-                    None,
-                ))
-            });
-            result.insert(
+        let mut futures: Vec<Pending<'a>> = Vec::with_capacity(nodes.len());
+        for node in &nodes {
+            let parent = node.parent.map(|p| (nodes[p].clone(), futures[p].clone()));
+            let (node, key) = (
+                node.clone(),
                 (env.clone(), repo.clone(), node.commit.clone()),
-                r.map(|()| node.tag.clone()),
             );
+            let fut = async move {
+                let parent = match parent {
+                    Some((p, built)) => {
+                        built.await?;
+                        Some(p)
+                    }
+                    None => None,
+                };
+                let _permit = permits
+                    .acquire()
+                    .await
+                    .expect("the semaphore is never closed");
+                let mut local = Prepared::default();
+                build_node(engine, &node, parent.as_ref(), opts, &mut local).await?;
+                created
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .extend(local.created);
+                Ok(node.tag)
+            }
+            .boxed()
+            .shared();
+            by_commit.insert(key, fut.clone());
+            futures.push(fut);
         }
     }
     wanted
         .iter()
         .map(|(id, env, repo, c)| {
-            let r = result
+            let fut = by_commit
                 .get(&(env.clone(), repo.clone(), c.clone()))
                 .cloned()
                 .unwrap_or_else(|| {
-                    Err(failure(
+                    ready(Err(failure(
                         Layer::Instance,
                         env,
                         &repo_error(repo, format!("no history image planned for {c}")),
                         None,
-                    ))
+                    )))
                 });
-            (id.clone(), r)
+            (id.clone(), fut)
         })
         .collect()
 }
