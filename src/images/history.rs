@@ -210,6 +210,9 @@ pub fn write_context(
     let base = pack_dir.join("pack");
     git_input(
         &[
+            // No `.rev` file: an image's older git (Debian 11's 2.30) calls it garbage.
+            "-c",
+            "pack.writeReverseIndex=false",
             "pack-objects",
             "--revs",
             "-q",
@@ -515,6 +518,13 @@ mod tests {
             .filter(|p| p.extension().is_some_and(|x| x == "idx"))
             .collect();
         assert_eq!(packs.len(), 1);
+        let files = std::fs::read_dir(dir.join("git/objects/pack"))
+            .unwrap()
+            .count();
+        assert_eq!(
+            files, 2,
+            "a pack and its index, no `.rev` an older git calls garbage"
+        );
         let listed = git_ok(
             tmp.path(),
             &["verify-pack", "-v", &packs[0].to_string_lossy()],
