@@ -16,6 +16,9 @@ use regex::Regex;
 use crate::logparse::{self, LogReading, StatusMap, TestStatus, UnknownParser};
 use crate::unidiff::{self, LineType};
 
+pub mod network;
+pub use network::NetworkEvidence;
+
 /// Which grading rules decide the verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -334,6 +337,9 @@ pub struct Verdict {
     pub strict_findings: Vec<StrictFinding>,
     /// The test command's exit status, when known.
     pub exit_code: Option<i32>,
+    /// Set when the verdict is unresolved and every failing required test failed with a
+    /// network error (see [`network`]): the verdict then says nothing about the patch.
+    pub needs_network: Option<NetworkEvidence>,
 }
 
 impl Verdict {
@@ -377,6 +383,7 @@ impl Verdict {
             strict_tests: None,
             strict_findings: Vec::new(),
             exit_code,
+            needs_network: None,
         }
     }
 }
@@ -422,6 +429,19 @@ pub fn grade(input: &GradeInput<'_>) -> Result<Verdict, UnknownParser> {
         Mode::Strict,
     );
     let category = resolved_category(&tests);
+    let section = logparse::test_section(log).unwrap_or(log);
+    let needs_network = if category == Category::Unresolved {
+        let failing: Vec<String> = tests
+            .fail_to_pass
+            .failure
+            .iter()
+            .chain(&tests.pass_to_pass.failure)
+            .cloned()
+            .collect();
+        network::needs_network(section, &failing)
+    } else {
+        None
+    };
 
     let mut findings = Vec::new();
     let skipped: Vec<String> = input
@@ -441,7 +461,6 @@ pub fn grade(input: &GradeInput<'_>) -> Result<Verdict, UnknownParser> {
             findings.push(StrictFinding::ExitCodeDisagrees { exit_code: code });
         }
     }
-    let section = logparse::test_section(log).unwrap_or(log);
     if !suite_ran(input.parser, section) {
         findings.push(StrictFinding::SuiteDidNotRun);
     }
@@ -474,6 +493,7 @@ pub fn grade(input: &GradeInput<'_>) -> Result<Verdict, UnknownParser> {
         strict_tests: Some(strict_tests),
         strict_findings: findings,
         exit_code,
+        needs_network,
     })
 }
 

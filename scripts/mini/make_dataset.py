@@ -124,7 +124,7 @@ def build_predictions(instances):
             "case": spec["case"],
             "model_patch": patch,
         })
-        expected.append({
+        row = {
             "instance_id": spec["instance_id"],
             "model_name_or_path": spec["model"],
             "sample": sample,
@@ -133,8 +133,12 @@ def build_predictions(instances):
             "strict_category": spec["strict_category"],
             "error_kind": spec.get("error_kind"),
             "container_only": spec.get("container_only", False),
-            "reason": spec["reason"],
-        })
+        }
+        # Written only where true: the verdict must say its failing tests need the network.
+        if spec.get("needs_network"):
+            row["needs_network"] = True
+        row["reason"] = spec["reason"]
+        expected.append(row)
     return preds, expected
 
 

@@ -129,6 +129,17 @@ pub fn print_report(r: &RunReport) {
         s(Category::Unresolved),
         s(Category::Error)
     );
+    if r.needs_network > 0 {
+        println!(
+            "  needs network: {} unresolved only because their failing tests failed with network errors ({})",
+            r.needs_network,
+            if r.network {
+                "the network given did not reach"
+            } else {
+                "run them again with --network"
+            }
+        );
+    }
     if r.infra_retries > 0 {
         println!("  engine retries: {}", r.infra_retries);
     }

@@ -93,10 +93,19 @@ pub fn check_mini(report: &RunReport, strict: bool) -> Result<MiniCheck, MiniChe
                 kind(v, "category")
             }
         };
+        // The verdict must also say when it is the network's doing (`needs_network`).
+        let network = |v: &serde_json::Value| {
+            if v["needs_network"].as_bool().unwrap_or(false) {
+                " (needs network)"
+            } else {
+                ""
+            }
+        };
         let want = (
             official(e),
             kind(e, "strict_category"),
             kind(e, "error_kind"),
+            network(e),
         );
         let have = (
             official(row),
@@ -106,19 +115,22 @@ pub fn check_mini(report: &RunReport, strict: bool) -> Result<MiniCheck, MiniChe
             } else {
                 String::new()
             },
+            network(row),
         );
         if want != have {
             mismatches.push(format!(
-                "{} {} sample {}: expected {} / strict {} {}, got {} / strict {} {} ({})",
+                "{} {} sample {}: expected {} / strict {} {}{}, got {} / strict {} {}{} ({})",
                 key.0,
                 key.1,
                 key.2,
                 want.0,
                 want.1,
                 want.2,
+                want.3,
                 have.0,
                 have.1,
                 have.2,
+                have.3,
                 kind(e, "reason")
             ));
         }

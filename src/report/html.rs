@@ -343,9 +343,14 @@ pub fn records_for_grading(
                 model: p.model_name_or_path.clone(),
                 sample: p.sample,
                 verdict: v.map_or("error", |v| v.category(mode).as_str()).to_string(),
-                reason: v
-                    .map_or(Some("not graded"), |v| v.error_reason.map(|r| r.as_str()))
-                    .map(str::to_string),
+                reason: match v {
+                    None => Some("not graded".to_string()),
+                    Some(v) => v.error_reason.map(|r| r.as_str().to_string()).or_else(|| {
+                        v.needs_network
+                            .as_ref()
+                            .map(|e| format!("needs network: {}", e.summary()))
+                    }),
+                },
                 strict_verdict: v
                     .map_or("error", |v| v.strict_category.as_str())
                     .to_string(),

@@ -390,6 +390,9 @@ pub struct PredictionRow {
     pub strict_category: String,
     /// Strict findings, `;`-separated (`skipped_fail_to_pass;exit_code_disagrees`).
     pub strict_findings: String,
+    /// Unresolved only because every failing required test failed with a network error.
+    #[serde(default)]
+    pub needs_network: bool,
     /// FAIL_TO_PASS tests that passed (none when no tests ran).
     pub fail_to_pass_success: Option<usize>,
     /// FAIL_TO_PASS tests that did not pass.
@@ -453,6 +456,7 @@ impl PredictionRow {
                 .map(|f| f.as_str())
                 .collect::<Vec<_>>()
                 .join(";"),
+            needs_network: verdict.needs_network.is_some(),
             fail_to_pass_success: count(|g| g.fail_to_pass.success.len()),
             fail_to_pass_failure: count(|g| g.fail_to_pass.failure.len()),
             pass_to_pass_success: count(|g| g.pass_to_pass.success.len()),
@@ -512,6 +516,7 @@ mod tests {
             strict_tests: None,
             strict_findings: vec![],
             exit_code: None,
+            needs_network: None,
         }
     }
 

@@ -182,11 +182,13 @@ pub async fn run<E: Engine>(
         unstopped_containers: unstopped,
         files,
         wall: started.elapsed(),
+        network: config.network,
         ..Default::default()
     };
     for v in st.verdicts.values() {
         *report.counts.entry(v.category).or_default() += 1;
         *report.strict_counts.entry(v.strict_category).or_default() += 1;
+        report.needs_network += usize::from(v.needs_network);
     }
     report.not_run = st.planned.saturating_sub(st.verdicts.len());
     report.problems = st.problems;
@@ -368,6 +370,7 @@ fn empty_verdict(p: &Prediction, hash: &str, run_id: &str) -> Verdict {
         timed_out: false,
         error_reason: None,
         reason: None,
+        needs_network: false,
         infra_retries: 0,
         setup_secs: 0.0,
         run_secs: 0.0,

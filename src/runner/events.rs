@@ -74,6 +74,10 @@ pub struct RunReport {
     /// Containers run (a job counts once however many predictions shared it; predictions
     /// without an image run none).
     pub jobs_run: usize,
+    /// Unresolved verdicts whose failing required tests all failed with network errors.
+    pub needs_network: usize,
+    /// The test containers had the network (`--network`).
+    pub network: bool,
     /// Engine failures retried, over all jobs.
     pub infra_retries: u32,
     /// Predictions left without a verdict (interrupted, deadline, write failures).

@@ -2,13 +2,12 @@
 //! the grading module (official and strict verdicts at once), and the official `report.json`
 //! is shaped from the result.
 
-use std::time::Duration;
-
 use crate::engine::JobOutput;
 use crate::grading::{self, ErrorReason, GradeInput, Mode, RunOutcome};
 use crate::report::{self, InstanceReport};
 
 use super::driver::{Apply, Parsed, PatchMode};
+use super::job::JobConfig;
 use super::store::Category;
 use super::Setup;
 
@@ -22,6 +21,9 @@ pub struct Graded {
     pub test_exit_code: Option<i32>,
     pub error_reason: Option<ErrorReason>,
     pub reason: Option<String>,
+    /// Unresolved only because required tests failed with network errors (the reason says
+    /// which and how).
+    pub needs_network: bool,
     /// The official `report.json` text, when the official harness would write one.
     pub report_json: Option<String>,
 }
@@ -36,6 +38,7 @@ impl Graded {
             test_exit_code: None,
             error_reason: Some(ErrorReason::Infra),
             reason: Some(reason),
+            needs_network: false,
             report_json: None,
         }
     }
@@ -48,9 +51,14 @@ pub fn grade(
     mode: PatchMode,
     out: &JobOutput,
     parsed: &Parsed<'_>,
-    timeout: Duration,
-    strict: bool,
+    cfg: &JobConfig,
 ) -> Graded {
+    let JobConfig {
+        timeout,
+        strict,
+        network,
+        ..
+    } = *cfg;
     let inst = &setup.instance;
     let outcome = if out.timed_out {
         RunOutcome::TimedOut
@@ -110,6 +118,10 @@ pub fn grade(
             }
             other => other.as_str().to_string(),
         }),
+        _ if v.needs_network.is_some() => v
+            .needs_network
+            .as_ref()
+            .map(|e| needs_network_reason(e, network)),
         _ if !v.strict_findings.is_empty() => Some(
             v.strict_findings
                 .iter()
@@ -129,6 +141,19 @@ pub fn grade(
         test_exit_code: v.exit_code,
         error_reason: v.error_reason,
         reason,
+        needs_network: v.needs_network.is_some(),
         report_json,
     }
+}
+
+/// The reason of a verdict whose failing tests all failed with network errors: the evidence,
+/// and what to do about it (the run had no network: rerun with `--network`; it had: the
+/// network it gave did not reach what the tests need).
+pub fn needs_network_reason(e: &grading::NetworkEvidence, network: bool) -> String {
+    let hint = if network {
+        "the network this run gave did not reach what they need"
+    } else {
+        "this run had no network: run it again with --network"
+    };
+    format!("needs network: {}; {hint}", e.summary())
 }

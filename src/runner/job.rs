@@ -103,15 +103,7 @@ pub async fn execute<E: Engine>(engine: Arc<E>, job: Arc<Job>, cfg: Arc<JobConfi
                 );
             }
             let _ = writeln!(log, "--- apply\n{}---", parsed.setup_log);
-            let g = grade::grade(
-                &job.setup,
-                &job.patch,
-                job.mode,
-                out,
-                &parsed,
-                cfg.timeout,
-                cfg.strict,
-            );
+            let g = grade::grade(&job.setup, &job.patch, job.mode, out, &parsed, &cfg);
             let mut test_output = parsed.eval_output.unwrap_or("").to_string();
             if out.timed_out {
                 let _ = writeln!(
@@ -186,6 +178,7 @@ pub async fn execute<E: Engine>(engine: Arc<E>, job: Arc<Job>, cfg: Arc<JobConfi
             timed_out: output.as_ref().is_some_and(|o| o.timed_out),
             error_reason: g.error_reason,
             reason: g.reason.clone(),
+            needs_network: g.needs_network,
             infra_retries: retries,
             setup_secs: timing.0,
             run_secs: timing.1,

@@ -75,6 +75,10 @@ pub struct Verdict {
     pub error_reason: Option<crate::grading::ErrorReason>,
     /// Why the prediction is an error or infra error, or what strict grading objected to.
     pub reason: Option<String>,
+    /// Unresolved only because every failing required test failed with a network error
+    /// (`reason` says which); the verdict says nothing about the patch.
+    #[serde(default)]
+    pub needs_network: bool,
     /// Engine failures retried before this verdict.
     pub infra_retries: u32,
     /// Seconds: container setup, run, teardown, and the whole job as the runner saw it.

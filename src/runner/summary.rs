@@ -32,6 +32,7 @@ fn to_grading(v: &Verdict) -> grading::Verdict {
         strict_tests: None,
         strict_findings: Vec::new(),
         exit_code: v.test_exit_code,
+        needs_network: None,
     }
 }
 
@@ -227,6 +228,7 @@ const CSV_HEADER: &[&str] = &[
     "timed_out",
     "error_reason",
     "reason",
+    "needs_network",
     "infra_retries",
     "setup_secs",
     "run_secs",
@@ -247,7 +249,8 @@ mod tests {
             "strict_resolved": false, "official_report": false, "applied_with": null,
             "fail_to_pass_success": 0, "fail_to_pass_failure": 0, "pass_to_pass_success": 0,
             "pass_to_pass_failure": 0, "test_exit_code": null, "timed_out": true,
-            "error_reason": "timeout", "reason": "timed out", "infra_retries": 0,
+            "error_reason": "timeout", "reason": "timed out", "needs_network": false,
+            "infra_retries": 0,
             "setup_secs": 0.0, "run_secs": 0.0, "teardown_secs": 0.0, "total_secs": 0.0,
             "shared_from": null
         }))
@@ -272,7 +275,7 @@ mod tests {
             "{row}"
         );
         assert!(
-            row.contains(",timeout,timed out,") && row.trim_end().ends_with(",1"),
+            row.contains(",timeout,timed out,false,") && row.trim_end().ends_with(",1"),
             "{row}"
         );
     }
