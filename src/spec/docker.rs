@@ -90,6 +90,28 @@ pub struct ReleaseChoice {
 /// pinned packages of a spec have wheels for older interpreters more often than for newer.
 /// A version that is not Python 3 gets the oldest release, with a warning.
 pub fn debian_release_for(python: &str) -> ReleaseChoice {
+    release_near(python, Tie::Older)
+}
+
+/// [`debian_release_for`] a frozen environment's Python: the nearest release too, but a tie
+/// goes to the newer one. A frozen environment was resolved against its own Python late in
+/// that Python's life (SWE-bench's are from 2024), so its pins are recent releases, many of
+/// which require that Python or newer (`Requires-Python >=3.10`) and have wheels for the next
+/// one; an older interpreter cannot install them at all. Measured on xarray's frozen 3.10
+/// environment: on bullseye's 3.9, 8 of its 156 pins could not be installed (bokeh, Cartopy,
+/// dask-expr, distributed, numcodecs, pyproj, scitools-iris, zarr).
+pub fn debian_release_for_frozen(python: &str) -> ReleaseChoice {
+    release_near(python, Tie::Newer)
+}
+
+/// Which of two equally near releases wins.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Tie {
+    Older,
+    Newer,
+}
+
+fn release_near(python: &str, tie: Tie) -> ReleaseChoice {
     let parsed = parse_python(python);
     let Some((major, minor)) = parsed else {
         return ReleaseChoice {
@@ -107,11 +129,21 @@ pub fn debian_release_for(python: &str) -> ReleaseChoice {
             b.abs_diff(minor)
         }
     };
-    // `min_by_key` keeps the first of equal keys, and ALL is oldest first.
-    let release = DebianRelease::ALL
+    let best = DebianRelease::ALL
         .into_iter()
-        .min_by_key(|r| distance(*r))
-        .unwrap_or(DebianRelease::Bookworm);
+        .map(distance)
+        .min()
+        .unwrap_or(u32::MAX);
+    let mut nearest = DebianRelease::ALL
+        .into_iter()
+        .filter(|r| distance(*r) == best);
+    // ALL is oldest first; a version that is not Python 3 is equally far from every release
+    // and gets the oldest either way.
+    let first = nearest.next().unwrap_or(DebianRelease::Bullseye);
+    let release = match tie {
+        Tie::Newer if best != u32::MAX => nearest.next_back().unwrap_or(first),
+        _ => first,
+    };
     let warning = (distance(release) != 0).then(|| {
         format!(
             "no Debian release ships python {python}; using {} (python {}), the nearest",

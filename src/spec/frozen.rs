@@ -737,6 +737,131 @@ mod data_tests {
         );
     }
 
+    /// The distinct frozen environments of a repository's instances (`owner__name`), each with
+    /// the first instance that uses it.
+    fn envs_of(repo_prefix: &str) -> Vec<(&'static str, &'static FrozenEnv)> {
+        let mut seen = BTreeSet::new();
+        frozen_instance_ids()
+            .filter(|id| id.rsplit_once('-').unwrap().0 == repo_prefix)
+            .map(|id| (id, frozen_env(id).unwrap()))
+            .filter(|(_, e)| seen.insert(*e as *const FrozenEnv))
+            .collect()
+    }
+
+    /// django, matplotlib and scikit-learn cannot be fetched here, so their environments are
+    /// only rendered: each one from its frozen file, every pip pin verbatim, every conda Python
+    /// package at its conda version under its PyPI name, the conda names with no source named,
+    /// and the Python each gets. Facts from SWE-bench v4.1.0's `swebench-og` files.
+    #[test]
+    fn unfetchable_repositories_render_every_frozen_environment() {
+        let map = conda_map();
+        let mut seen = BTreeMap::new();
+        for (prefix, repo) in [
+            ("django__django", "django/django"),
+            ("matplotlib__matplotlib", "matplotlib/matplotlib"),
+            ("scikit-learn__scikit-learn", "scikit-learn/scikit-learn"),
+        ] {
+            let envs = envs_of(prefix);
+            seen.insert(repo, envs.len());
+            for (id, e) in envs {
+                let choice = super::super::docker::debian_release_for_frozen(&e.python_minor());
+                let p = e.plan(repo, choice.release);
+                let reqs = p.requirements();
+                assert!(p.unmapped.is_empty(), "{id}: {:?}", p.unmapped);
+                for pin in e.pip.iter().filter(|l| !l.starts_with("pip==")) {
+                    assert!(reqs.contains(&format!("{pin}\n")), "{id}: pip pin {pin}");
+                }
+                for c in &e.conda {
+                    let (name, version) = c.split_once('=').unwrap();
+                    match map.target(name).unwrap().unwrap() {
+                        CondaTarget::Pypi(pypi) => {
+                            let pin = p.pin(pypi).unwrap_or_else(|| panic!("{id}: {c}"));
+                            if pin.origin != "pip" {
+                                assert_eq!(pin.version, version, "{id}: {c}");
+                            }
+                        }
+                        CondaTarget::Debian(pkgs) => {
+                            for d in pkgs {
+                                assert!(p.debian.iter().any(|x| x == d), "{id}: {c}");
+                            }
+                        }
+                        CondaTarget::Unavailable(_) => {
+                            assert!(p.unavailable.iter().any(|(n, _)| n == c), "{id}: {c}")
+                        }
+                        CondaTarget::Skip(_) => {
+                            assert!(!reqs.contains(&format!("\n{name}==")), "{id}: {c}")
+                        }
+                    }
+                }
+                let exact = ["3.9", "3.11"].contains(&e.python_minor().as_str());
+                assert_eq!(choice.warning.is_none(), exact, "{id}: python {}", e.python);
+                // A compiler for old pins on another Python, and for the C extensions of
+                // matplotlib and scikit-learn.
+                assert_eq!(p.compiler, !exact || repo != "django/django", "{id}");
+            }
+        }
+        assert_eq!(
+            seen,
+            BTreeMap::from([
+                ("django/django", 8),
+                ("matplotlib/matplotlib", 8),
+                ("scikit-learn/scikit-learn", 5)
+            ])
+        );
+
+        // swebench-og/django__django/11099: Python 3.6 (bullseye's 3.9 is the nearest), the pip
+        // list as is; pip, python and the conda runtime skipped; conda's setuptools and wheel.
+        let d = frozen_env("django__django-11099").unwrap();
+        assert_eq!(d.python, "3.6.13");
+        let p = d.plan("django/django", DebianRelease::Bullseye);
+        assert_eq!(
+            p.pins.len(),
+            36 + 3,
+            "36 pip pins, conda's certifi, setuptools, wheel"
+        );
+        for pin in [
+            "asgiref==3.4.1",
+            "numpy==1.19.5",
+            "pylibmc==1.6.3",
+            "selenium==3.141.0",
+            "setuptools==58.0.4",
+            "wheel==0.37.1",
+            "certifi==2021.5.30",
+        ] {
+            assert!(p.requirements().contains(&format!("{pin}\n")), "{pin}");
+        }
+        assert!(p.unavailable.is_empty() && p.unmapped.is_empty());
+
+        // swebench-og/scikit-learn__scikit-learn/10297: everything from conda, numpy-base and
+        // the BLAS pieces skipped.
+        let s = frozen_env("scikit-learn__scikit-learn-10297").unwrap();
+        assert!(s.pip.is_empty());
+        let p = s.plan("scikit-learn/scikit-learn", DebianRelease::Bullseye);
+        for pin in [
+            "numpy==1.19.2",
+            "scipy==1.5.2",
+            "Cython==0.29.24",
+            "pytest==6.2.4",
+        ] {
+            assert!(p.requirements().contains(&format!("{pin}\n")), "{pin}");
+        }
+        assert!(p.pin("numpy-base").is_none() && p.pin("libopenblas").is_none());
+
+        // swebench-og/matplotlib__matplotlib/22719: Python 3.11, so bookworm exactly; cairo,
+        // graphviz and pandoc from Debian; PyQt5 from PyPI; pygobject and wxpython named.
+        let m = frozen_env("matplotlib__matplotlib-22719").unwrap();
+        let choice = super::super::docker::debian_release_for_frozen(&m.python_minor());
+        assert_eq!(choice.release, DebianRelease::Bookworm);
+        let p = m.plan("matplotlib/matplotlib", choice.release);
+        for d in ["graphviz", "libcairo2-dev", "pandoc"] {
+            assert!(p.debian.iter().any(|x| x == d), "{d}: {:?}", p.debian);
+        }
+        assert_eq!(p.pin("pyqt5").unwrap().version, "5.15.10");
+        assert_eq!(p.pin("numpy").unwrap().version, "1.25.2");
+        let missing: Vec<_> = p.unavailable.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(missing, ["pygobject=3.50.0", "wxpython=4.2.2"]);
+    }
+
     /// The repositories the network cannot bring here render all the same: every frozen file
     /// has a plan whose pins are exact and that names whatever it cannot install.
     #[test]
@@ -745,7 +870,8 @@ mod data_tests {
         for id in frozen_instance_ids() {
             let e = frozen_env(id).unwrap();
             let repo = id.rsplit_once('-').unwrap().0.replacen("__", "/", 1);
-            let release = super::super::debian_release_for(&e.python_minor()).release;
+            let release =
+                super::super::docker::debian_release_for_frozen(&e.python_minor()).release;
             let p = e.plan(&repo, release);
             assert!(p.unmapped.is_empty(), "{id}: {:?}", p.unmapped);
             assert!(!p.pins.is_empty(), "{id}");

@@ -27,7 +27,9 @@ mod scripts;
 pub mod table;
 
 pub use directives::{modified_files, test_directives};
-pub use docker::{debian_base_image, debian_release_for, DebianRelease, ReleaseChoice};
+pub use docker::{
+    debian_base_image, debian_release_for, debian_release_for_frozen, DebianRelease, ReleaseChoice,
+};
 pub use table::{table, RepoSpec};
 
 /// The marker lines the eval script prints around the test command's output.

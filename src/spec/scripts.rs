@@ -139,8 +139,10 @@ pub(super) fn build(inst: &Instance, opts: &SpecOptions<'_>) -> Result<TestSpec,
             let frozen = opts
                 .frozen_env
                 .or_else(|| opts.frozen_envs.then(|| frozen::frozen_env(id)).flatten());
-            let python = frozen.map_or_else(|| spec.python.clone(), |f| f.python_minor());
-            let choice = debian_release_for(&python);
+            let choice = match frozen {
+                Some(f) => docker::debian_release_for_frozen(&f.python_minor()),
+                None => debian_release_for(&spec.python),
+            };
             let release = choice.release;
             out.debian_release = Some(release);
             out.ca_cert = opts.ca_cert;

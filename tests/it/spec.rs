@@ -668,6 +668,36 @@ fn debian_release_choice_table() {
         assert_eq!(c.warning.is_none(), exact, "{py}: {why}");
     }
     assert!(spec::debian_release_for("three").warning.is_some());
+    // A frozen environment's Python: the nearest too, but a tie goes to the newer release
+    // (its recent pins need that Python or newer); elsewhere the same as a spec's.
+    for (py, release) in [
+        ("3.10", DebianRelease::Bookworm),
+        ("3.12", DebianRelease::Trixie),
+        ("3.6", DebianRelease::Bullseye),
+        ("3.8", DebianRelease::Bullseye),
+        ("3.9", DebianRelease::Bullseye),
+        ("3.11", DebianRelease::Bookworm),
+        ("3.14", DebianRelease::Trixie),
+        ("2.7", DebianRelease::Bullseye),
+    ] {
+        let c = spec::debian_release_for_frozen(py);
+        assert_eq!(c.release, release, "frozen {py}");
+        assert_eq!(
+            c.warning.is_none(),
+            spec::debian_release_for(py).warning.is_none(),
+            "frozen {py}"
+        );
+    }
+    let xarray = spec::frozen::frozen_env("pydata__xarray-4094").unwrap();
+    assert_eq!(xarray.python, "3.10.15");
+    let mut row = synthetic("pydata/xarray", "2022.06");
+    row.instance_id = "pydata__xarray-4094".to_string();
+    let ts = TestSpec::new(&row, Flavour::Debian).unwrap();
+    assert_eq!(ts.debian_release, Some(DebianRelease::Bookworm));
+    assert!(ts
+        .warnings
+        .iter()
+        .any(|w| w.contains("using bookworm (python 3.11)")));
     // Every Python version in the table maps somewhere, and the Verified ones as above.
     for repo in table().specs.keys() {
         for v in table().versions(repo) {
