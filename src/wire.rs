@@ -10,22 +10,29 @@
 //!
 //! The wire types themselves sit beside their writers, apart from the domain types:
 //! [`crate::reward::batch::RewardRecord`], [`crate::report::PredictionRow`],
-//! [`crate::runner::store::VerdictFile`] and [`crate::study::report::SummaryFile`]; readers go
-//! through them or through [`check`]. This module imports nothing else of the crate, so every
-//! layer may use it. (`swe-eval compare` versions its own summary.json:
-//! `crate::compare::FORMAT_VERSION`.)
+//! [`crate::runner::store::VerdictFile`], [`crate::study::report::SummaryFile`] and
+//! [`crate::study::report::PredictionCsvRow`]; readers go through them or through [`check`].
+//! This module imports nothing else of the crate, so every layer may use it. (`swe-eval
+//! compare` versions its own summary.json: `crate::compare::FORMAT_VERSION`.)
 
 use serde_json::Value;
 
 /// `swe-eval reward` output: rewards JSON Lines and CSV.
 pub const REWARDS_VERSION: u32 = 1;
 /// `swe-eval grade` output: `results.jsonl` and `results.csv`, one row per prediction.
-pub const GRADE_ROWS_VERSION: u32 = 1;
+///
+/// Version 2: a prediction without a log is `infra_error` in `category`, `official_category`
+/// and `strict_category` (version 1 said `error`, with `error_reason` `infra`), as a run's
+/// verdicts always said. Readers take a version-1 row of `error` with reason `infra` as
+/// `infra_error`.
+pub const GRADE_ROWS_VERSION: u32 = 2;
 /// A verdict: a prediction's `verdict.json` in a run's log folder, and each row of the run's
 /// `<run_id>.predictions.jsonl` and `.csv`.
 pub const VERDICT_VERSION: u32 = 1;
 /// The study's (`swe-eval correlate`) `summary.json`.
 pub const STUDY_SUMMARY_VERSION: u32 = 1;
+/// The study's `per_prediction.csv`: one row per joined prediction.
+pub const STUDY_ROWS_VERSION: u32 = 1;
 
 /// The name of the version field in every format.
 pub const FIELD: &str = "format_version";

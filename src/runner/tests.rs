@@ -248,7 +248,7 @@ async fn every_category_is_reached_and_written() {
         let row: serde_json::Value = serde_json::from_str(line).unwrap();
         assert_eq!(
             row["format_version"],
-            crate::wire::GRADE_ROWS_VERSION,
+            crate::wire::VERDICT_VERSION,
             "{line}"
         );
     }

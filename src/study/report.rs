@@ -128,42 +128,77 @@ pub fn write_study(
     Ok(w)
 }
 
+/// One row of `per_prediction.csv` as written: the study's per-prediction wire format,
+/// version [`crate::wire::STUDY_ROWS_VERSION`] (docs/formats.md), `format_version` last.
+#[derive(Debug, serde::Serialize)]
+pub struct PredictionCsvRow<'a> {
+    /// The instance.
+    pub instance_id: &'a str,
+    /// The sample number.
+    pub sample: u32,
+    /// `owner/name`.
+    pub repo: &'a str,
+    /// The dataset's difficulty (empty when unknown).
+    pub difficulty: &'a str,
+    /// The similarity, as Rust prints an `f64` (`1`, `0.25`).
+    pub similarity: String,
+    /// The reward, printed the same way.
+    pub reward: String,
+    /// The reward's format verdict (empty when the input had none).
+    pub format: &'a str,
+    /// `true` only for a resolved prediction.
+    pub resolved: bool,
+    /// `resolved`, `unresolved`, or why there is no test verdict ([`crate::study::Outcome`]).
+    pub verdict: &'a str,
+    /// [`crate::wire::STUDY_ROWS_VERSION`].
+    pub format_version: u32,
+}
+
+impl<'a> PredictionCsvRow<'a> {
+    /// The row of one observation.
+    pub fn of(o: &'a Observation) -> PredictionCsvRow<'a> {
+        PredictionCsvRow {
+            instance_id: &o.instance_id,
+            sample: o.sample,
+            repo: &o.repo,
+            difficulty: o.difficulty.as_deref().unwrap_or(""),
+            similarity: o.similarity.to_string(),
+            reward: o.reward.to_string(),
+            format: o.format.as_deref().unwrap_or(""),
+            resolved: o.outcome.resolved(),
+            verdict: o.outcome.label(),
+            format_version: crate::wire::STUDY_ROWS_VERSION,
+        }
+    }
+}
+
 fn per_prediction_csv(obs: &[Observation]) -> Result<Vec<u8>, WriteStudyError> {
-    let mut wr = csv::Writer::from_writer(Vec::new());
     let err = |e: csv::Error| WriteStudyError::Csv(e.to_string());
-    wr.write_record([
-        "instance_id",
-        "sample",
-        "repo",
-        "difficulty",
-        "similarity",
-        "reward",
-        "format",
-        "resolved",
-        "verdict",
-    ])
-    .map_err(err)?;
+    let mut wr = csv::Writer::from_writer(Vec::new());
     for o in obs {
-        wr.write_record([
-            o.instance_id.as_str(),
-            &o.sample.to_string(),
-            &o.repo,
-            o.difficulty.as_deref().unwrap_or(""),
-            &o.similarity.to_string(),
-            &o.reward.to_string(),
-            o.format.as_deref().unwrap_or(""),
-            if o.outcome.resolved() {
-                "true"
-            } else {
-                "false"
-            },
-            o.outcome.label(),
-        ])
-        .map_err(err)?;
+        wr.serialize(PredictionCsvRow::of(o)).map_err(err)?;
+    }
+    if obs.is_empty() {
+        // The header comes with the first row; an empty study still names its columns.
+        wr.write_record(CSV_COLUMNS).map_err(err)?;
     }
     wr.into_inner()
         .map_err(|e| WriteStudyError::Csv(e.to_string()))
 }
+
+/// The columns of [`PredictionCsvRow`], in order (a test holds them equal).
+const CSV_COLUMNS: [&str; 10] = [
+    "instance_id",
+    "sample",
+    "repo",
+    "difficulty",
+    "similarity",
+    "reward",
+    "format",
+    "resolved",
+    "verdict",
+    "format_version",
+];
 
 // ---- tables shared by both reports ----
 
@@ -641,4 +676,35 @@ fn html(s: &Summary, plots: &[(&str, &str, String)], patches: &Patches) -> Strin
         esc(s.settings.no_verdict_rule)
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::study::Outcome;
+
+    #[test]
+    fn per_prediction_csv_has_its_columns_and_version_even_when_empty() {
+        let o = Observation {
+            instance_id: "a__a-1".into(),
+            sample: 2,
+            repo: "a/a".into(),
+            difficulty: None,
+            similarity: 1.0,
+            reward: -1.0,
+            format: Some("unparsable".into()),
+            outcome: Outcome::NoVerdict("empty_patch".into()),
+        };
+        let text = String::from_utf8(per_prediction_csv(&[o]).unwrap()).unwrap();
+        assert_eq!(
+            text,
+            format!(
+                "{}\na__a-1,2,a/a,,1,-1,unparsable,false,empty_patch,{}\n",
+                CSV_COLUMNS.join(","),
+                crate::wire::STUDY_ROWS_VERSION
+            )
+        );
+        let empty = String::from_utf8(per_prediction_csv(&[]).unwrap()).unwrap();
+        assert_eq!(empty, format!("{}\n", CSV_COLUMNS.join(",")));
+    }
 }

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 use swe_eval::study::{self, bestofn, inputs, stats, Observation, Options, Outcome};
 
 fn fixture(name: &str) -> Value {
@@ -411,7 +411,15 @@ fn input_formats_and_the_join() {
     let csv = std::fs::read_to_string(out.join("per_prediction.csv")).unwrap();
     assert_eq!(csv.lines().count(), 4);
     assert!(
-        csv.lines().nth(3).unwrap().ends_with("false,empty_patch"),
+        csv.starts_with("instance_id,sample,repo,difficulty,similarity,reward,format,resolved,verdict,format_version\n"),
+        "{csv}"
+    );
+    let version = swe_eval::wire::STUDY_ROWS_VERSION;
+    assert!(
+        csv.lines()
+            .nth(3)
+            .unwrap()
+            .ends_with(&format!("false,empty_patch,{version}")),
         "{csv}"
     );
 }
@@ -725,4 +733,45 @@ fn format_versions_of_the_inputs_are_checked() {
         loaded.problems[0].location.field.as_deref(),
         Some("format_version")
     );
+    // `grade` rows: version 1 said `error` with reason `infra` for a prediction without a log,
+    // version 2 says `infra_error`; both read as `infra_error`, a newer version is refused.
+    let v = swe_eval::wire::GRADE_ROWS_VERSION;
+    assert_eq!(v, 2);
+    let grade_row = |id: &str, category: &str, reason: &str, version: Option<u32>| {
+        let mut row = json!({"instance_id": id, "resolved": false, "category": category,
+            "official_category": category, "strict_category": category, "error_reason": reason});
+        if let Some(version) = version {
+            row["format_version"] = json!(version);
+        }
+        row.to_string()
+    };
+    let rows = write(
+        d,
+        "results.jsonl",
+        &[
+            grade_row("a__a-1", "error", "infra", None),
+            grade_row("a__a-2", "error", "infra", Some(1)),
+            grade_row("a__a-3", "infra_error", "infra", Some(2)),
+            grade_row("a__a-4", "error", "timeout", Some(1)),
+            grade_row("a__a-5", "error", "timeout", Some(v + 1)),
+        ]
+        .join("\n"),
+    );
+    let loaded = inputs::load_outcomes(&rows).unwrap();
+    let got: Vec<(&str, &str)> = loaded
+        .items
+        .iter()
+        .map(|r| (r.instance_id.as_str(), r.outcome.label()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("a__a-1", "infra_error"),
+            ("a__a-2", "infra_error"),
+            ("a__a-3", "infra_error"),
+            ("a__a-4", "error")
+        ]
+    );
+    assert_eq!(loaded.problems.len(), 1, "{:?}", loaded.problems);
+    assert_eq!(loaded.problems[0].location.line, Some(5));
 }

@@ -46,22 +46,29 @@ fn outcome_row(value: &Value) -> Result<OutcomeRow, (Option<&'static str>, Strin
     // swe-eval's own per-prediction rows carry their format's version: a run's rows are
     // verdicts, `grade`'s rows have `official_category`. Other tools' rows have none (read as
     // version 1, whose fields are the ones used here).
-    let supported = if obj.contains_key("official_category") {
+    let grade_row = obj.contains_key("official_category");
+    let supported = if grade_row {
         crate::wire::GRADE_ROWS_VERSION
     } else {
         crate::wire::VERDICT_VERSION
     };
-    crate::wire::check(
+    let version = crate::wire::check(
         obj.get(crate::wire::FIELD),
         supported,
         "a per-prediction row",
     )
     .map_err(|m| (Some(crate::wire::FIELD), m))?;
     let sample = sample_of(obj).map_err(|m| (Some("sample"), m))?;
-    let category = obj
+    let mut category = obj
         .get("category")
         .and_then(Value::as_str)
         .map(str::to_string);
+    // A grade row of version 1 called a prediction without a log `error` with reason `infra`;
+    // version 2 (and every verdict) calls it `infra_error`.
+    let infra = obj.get("error_reason").and_then(Value::as_str) == Some("infra");
+    if grade_row && version < 2 && infra && category.as_deref() == Some("error") {
+        category = Some(Category::InfraError.as_str().to_string());
+    }
     let resolved = match obj.get("resolved") {
         None | Some(Value::Null) => None,
         Some(Value::Bool(b)) => Some(*b),
