@@ -42,7 +42,10 @@ pub const MAX_CHAIN: usize = 40;
 const REPO_DIR: &str = "/testbed";
 
 /// Files a history step makes writable by all, as the repo script's `chmod -R 777` would, but
-/// touching (and so copying up) only those not already so.
+/// touching (and so copying up) only those not already so. (The index's stat data of the files
+/// a step writes goes stale when Docker commits the layer, which gives them new inodes and
+/// ctimes: the repo script refreshes it before its forced checkout, which would otherwise
+/// rewrite them all.)
 const CHMOD_NEW: &str = "find /testbed ! -type l ! -perm 777 -exec chmod 777 {} +";
 
 /// One history image: the repository at `commit` on environment `env`.

@@ -837,7 +837,10 @@ impl Debian {
             format!("cd {REPO_DIR}"),
             format!("git config --global --add safe.directory {REPO_DIR}"),
             // `core.fileMode=false`: the history image's files are 777 already (as after the
-            // official `chmod -R 777`); a mode is no local change to undo file by file.
+            // official `chmod -R 777`); a mode is no local change to undo file by file. The
+            // refresh first: Docker gave the files new stat data when it committed their
+            // layer, and a forced checkout rewrites (copies up) every file whose stat differs.
+            "git -c core.fileMode=false update-index -q --refresh || true".to_string(),
             format!("git -c core.fileMode=false checkout -q -f {base}"),
             // The history image holds no branch or remote; these lines keep the script right
             // for a clone that carries them (only the base commit's history, as the official

@@ -126,7 +126,18 @@ async fn instance_images_share_history_layers_and_hold_nothing_newer_than_their_
             ),
             files: vec![Entry {
                 path: "setup_repo.sh".into(),
-                contents: format!("echo {id} > /root/instance\n").into_bytes(),
+                // The Debian repo script's checkout steps must rewrite no file of the history
+                // image (each one rewritten would be copied up into this layer).
+                contents: format!(
+                    "set -e\necho {id} > /root/instance\ncd /testbed\n\
+                     stat -c '%n %i %Y.%y %Z' c1.txt > /root/before\n\
+                     git -c core.fileMode=false update-index -q --refresh\n\
+                     git -c core.fileMode=false checkout -q -f HEAD\n\
+                     git -c core.fileMode=false reset -q --hard HEAD\n\
+                     find /testbed ! -type l ! -perm 777 -exec chmod 777 {{}} +\n\
+                     stat -c '%n %i %Y.%y %Z' c1.txt > /root/after\n"
+                )
+                .into_bytes(),
                 mode: 0o755,
             }],
             needs_repo: true,
@@ -179,6 +190,7 @@ async fn instance_images_share_history_layers_and_hold_nothing_newer_than_their_
                 "cd /testbed && find /testbed ! -type l ! -perm 777 | wc -l \
                  && git rev-parse HEAD && git -c core.fileMode=false status --porcelain | wc -l \
                  && git tag -l | xargs && ls | xargs && cat /root/instance \
+                 && cmp /root/before /root/after && echo untouched \
                  && echo --- && git rev-list --all && echo --- \
                  && git cat-file --batch-all-objects --batch-check='%(objectname)'",
             ))
@@ -201,6 +213,7 @@ async fn instance_images_share_history_layers_and_hold_nothing_newer_than_their_
             .collect();
         assert_eq!(head[4], files.join(" "), "{id}: work tree of its base");
         assert_eq!(head[5], id, "{id}: its own instance layer");
+        assert_eq!(head[6], "untouched", "{id}: the repo script rewrote a file");
         let reachable: BTreeSet<&str> = parts.next().unwrap().lines().collect();
         let ancestors = git(&up, &["rev-list", &c[base]]);
         assert_eq!(
