@@ -4,8 +4,10 @@
 //! held and removed on the manager's own daemon, exactly as with [`DockerEngine`] (it is the
 //! inner engine); only jobs differ. Each job is a one-shot service: one replica, restart
 //! policy `none` (not mode `replicated-job`: Docker 20.10 leaves a job's task containers on
-//! the nodes after its service is removed), the run's labels, the job's CPU, memory and pids limits,
-//! no network unless the job has one (a task given no network has loopback only), and
+//! the nodes after its service is removed, where only each node's own daemon could remove
+//! them; ARCHITECTURE.md has the measurement), the run's labels, the job's CPU, memory and pids limits,
+//! no network unless the job has one (the internal network [`NO_NETWORK`]: a task given no
+//! network would join its node's default bridge), and
 //! `SIGKILL` as its stop signal. Its lifetime:
 //!
 //! 1. **Image.** With a registry (`--registry HOST:PORT`), the image is tagged into it and
@@ -61,6 +63,15 @@ use super::{
 pub const SERVICE_PREFIX: &str = "service:";
 pub const CONFIG_PREFIX: &str = "config:";
 
+/// The network of jobs without network access: an internal overlay (no gateway, no route
+/// out). Swarm has no `none` network for services, and a task attached to no network joins the
+/// node's default bridge, with a route out.
+pub const NO_NETWORK: &str = "swe-eval-none";
+/// What a job without network access gets as `/etc/resolv.conf`: a name server that is not
+/// there, so lookups fail at once as under `--network none` (Swarm's embedded DNS on the
+/// internal network takes 20 s to fail each lookup).
+pub const NO_DNS: &[u8] = b"nameserver 127.0.0.1\n";
+
 /// How long the node list is reused before it is asked again.
 const NODE_CACHE: Duration = Duration::from_secs(2);
 /// Task polling: fast until the task starts (short jobs end within a second or two), then
@@ -109,6 +120,8 @@ pub struct SwarmEngine {
     registry_names: Mutex<Vec<String>>,
     place: Mutex<place::Placement>,
     nodes: tokio::sync::Mutex<Option<(Instant, Vec<NodeView>)>>,
+    /// The id of the [`NO_NETWORK`] network.
+    no_network: String,
 }
 
 impl std::fmt::Debug for SwarmEngine {
@@ -207,7 +220,7 @@ pub fn service_spec(
     command: Vec<String>,
     configs: Vec<TaskSpecContainerSpecConfigs>,
     pin: Option<&str>,
-    network: Option<&str>,
+    network: &str,
 ) -> ServiceSpec {
     let labels: HashMap<String, String> = job.labels.clone().into_iter().collect();
     // The node keeps at most twice the job's output bound on disk (in two files).
@@ -250,12 +263,10 @@ pub fn service_spec(
                 constraints: Some(vec![format!("node.id=={node}")]),
                 ..Default::default()
             }),
-            networks: network.map(|n| {
-                vec![NetworkAttachmentConfig {
-                    target: Some(n.to_string()),
-                    ..Default::default()
-                }]
-            }),
+            networks: Some(vec![NetworkAttachmentConfig {
+                target: Some(network.to_string()),
+                ..Default::default()
+            }]),
             log_driver: Some(TaskSpecLogDriver {
                 name: Some("json-file".into()),
                 options: Some(HashMap::from([
@@ -267,6 +278,53 @@ pub fn service_spec(
         }),
         ..Default::default()
     }
+}
+
+/// The id of the [`NO_NETWORK`] network, created if the swarm has none. It stays (one object,
+/// shared by every run; leaving the swarm removes it). Two runs that create it at once make
+/// two networks of that name: both then use the oldest.
+async fn isolated_network(docker: &Docker) -> Result<String, EngineError> {
+    let err = |message: String| EngineError::Connect {
+        endpoint: format!("swarm network {NO_NETWORK}"),
+        message,
+    };
+    let find = || async {
+        let filters = HashMap::from([("name".to_string(), vec![NO_NETWORK.to_string()])]);
+        let list = docker
+            .list_networks(Some(bollard::query_parameters::ListNetworksOptions {
+                filters: Some(filters),
+            }))
+            .await
+            .map_err(|e| err(e.to_string()))?;
+        let mut ours: Vec<_> = list
+            .into_iter()
+            .filter(|n| {
+                n.name.as_deref() == Some(NO_NETWORK) && n.scope.as_deref() == Some("swarm")
+            })
+            .filter_map(|n| Some((n.created.map(|c| c.to_string()).unwrap_or_default(), n.id?)))
+            .collect();
+        ours.sort();
+        Ok::<_, EngineError>(ours.into_iter().next().map(|(_, id)| id))
+    };
+    if let Some(id) = find().await? {
+        return Ok(id);
+    }
+    docker
+        .create_network(bollard::models::NetworkCreateRequest {
+            name: NO_NETWORK.into(),
+            driver: Some("overlay".into()),
+            internal: Some(true),
+            labels: Some(HashMap::from([(
+                "swe-eval.network".to_string(),
+                "none".to_string(),
+            )])),
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| err(e.to_string()))?;
+    find()
+        .await?
+        .ok_or_else(|| err("created, then not found".into()))
 }
 
 impl SwarmEngine {
@@ -294,6 +352,7 @@ impl SwarmEngine {
                 ),
             });
         }
+        let no_network = isolated_network(local.client()).await?;
         Ok(SwarmEngine {
             local,
             opts,
@@ -301,6 +360,7 @@ impl SwarmEngine {
             registry_names: Default::default(),
             place: Default::default(),
             nodes: Default::default(),
+            no_network,
         })
     }
 
@@ -758,7 +818,17 @@ impl Engine for SwarmEngine {
         let mut out = JobOutput::default();
         let image = self.publish(&job.image).await?;
         let name = service_name(&job.name);
-        let plan = inputs::plan(&job.files, &job.command, &name);
+        let plan = if job.network {
+            inputs::plan(&job.files, &job.command, &name)
+        } else {
+            let mut files = job.files.clone();
+            files.push(super::FileIn {
+                path: "/etc/resolv.conf".into(),
+                contents: NO_DNS.to_vec(),
+                mode: 0o644,
+            });
+            inputs::plan(&files, &job.command, &name)
+        };
         let mut configs = Vec::new();
         let mut node = None;
         let result = match self.create_configs(&plan, &job, &mut configs).await {
@@ -769,7 +839,11 @@ impl Engine for SwarmEngine {
                     Err(_) => Vec::new(),
                 };
                 let pin = self.place().choose(&image, &ready);
-                let network = job.network.then_some(self.opts.network.as_str());
+                let network = if job.network {
+                    self.opts.network.as_str()
+                } else {
+                    self.no_network.as_str()
+                };
                 let spec = service_spec(
                     &job,
                     &name,
@@ -943,7 +1017,7 @@ mod tests {
             vec!["c".into()],
             Vec::new(),
             None,
-            None,
+            "nonet-id",
         );
         let v = serde_json::to_value(&s).unwrap();
         assert_eq!(v["Mode"]["Replicated"]["Replicas"], 1);
@@ -952,22 +1026,14 @@ mod tests {
         assert_eq!(t["Resources"]["Limits"]["NanoCPUs"], 1_000_000_000i64);
         assert_eq!(t["Resources"]["Limits"]["MemoryBytes"], 4i64 << 30);
         assert_eq!(t["Resources"]["Limits"]["Pids"], 1024);
-        assert!(t.get("Networks").is_none_or(|n| n.is_null()), "{t}");
+        assert_eq!(t["Networks"][0]["Target"], "nonet-id", "{t}");
         assert!(t.get("Placement").is_none_or(|n| n.is_null()));
         assert_eq!(t["ContainerSpec"]["Image"], "reg/img@sha256:ab");
         assert_eq!(t["ContainerSpec"]["StopSignal"], "SIGKILL");
         assert_eq!(t["ContainerSpec"]["Dir"], "/testbed");
         assert_eq!(t["LogDriver"]["Name"], "json-file");
         assert_eq!(v["Labels"]["swe-eval"], "1");
-        let s = service_spec(
-            &j,
-            "svc",
-            "i",
-            vec![],
-            Vec::new(),
-            Some("node1"),
-            Some("bridge"),
-        );
+        let s = service_spec(&j, "svc", "i", vec![], Vec::new(), Some("node1"), "bridge");
         let v = serde_json::to_value(&s).unwrap();
         assert_eq!(
             v["TaskTemplate"]["Placement"]["Constraints"][0],
