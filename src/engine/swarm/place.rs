@@ -3,6 +3,9 @@
 //! image's jobs have run (a node that ran one has pulled the image) and pins a job to such a
 //! node with a placement constraint, unless that node is busier than the least busy ready
 //! node by more than [`SLACK`] jobs: then Swarm chooses, and that node pulls the image too.
+//! Node labels would not do better: Swarm's placement preferences can only spread tasks over
+//! a label's values, not prefer a labelled node, so a label would be as hard a constraint as a
+//! node id, at the cost of a node update per image and node (ARCHITECTURE.md).
 
 use std::collections::{BTreeMap, BTreeSet};
 
