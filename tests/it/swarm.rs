@@ -8,10 +8,14 @@
 //! the manager through a forward from its loopback 127.0.0.1:P that the test runs: loopback
 //! registries are trusted by every daemon, so neither daemon needs restarting or configuring.
 //!
-//! The test runs the mini benchmark twice: once with both nodes up (every verdict as
-//! expected, jobs on both nodes); then one job whose files reach it inline and through Swarm
-//! configs (sizes at and over each limit); then the mini benchmark again, killing the worker's daemon while jobs run on it (the
-//! run completes with every verdict as expected, the lost jobs retried on the manager). Then
+//! The test runs the mini benchmark with both nodes up and kills the client (`swe-eval`,
+//! SIGKILL) mid-run, then runs it again with the same run id (the verdicts written before are
+//! kept, the jobs in flight reaped and redone once, every verdict as expected, jobs on both
+//! nodes); then one job whose files reach it inline and through Swarm configs (sizes at and
+//! over each limit); then probes limits and network side by side with plain containers (the
+//! same CPU, memory and pids limits, no route out without network, the bridge with it, the
+//! OOM killer); then the mini benchmark again, killing the worker's daemon while jobs run on
+//! it (the run completes with every verdict as expected, the lost jobs retried). Then
 //! nothing of the runs may be left: no service, config, container, hold or registry name on the
 //! manager, no container on the worker (restarted, it cleans up), and the worker holds only
 //! images pulled from the registry (its cache). The cluster is torn down (swarm left on both
@@ -610,8 +614,158 @@ fn check_inputs(registry: &str) {
     assert!(out.node.is_some());
 }
 
+/// A job's view of its limits and network, one line each: memory, swap (v1: memory+swap; v2:
+/// swap alone), pids, "CPU-quota period", its network interfaces, whether it has a default
+/// route, and whether it reaches `TARGET_HOST:TARGET_PORT` (the manager's Swarm port).
+const PROBE: &str = r#"
+c=/sys/fs/cgroup
+if [ -f $c/memory.max ]; then
+  cat $c/memory.max; cat $c/memory.swap.max 2>/dev/null || echo no-swap-accounting
+  cat $c/pids.max $c/cpu.max
+else
+  cat $c/memory/memory.limit_in_bytes
+  cat $c/memory/memory.memsw.limit_in_bytes 2>/dev/null || echo no-swap-accounting
+  cat $c/pids/pids.max; echo $(cat $c/cpu/cpu.cfs_quota_us $c/cpu/cpu.cfs_period_us)
+fi
+tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | sort | tr '\n' ' '; echo
+awk '$2 == "00000000" { found = 1 } END { print found ? "default-route" : "no-default-route" }' /proc/net/route
+if timeout 5 bash -c "exec 3<>/dev/tcp/$TARGET_HOST/$TARGET_PORT" 2>/dev/null; then echo reached; else echo unreachable; fi
+"#;
+
+/// A job of `command` on the bookworm base image with small limits.
+fn probe_job(name: &str, command: &str, network: bool, target: &str) -> JobSpec {
+    let (host, port) = target.split_once(':').unwrap();
+    JobSpec {
+        image: base_image_name(DebianRelease::Bookworm),
+        name: name.into(),
+        labels: std::collections::BTreeMap::from([("swe-eval".into(), "1".into())]),
+        files: Vec::new(),
+        command: vec!["/bin/bash".into(), "-c".into(), command.into()],
+        env: vec![format!("TARGET_HOST={host}"), format!("TARGET_PORT={port}")],
+        working_dir: None,
+        limits: Limits {
+            cpus: Some(0.5),
+            memory_bytes: Some(64 << 20),
+            pids: Some(64),
+        },
+        network,
+        timeout: Duration::from_secs(120),
+        max_output_bytes: 1 << 20,
+    }
+}
+
+/// The same jobs on the machine's daemon (`--engine docker`) and on the swarm, with the
+/// worker drained so that they run on the manager, whose daemon has the `bridge` network:
+/// the same CPU, memory and pids limits; the same network (loopback only without network,
+/// an interface with it); an allocation over the memory limit killed by the kernel in both
+/// (exit 137; only the plain container says it was the OOM killer). Swarm's API has no swap
+/// limit: its task gets the daemon's default of twice the memory, which is asserted so that
+/// the difference stays documented (ARCHITECTURE.md, "Cluster execution").
+fn check_limits_and_network(registry: &str, worker_id: &str, target: &str) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let oom = "head -c 400000000 /dev/zero | tail -n 1 > /dev/null";
+    let jobs = [
+        ("limits", PROBE, false),
+        ("network", PROBE, true),
+        ("oom", oom, false),
+    ];
+    must(
+        "docker",
+        &["node", "update", "--availability", "drain", worker_id],
+    );
+    let outputs = rt.block_on(async {
+        let docker = swe_eval::engine::DockerEngine::connect().await.unwrap();
+        let swarm = SwarmEngine::connect(SwarmOptions {
+            registry: Some(registry.to_string()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+        let mut outputs = Vec::new();
+        for (what, command, network) in jobs {
+            let name = format!("swe-eval-probe-{what}");
+            let plain = docker
+                .run_job(probe_job(&name, command, network, target))
+                .await;
+            let on_swarm = swarm
+                .run_job(probe_job(&name, command, network, target))
+                .await;
+            outputs.push((what, plain.unwrap(), on_swarm.unwrap()));
+        }
+        assert!(swarm.finish_run().await.is_empty());
+        outputs
+    });
+    must(
+        "docker",
+        &["node", "update", "--availability", "active", worker_id],
+    );
+    let text = |o: &swe_eval::engine::JobOutput| String::from_utf8_lossy(&o.output).to_string();
+    for (what, plain, on_swarm) in &outputs {
+        eprintln!(
+            "{what}: docker exit {:?} oom {} [{}]; swarm exit {:?} node {:?} [{}]",
+            plain.exit_code,
+            plain.oom_killed,
+            text(plain).trim().replace('\n', " | "),
+            on_swarm.exit_code,
+            on_swarm.node,
+            text(on_swarm).trim().replace('\n', " | ")
+        );
+    }
+    let [(_, limits_d, limits_s), (_, net_d, net_s), (_, oom_d, oom_s)] = &outputs[..] else {
+        unreachable!()
+    };
+    for o in [limits_d, limits_s, net_d, net_s] {
+        assert_eq!(o.exit_code, Some(0), "{}", text(o));
+    }
+    let fields = |o: &swe_eval::engine::JobOutput| {
+        text(o)
+            .lines()
+            .map(|l| l.trim().to_string())
+            .collect::<Vec<_>>()
+    };
+    let (d, s) = (fields(limits_d), fields(limits_s));
+    let memory = (64u64 << 20).to_string();
+    assert_eq!(d[0], memory, "{d:?}");
+    assert_eq!(s[0], memory, "the same memory limit on Swarm: {s:?}");
+    assert_eq!((d[2].as_str(), s[2].as_str()), ("64", "64"), "pids");
+    assert_eq!(d[3], "50000 100000", "half a CPU: {d:?}");
+    assert_eq!(s[3], d[3], "the same CPU quota on Swarm: {s:?}");
+    // cgroup v1 with swap accounting (this machine): memory+swap.
+    if d[1] != "no-swap-accounting" && d[1] != "0" {
+        assert_eq!(d[1], memory, "docker: no swap beyond the memory limit");
+        assert_eq!(
+            s[1],
+            (2 * (64u64 << 20)).to_string(),
+            "Swarm cannot set a swap limit: the daemon's default, twice the memory"
+        );
+    }
+    // Interfaces, route, reach: the last three lines.
+    let net = |o: &swe_eval::engine::JobOutput| fields(o)[4..].join(" | ");
+    assert_eq!(net(limits_d), "lo | no-default-route | unreachable");
+    // Swarm's isolated network: an interface, but no route out and nothing reachable.
+    assert!(
+        net(limits_s).ends_with("no-default-route | unreachable"),
+        "no network on Swarm: no route out: {}",
+        net(limits_s)
+    );
+    assert_eq!(net(net_d), "eth0 lo | default-route | reached");
+    assert_eq!(
+        net(net_s),
+        net(net_d),
+        "a job with network on Swarm gets the bridge as on one daemon"
+    );
+    assert_eq!(oom_d.exit_code, Some(137), "{}", text(oom_d));
+    assert!(oom_d.oom_killed);
+    assert_eq!(
+        oom_s.exit_code,
+        Some(137),
+        "killed on Swarm too: {}",
+        text(oom_s)
+    );
+}
+
 #[test]
-fn mini_benchmark_on_a_two_node_swarm_survives_a_dead_worker() {
+fn mini_benchmark_on_a_two_node_swarm_survives_a_killed_client_and_a_dead_worker() {
     let root = prerequisite(
         "root (namespaces, veth, a second dockerd)",
         run("id", &["-u"]).and_then(|u| {
@@ -658,9 +812,83 @@ fn mini_benchmark_on_a_two_node_swarm_survives_a_dead_worker() {
     let manager_id = must("docker", &["info", "--format", "{{.Swarm.NodeID}}"]);
     let worker_id = c.worker_node_id();
 
-    // 1. Both nodes up: every verdict as expected, jobs on both.
+    // 1. Both nodes up, and the client killed mid-run: `swe-eval` is SIGKILLed while jobs
+    // run, then run again with the same run id. The verdicts written before the kill are kept
+    // byte for byte, the jobs in flight (their services left running by the dead process) are
+    // reaped and redone once, no prediction gets two verdicts, and jobs ran on both nodes.
+    let mut killed = spawn_run(work.path(), "swarm1", &registry);
+    let in_flight = || {
+        lines(run(
+            "docker",
+            &[
+                "service",
+                "ls",
+                "-q",
+                "--filter",
+                "label=swe-eval.run-id=swarm1",
+            ],
+        ))
+    };
+    wait_for(
+        "a few verdicts and a job in flight",
+        Duration::from_secs(300),
+        || (verdict_files(&results, "swarm1") >= 3 && !in_flight().is_empty()).then_some(()),
+    );
+    killed.kill().unwrap();
+    let _ = killed.wait();
+    let left = in_flight();
+    assert!(
+        !left.is_empty(),
+        "the killed run left its jobs' services running"
+    );
+    let kept: Vec<(PathBuf, Vec<u8>)> = run_files(&results, "swarm1", "verdict.json")
+        .into_iter()
+        .map(|p| {
+            let bytes = std::fs::read(&p).unwrap();
+            (p, bytes)
+        })
+        .collect();
+    assert!(kept.len() < 22, "killed mid-run ({} verdicts)", kept.len());
     let first = finish(spawn_run(work.path(), "swarm1", &registry));
     assert_mini_ok(&first);
+    // `run swarm1: 22 predictions, R resumed, C containers run, ...`; an empty patch runs no
+    // container.
+    let count = |after: &str, until: char| -> usize {
+        let at = first.stdout.find(after).map(|i| i + after.len());
+        let rest = at.map_or("", |i| &first.stdout[i..]);
+        rest[..rest.find(until).unwrap_or(0)]
+            .trim()
+            .parse()
+            .unwrap_or(usize::MAX)
+    };
+    let resumed = count("22 predictions, ", 'r');
+    let containers = count("resumed, ", 'c');
+    let empty = count("empty patch ", ' ');
+    let kept_empty = kept
+        .iter()
+        .filter(|(_, b)| String::from_utf8_lossy(b).contains("\"category\": \"empty_patch\""))
+        .count();
+    assert_eq!(
+        (resumed, resumed + containers + (empty - kept_empty)),
+        (kept.len(), 22),
+        "the rerun resumed the verdicts written before the kill and ran each other prediction once:\n{}",
+        first.stdout
+    );
+    for (p, bytes) in &kept {
+        assert_eq!(
+            &std::fs::read(p).unwrap(),
+            bytes,
+            "{} kept as written before the kill",
+            p.display()
+        );
+    }
+    assert_eq!(verdict_files(&results, "swarm1"), 22, "one verdict each");
+    for id in &left {
+        assert!(
+            run("docker", &["service", "inspect", id]).is_err(),
+            "service {id} of the killed run reaped"
+        );
+    }
     print_timings(&results, "swarm1");
     let nodes: BTreeSet<String> = job_nodes(&results, "swarm1").into_iter().collect();
     assert_eq!(
@@ -699,7 +927,10 @@ fn mini_benchmark_on_a_two_node_swarm_survives_a_dead_worker() {
         "Swarm refuses a config of 1,024,000 bytes"
     );
 
-    // 3. The worker's daemon dies while its jobs run: they are retried elsewhere.
+    // 3. Limits and network, side by side with plain containers.
+    check_limits_and_network(&registry, &worker_id, &format!("{}:2377", c.host_ip));
+
+    // 4. The worker's daemon dies while its jobs run: they are retried elsewhere.
     let child = spawn_run(work.path(), "swarm2", &registry);
     let prefix = "swe-eval-swarm2-";
     wait_for(
@@ -742,7 +973,7 @@ fn mini_benchmark_on_a_two_node_swarm_survives_a_dead_worker() {
     );
     assert_eq!(down, "down", "the manager saw the worker die");
 
-    // 4. Nothing of the runs is left. The worker, restarted, rejoins and removes its containers.
+    // 5. Nothing of the runs is left. The worker, restarted, rejoins and removes its containers.
     c.start_worker();
     wait_for("the worker back", Duration::from_secs(120), || {
         (c.nodes_ready()? == 2).then_some(())
@@ -796,7 +1027,7 @@ fn mini_benchmark_on_a_two_node_swarm_survives_a_dead_worker() {
         "the worker holds only images pulled from the registry: {foreign:?}"
     );
 
-    // 5. Down again, and the machine's daemon out of swarm mode.
+    // 6. Down again, and the machine's daemon out of swarm mode.
     c.teardown();
     let state = must("docker", &["info", "--format", "{{.Swarm.LocalNodeState}}"]);
     assert_eq!(state, "inactive", "the machine's daemon left the swarm");
