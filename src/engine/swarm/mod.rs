@@ -763,6 +763,28 @@ impl SwarmEngine {
     }
 }
 
+impl SwarmEngine {
+    /// The names in `registry` of this tool's images on the manager (tags and digests).
+    async fn leftover_registry_names(&self, registry: &str) -> Vec<String> {
+        let prefix = format!("{}/", registry.trim_end_matches('/'));
+        let filters = label_filters(&BTreeMap::from([(
+            super::LABEL_TOOL.to_string(),
+            String::new(),
+        )]));
+        let opts = bollard::query_parameters::ListImagesOptionsBuilder::default()
+            .filters(&filters)
+            .build();
+        let Ok(images) = self.docker().list_images(Some(opts)).await else {
+            return Vec::new();
+        };
+        images
+            .into_iter()
+            .flat_map(|i| i.repo_tags.into_iter().chain(i.repo_digests))
+            .filter(|n| n.starts_with(&prefix))
+            .collect()
+    }
+}
+
 impl Engine for SwarmEngine {
     async fn info(&self) -> Result<EngineInfo, EngineError> {
         self.local.info().await
@@ -950,6 +972,20 @@ impl Engine for SwarmEngine {
                 problems.push(format!(
                     "registry name {n} not removed from the manager: {e}"
                 ));
+            }
+        }
+        // Registry names of this tool's images left by runs that were killed (their names
+        // were never removed), and the digest names the manager's own tasks pulled. One in use
+        // (a container, a live run's job) stays for a later run; a live run's push that loses
+        // its name meanwhile fails and is retried.
+        if let Some(registry) = &self.opts.registry {
+            for n in self.leftover_registry_names(registry).await {
+                match self.local.remove_image(&n).await {
+                    Ok(()) | Err(EngineError::ImageInUse { .. }) => {}
+                    Err(e) => problems.push(format!(
+                        "registry name {n} not removed from the manager: {e}"
+                    )),
+                }
             }
         }
         problems
