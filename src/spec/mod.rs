@@ -30,6 +30,7 @@ pub use directives::{modified_files, test_directives};
 pub use docker::{
     debian_base_image, debian_release_for, debian_release_for_frozen, DebianRelease, ReleaseChoice,
 };
+pub use scripts::BUILD_REQUIREMENTS_READER;
 pub use table::{table, RepoSpec};
 
 /// The marker lines the eval script prints around the test command's output.

@@ -904,13 +904,19 @@ impl Debian {
 /// Installs the repository's `[build-system] requires` (after `pre_install`, which may pin
 /// them), with the era's setuptools as a constraint: the install then runs without build
 /// isolation, at image build and again, offline, in the eval script.
-fn build_requirements(setuptools: &str) -> String {
-    let reader = r#"import re
+/// The Python program that prints `[build-system] requires` of `pyproject.toml`, one per
+/// line. The list is read up to its own closing bracket: a requirement's extras
+/// (`"setuptools-scm[toml]>=6.2.3"`) hold brackets too (a first reading stopped at the first
+/// `]`, and pytest's `setuptools_scm` was never installed: version 0.0.0, no `_version.py`).
+pub const BUILD_REQUIREMENTS_READER: &str = r#"import re
 t = open("pyproject.toml").read()
 m = re.search(r"^\[build-system\](.*?)(?=^\[|\Z)", t, re.S | re.M)
 b = re.sub(r"(?m)#.*$", "", m.group(1)) if m else ""
-r = re.search(r"requires\s*=\s*\[(.*?)\]", b, re.S)
+r = re.search(r"requires\s*=\s*\[((?:[^\]\"']|\"[^\"]*\"|'[^']*')*)\]", b, re.S)
 print("\n".join(re.findall(r"[\"']([^\"']+)[\"']", r.group(1))) if r else "")"#;
+
+fn build_requirements(setuptools: &str) -> String {
+    let reader = BUILD_REQUIREMENTS_READER;
     format!(
         "if [ -f pyproject.toml ]; then python - > /tmp/swe_build_reqs.txt <<'EOF_SWE_BUILD'\n{reader}\nEOF_SWE_BUILD\n\
          echo {setuptools} > /tmp/swe_build_constraints.txt\n\

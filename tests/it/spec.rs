@@ -896,3 +896,46 @@ fn every_verified_row_renders_its_frozen_environment() {
         );
     }
 }
+
+/// The Debian flavour's instance build installs `[build-system] requires` before the
+/// repository's own `pip install --no-build-isolation`: the reader must see every requirement,
+/// extras in brackets included (pytest's `"setuptools-scm[toml]>=6.2.3"` once ended the list).
+#[test]
+fn build_requirements_reader_keeps_requirements_with_extras() {
+    if !common::require_program("python3") {
+        return;
+    }
+    let read = |pyproject: &str| -> Vec<String> {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("pyproject.toml"), pyproject).unwrap();
+        let out = std::process::Command::new("python3")
+            .arg("-c")
+            .arg(spec::BUILD_REQUIREMENTS_READER)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    let multiline = "[build-system]\nrequires = [\n  # keep in sync with setup.py\n  \"setuptools>=45.0\",\n  \"setuptools-scm[toml]>=6.2.3\",\n  \"wheel\",\n]\nbuild-backend = \"setuptools.build_meta\"\n\n[tool.other]\nrequires = [\"not-this\"]\n";
+    assert_eq!(
+        read(multiline),
+        ["setuptools>=45.0", "setuptools-scm[toml]>=6.2.3", "wheel"]
+    );
+    let one_line =
+        "[build-system]\nrequires = ['setuptools', \"setuptools_scm[toml]>=3.4\", 'wheel']\n";
+    assert_eq!(
+        read(one_line),
+        ["setuptools", "setuptools_scm[toml]>=3.4", "wheel"]
+    );
+    assert!(read("[tool.black]\nline-length = 88\n").is_empty());
+}
