@@ -48,7 +48,7 @@ if [ -z "${SWE_EVAL:-}" ]; then
     (cd "$ROOT" && cargo build --release --locked -q)
     SWE_EVAL=$ROOT/target/release/swe-eval
 fi
-cp "$SWE_EVAL" "$OUT/swe-eval"; SWE_EVAL=$OUT/swe-eval
+mkdir -p "$OUT/bin"; cp "$SWE_EVAL" "$OUT/bin/swe-eval"; SWE_EVAL=$OUT/bin/swe-eval
 say() { printf '%s\n' "$*" >&2; }
 wall() { # wall NAME CMD...: runs CMD, appends "NAME seconds" to $OUT/times.tsv
     local name=$1; shift
