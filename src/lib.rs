@@ -23,7 +23,6 @@ pub mod orchestrate;
 pub mod owner;
 pub mod paths;
 pub mod predictions;
-pub mod progress;
 pub mod pystr;
 pub mod report;
 pub mod repos;

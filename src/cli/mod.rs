@@ -13,6 +13,7 @@ pub mod bench;
 pub mod compare;
 pub mod correlate;
 pub mod grade;
+pub mod progress;
 pub mod render;
 pub mod reward;
 pub mod run;

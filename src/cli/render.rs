@@ -47,7 +47,7 @@ pub async fn render(mut events: UnboundedReceiver<Event>, interrupts: UnboundedS
 /// The progress bar and the Ctrl-C listener of an executing plan.
 struct Executing {
     bar: UnboundedSender<RunEvent>,
-    drawn: JoinHandle<crate::progress::Tally>,
+    drawn: JoinHandle<super::progress::Tally>,
     signals: JoinHandle<()>,
 }
 
@@ -55,7 +55,7 @@ impl Executing {
     fn start(visible: bool, interrupts: UnboundedSender<()>) -> Executing {
         let signals = tokio::spawn(forward_interrupts(interrupts));
         let (bar, rx) = mpsc::unbounded_channel();
-        let drawn = tokio::spawn(crate::progress::show(rx, visible));
+        let drawn = tokio::spawn(super::progress::show(rx, visible));
         Executing {
             bar,
             drawn,

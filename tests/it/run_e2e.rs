@@ -54,6 +54,22 @@ fn swe_eval(dir: &Path, args: &[&str]) -> Run {
     }
 }
 
+/// A run's standard output (its closing report) as a reviewed snapshot holds it: the wall time
+/// and the run's folder redacted, and the engine-retry line (which depends on the daemon's
+/// luck) left out.
+fn closing_report(stdout: &str, dir: &Path) -> String {
+    let secs = regex::Regex::new(r"containers run, \d+\.\d s").unwrap();
+    stdout
+        .lines()
+        .filter(|l| !l.starts_with("  engine retries:"))
+        .map(|l| {
+            let l = secs.replace(l, "containers run, [secs] s");
+            l.replace(&dir.display().to_string(), "[dir]")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 fn verdicts(jsonl: &Path) -> HashMap<(String, String, u32), Verdict> {
     std::fs::read_to_string(jsonl)
         .unwrap_or_else(|e| panic!("{}: {e}", jsonl.display()))
@@ -191,6 +207,11 @@ fn mini_benchmark_runs_with_no_arguments_and_resumes_without_recomputing() {
     let dir = tempfile::tempdir().unwrap();
     let first = swe_eval(dir.path(), &[]);
     assert_eq!(first.code, 0, "a clean run exits 0");
+    insta::assert_snapshot!(
+        "mini_run_closing_report",
+        closing_report(&first.stdout, dir.path()),
+        "what `swe-eval run` prints at the end of the mini benchmark"
+    );
     let results = dir.path().join("results");
     check_verdicts(&results, "mini", Mode::Official);
     check_official_files(&results, "mini");
@@ -213,6 +234,11 @@ fn mini_benchmark_runs_with_no_arguments_and_resumes_without_recomputing() {
         .collect();
     let second = swe_eval(dir.path(), &[]);
     assert_eq!(second.code, 0);
+    insta::assert_snapshot!(
+        "mini_run_closing_report_resumed",
+        closing_report(&second.stdout, dir.path()),
+        "the closing report of the same run again: everything resumed"
+    );
     assert!(
         second.stdout.contains(" 0 containers run"),
         "{}",

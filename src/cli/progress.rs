@@ -1,7 +1,8 @@
 //! The progress bar of a run (indicatif), fed by the runner's events. Hidden when stderr is
 //! not a terminal, so logs and CI output stay clean; the notices it would print above itself
 //! (resume counts, interrupts, the deadline, problems, reaped leftovers) are then written as
-//! plain lines instead, so they still reach the log. The runner itself never prints.
+//! plain lines instead, so they still reach the log. The runner itself never prints: this is
+//! the command line's face, drawn only by `cli::render` while a plan executes.
 
 use std::io::Write;
 use std::time::Duration;
