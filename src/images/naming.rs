@@ -48,10 +48,14 @@ impl Layer {
 /// `base` keeps base images, `env` keeps base and environment images, `instance` keeps all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub enum CacheLevel {
+    /// Remove every image the run built or pulled.
     None,
+    /// Keep base images.
     Base,
+    /// Keep base and environment images (the default).
     #[default]
     Env,
+    /// Keep every image, instance images too.
     Instance,
 }
 

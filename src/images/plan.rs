@@ -14,11 +14,18 @@ pub enum BaseRecipe {
     /// Bootstrapped offline with debootstrap; `alias` is the name the environment Dockerfile
     /// starts `FROM` (given to the bootstrapped image as a second tag).
     Debian {
+        /// The Debian release bootstrapped.
         release: DebianRelease,
+        /// The second tag: the name the environment Dockerfile starts `FROM`.
         alias: String,
     },
     /// Built from a Dockerfile (the official conda base; needs a registry for its `FROM`).
-    Dockerfile { tag: String, dockerfile: String },
+    Dockerfile {
+        /// The image's tag.
+        tag: String,
+        /// The Dockerfile's text.
+        dockerfile: String,
+    },
 }
 
 impl BaseRecipe {

@@ -16,11 +16,14 @@ pub use crate::repos::RepoSources;
 /// A host-side cache of bare repositories, one per `owner/name`, fetched from their sources.
 #[derive(Debug, Clone)]
 pub struct RepoCache {
+    /// The folder holding one bare repository per `owner/name` (`owner__name.git`).
     pub dir: PathBuf,
+    /// Where each repository is fetched from (`--repo`, mirrors, GitHub).
     pub sources: RepoSources,
 }
 
 impl RepoCache {
+    /// A cache in `dir` (created on the first fetch) that fetches from `sources`.
     pub fn new(dir: impl Into<PathBuf>, sources: RepoSources) -> Self {
         RepoCache {
             dir: dir.into(),
