@@ -247,6 +247,21 @@ pub fn write_context(
             std::fs::create_dir_all(&p).map_err(|e| io(&p, e))?;
         }
     }
+    // Writable by all as copied in: a chmod in the RUN step would copy each pack up whole.
+    make_all_writable(&gitdir).map_err(|e| io(&gitdir, e))
+}
+
+fn make_all_writable(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777))?;
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            make_all_writable(&entry.path())?;
+        } else {
+            std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(0o777))?;
+        }
+    }
     Ok(())
 }
 
@@ -554,6 +569,13 @@ mod tests {
         assert!(
             !dir.join("git/HEAD").exists(),
             "a step keeps its parent's HEAD"
+        );
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&packs[0]).unwrap().permissions().mode();
+        assert_eq!(
+            mode & 0o777,
+            0o777,
+            "copied in writable: no chmod copies it up"
         );
     }
 }

@@ -866,6 +866,13 @@ impl Debian {
             }
             l.push(no_build_isolation(install));
         }
+        // The chmod made every file executable, which the setup commit records (as the
+        // official one does). Staged here by mode alone (`--index-info`, then a refresh that
+        // compares without writing): `commit -a` or `update-index --chmod` would hash every
+        // file again, and git "freshens" (touches) the pack holding each blob it finds, which
+        // copies that pack up whole into this layer.
+        l.push(r#"git ls-files -z -s | { grep -z '^100644' || true; } | sed -z 's/^100644/100755/' | git update-index -z --index-info"#.to_string());
+        l.push("git update-index -q --refresh || true".to_string());
         l.extend(commit_setup());
         script_text("set -euxo pipefail", &l)
     }

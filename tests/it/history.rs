@@ -238,6 +238,29 @@ async fn instance_images_share_history_layers_and_hold_nothing_newer_than_their_
         }
     }
 
+    // The Debian repo script's setup commit (modes staged alone, then `commit -a`) touches no
+    // pack: git "freshens" a pack holding an object it would write, and a touched pack is
+    // copied up whole into the instance's layer.
+    let out = e
+        .run_job(job(
+            &prepared.images["c"],
+            &run_id("hist-freshen"),
+            "cd /testbed && git -c core.fileMode=false update-index -q --refresh \
+             && find /testbed ! -type l ! -perm 777 -exec chmod 777 {} + \
+             && stat -c '%n %y' .git/objects/pack/*.pack > /tmp/before \
+             && git ls-files -z -s | { grep -z '^100644' || true; } \
+                | sed -z 's/^100644/100755/' \
+                | git update-index -z --index-info && git update-index -q --refresh \
+             && git -c user.name=t -c user.email=t@t commit -q --allow-empty -am setup \
+             && git ls-tree -r HEAD | cut -c1-6 | sort -u | xargs \
+             && stat -c '%n %y' .git/objects/pack/*.pack > /tmp/after \
+             && cmp /tmp/before /tmp/after && echo packs-untouched",
+        ))
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.output).into_owned();
+    assert_eq!(text, "100755\npacks-untouched\n", "{text}");
+
     // Layers: every image starts with the environment's; a step adds two.
     let env_n = layers(&env).len();
     let l: BTreeMap<&str, Vec<String>> = wanted
