@@ -4,6 +4,7 @@
 
 use std::collections::VecDeque;
 
+/// The sink: the first bytes, the last bytes, and a count of those dropped between them.
 #[derive(Debug)]
 pub struct HeadTail {
     head: Vec<u8>,
@@ -27,6 +28,8 @@ impl HeadTail {
         }
     }
 
+    /// Appends `bytes`: to the head while it has room, then to the tail, dropping the
+    /// tail's oldest bytes beyond its capacity.
     pub fn push(&mut self, mut bytes: &[u8]) {
         if self.head.len() < self.head_cap {
             let n = (self.head_cap - self.head.len()).min(bytes.len());

@@ -14,31 +14,53 @@ use super::{
 /// One recorded engine call.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Call {
+    /// [`Engine::info`].
     Info,
+    /// [`Engine::image_exists`] of this image.
     ImageExists(String),
+    /// [`Engine::build_image_with`] (or `build_image`).
     BuildImage {
+        /// The tag built.
         tag: String,
+        /// The labels given.
         labels: BTreeMap<String, String>,
+        /// Whether the `RUN` steps had network access.
         network: bool,
     },
+    /// [`Engine::import_image`].
     ImportImage {
+        /// The tag imported.
         tag: String,
+        /// The labels given.
         labels: BTreeMap<String, String>,
     },
+    /// [`Engine::tag_image`].
     TagImage {
+        /// The existing image.
         image: String,
+        /// The name it was given.
         new_name: String,
     },
+    /// [`Engine::pull_image`] of this image.
     PullImage(String),
+    /// [`Engine::remove_image`] of this image.
     RemoveImage(String),
+    /// [`Engine::run_job`].
     RunJob {
+        /// The job's image.
         image: String,
+        /// The job's container name.
         name: String,
+        /// The job's main process.
         command: Vec<String>,
     },
+    /// [`Engine::list_containers`] with these labels.
     ListContainers(BTreeMap<String, String>),
+    /// [`Engine::remove_container`] of this id.
     RemoveContainer(String),
+    /// [`Engine::create_hold`] on this image.
     CreateHold(String),
+    /// [`Engine::list_images`] with these labels.
     ListImages(BTreeMap<String, String>),
 }
 
@@ -101,6 +123,7 @@ pub fn timed_out(output: &str) -> JobOutput {
 }
 
 impl FakeEngine {
+    /// An engine with no images, containers, scripts or faults.
     pub fn new() -> Self {
         Self::default()
     }
@@ -174,6 +197,7 @@ impl FakeEngine {
         self
     }
 
+    /// Every call made so far, in order.
     pub fn calls(&self) -> Vec<Call> {
         self.lock().calls.clone()
     }

@@ -23,6 +23,7 @@ use std::time::Duration;
 
 /// Label keys put on everything the tool creates, so that a reap by label finds it.
 pub const LABEL_TOOL: &str = "swe-eval";
+/// The id of the run that created the object.
 pub const LABEL_RUN_ID: &str = "swe-eval.run-id";
 /// The process that made a container (`host:pid:start`); a dead owner's containers are reaped.
 pub const LABEL_OWNER: &str = "swe-eval.owner";
@@ -31,6 +32,7 @@ pub const LABEL_HOLD: &str = "swe-eval.hold";
 /// Marks a hand-over: an image a run would have removed but another run still used; the value
 /// is the image name (`images::hold::mark_doomed`).
 pub const LABEL_DOOMED: &str = "swe-eval.doomed";
+/// Reserved for objects a reap should leave alone; nothing in the crate sets or reads it yet.
 pub const LABEL_KEEP: &str = "swe-eval.keep";
 
 /// Resource limits of one job's container.
@@ -38,7 +40,9 @@ pub const LABEL_KEEP: &str = "swe-eval.keep";
 pub struct Limits {
     /// CPUs (fractional allowed); `None` = no limit.
     pub cpus: Option<f64>,
+    /// Memory in bytes (swap included: no swap beyond it); `None` = no limit.
     pub memory_bytes: Option<i64>,
+    /// Most processes the container may have at once; `None` = no limit.
     pub pids: Option<i64>,
 }
 
@@ -57,22 +61,30 @@ impl Default for Limits {
 pub struct FileIn {
     /// Absolute path inside the container.
     pub path: String,
+    /// The file's bytes.
     pub contents: Vec<u8>,
+    /// Unix permission bits, e.g. `0o755`.
     pub mode: u32,
 }
 
 /// Everything needed to run one job.
 #[derive(Debug, Clone)]
 pub struct JobSpec {
+    /// The image the container runs.
     pub image: String,
     /// Container name (unique per run and job).
     pub name: String,
+    /// Labels put on the container (and, on Swarm, its other objects).
     pub labels: BTreeMap<String, String>,
+    /// Files copied into the container before it starts.
     pub files: Vec<FileIn>,
     /// The main process, e.g. `["/bin/bash", "/swe-eval/job.sh"]`.
     pub command: Vec<String>,
+    /// Environment variables, each `NAME=value`.
     pub env: Vec<String>,
+    /// Working directory of the main process; `None` = the image's.
     pub working_dir: Option<String>,
+    /// Resource limits of the container.
     pub limits: Limits,
     /// Network access; off by default.
     pub network: bool,
@@ -89,13 +101,17 @@ pub struct JobOutput {
     pub exit_code: Option<i64>,
     /// Combined stdout and stderr, possibly cut in the middle (see `truncated_bytes`).
     pub output: Vec<u8>,
+    /// Bytes of output dropped from the middle to keep within `max_output_bytes`.
     pub truncated_bytes: u64,
+    /// The job was killed at its deadline.
     pub timed_out: bool,
     /// Killed by the kernel's OOM killer.
     pub oom_killed: bool,
     /// Time spent creating and starting the container, running it, and removing it.
     pub setup: Duration,
+    /// Time from start until the main process ended or the deadline passed.
     pub run: Duration,
+    /// Time after the run until the container was removed.
     pub teardown: Duration,
     /// The cluster node that ran the job (Swarm); `None` on a single daemon.
     pub node: Option<String>,
@@ -116,7 +132,9 @@ impl JobOutput {
 /// What the daemon said about itself.
 #[derive(Debug, Clone, Default)]
 pub struct EngineInfo {
+    /// The API version the daemon speaks, e.g. `1.43`.
     pub api_version: String,
+    /// The daemon's own version, e.g. `24.0.7`.
     pub server_version: String,
 }
 
@@ -124,40 +142,125 @@ pub struct EngineInfo {
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     #[error("cannot reach the Docker daemon at {endpoint}: {message}\n  start one with `sudo scripts/ensure-docker.sh` (installs docker.io when missing and starts dockerd), `sudo dockerd &` or `sudo systemctl start docker`")]
-    Connect { endpoint: String, message: String },
-    #[error("image build of {tag} failed: {message}")]
-    Build {
-        tag: String,
+    /// The daemon could not be reached.
+    Connect {
+        /// The address tried (socket path or URL).
+        endpoint: String,
+        /// Why the connection failed.
         message: String,
+    },
+    #[error("image build of {tag} failed: {message}")]
+    /// An image build failed.
+    Build {
+        /// The tag being built.
+        tag: String,
+        /// The error the build stopped with.
+        message: String,
+        /// The build's output up to the failure.
         log: String,
     },
     #[error("image import of {tag} failed: {message}")]
-    Import { tag: String, message: String },
+    /// Importing a root file system as an image failed.
+    Import {
+        /// The tag being imported.
+        tag: String,
+        /// What went wrong, usually the daemon's error message.
+        message: String,
+    },
     #[error("pull of {image} failed: {message}")]
-    Pull { image: String, message: String },
+    /// Pulling an image failed.
+    Pull {
+        /// The image being pulled.
+        image: String,
+        /// What went wrong, usually the daemon's error message.
+        message: String,
+    },
     #[error("push of {image} failed: {message}")]
-    Push { image: String, message: String },
+    /// Pushing an image failed.
+    Push {
+        /// The image being pushed.
+        image: String,
+        /// What went wrong, usually the daemon's error message.
+        message: String,
+    },
     #[error("image {image} is not present")]
-    ImageMissing { image: String },
+    /// The image is not present.
+    ImageMissing {
+        /// The image looked for.
+        image: String,
+    },
     #[error("image inspect/remove of {image} failed: {message}")]
-    Image { image: String, message: String },
+    /// Inspecting or removing an image failed.
+    Image {
+        /// The image concerned.
+        image: String,
+        /// What went wrong, usually the daemon's error message.
+        message: String,
+    },
     /// Removal refused: a container (a job or another run's hold) still uses the image.
     #[error("image {image} is in use by a container (another run may hold it): {message}")]
-    ImageInUse { image: String, message: String },
+    ImageInUse {
+        /// The image whose removal was refused.
+        image: String,
+        /// What went wrong, usually the daemon's error message.
+        message: String,
+    },
     #[error("container create {name} failed: {message}")]
-    Create { name: String, message: String },
+    /// Creating a container (or, on Swarm, a service or config) failed.
+    Create {
+        /// The object's name (or what it is, e.g. `hold on IMAGE`).
+        name: String,
+        /// What went wrong, usually the daemon's error message.
+        message: String,
+    },
     #[error("copy into container {name} failed: {message}")]
-    Copy { name: String, message: String },
+    /// Copying the job's files into its container failed.
+    Copy {
+        /// The container's name.
+        name: String,
+        /// What went wrong, usually the daemon's error message.
+        message: String,
+    },
     #[error("container start {name} failed: {message}")]
-    Start { name: String, message: String },
+    /// Starting a container failed.
+    Start {
+        /// The container's name.
+        name: String,
+        /// What went wrong, usually the daemon's error message.
+        message: String,
+    },
     #[error("container wait {name} failed: {message}")]
-    Wait { name: String, message: String },
+    /// Waiting for a container (or task) to end failed.
+    Wait {
+        /// The container's name.
+        name: String,
+        /// What went wrong, usually the daemon's error message.
+        message: String,
+    },
     #[error("container logs {name} failed: {message}")]
-    Logs { name: String, message: String },
+    /// Reading a container's output failed.
+    Logs {
+        /// The container's name.
+        name: String,
+        /// What went wrong, usually the daemon's error message.
+        message: String,
+    },
     #[error("container remove {name} failed: {message}")]
-    Remove { name: String, message: String },
+    /// Removing a container (or other per-job object) failed.
+    Remove {
+        /// Its name or id.
+        name: String,
+        /// What went wrong, usually the daemon's error message.
+        message: String,
+    },
     #[error("listing {what} failed: {message}")]
-    List { what: String, message: String },
+    /// Listing objects by label failed.
+    List {
+        /// What was being listed (e.g. containers, images).
+        what: String,
+        /// What went wrong, usually the daemon's error message.
+        message: String,
+    },
 }
 
 impl EngineError {
@@ -203,7 +306,9 @@ impl Default for BuildSettings {
 /// contexts and root file systems, so they never sit whole in the orchestrator's memory).
 #[derive(Debug, Clone, PartialEq)]
 pub enum TarSource {
+    /// The archive's bytes.
     Bytes(Vec<u8>),
+    /// The path of a tar file on disk.
     File(std::path::PathBuf),
 }
 
@@ -222,14 +327,19 @@ impl From<std::path::PathBuf> for TarSource {
 /// A container or image the tool created, as found by label.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Resource {
+    /// The engine's id (on Swarm, prefixed for services and configs).
     pub id: String,
+    /// Its name.
     pub name: String,
+    /// All its labels.
     pub labels: BTreeMap<String, String>,
 }
 
 /// The engine operations the crate needs. Futures are `Send` so jobs can run on spawned tasks.
 pub trait Engine: Send + Sync + 'static {
+    /// What the daemon says about itself; also a check that it is reachable.
     fn info(&self) -> impl Future<Output = Result<EngineInfo, EngineError>> + Send;
+    /// Whether an image named `image` is present.
     fn image_exists(&self, image: &str) -> impl Future<Output = Result<bool, EngineError>> + Send;
     /// Builds `tag` from a tar build context holding a `Dockerfile`; returns the build log.
     fn build_image(
@@ -261,6 +371,7 @@ pub trait Engine: Send + Sync + 'static {
         image: &str,
         new_name: &str,
     ) -> impl Future<Output = Result<(), EngineError>> + Send;
+    /// Pulls `image` from its registry.
     fn pull_image(&self, image: &str) -> impl Future<Output = Result<(), EngineError>> + Send;
     /// Removes the name `image` (the image goes with its last name). Never forced: an image
     /// a container still uses is [`EngineError::ImageInUse`]; an absent one is no error.

@@ -11,8 +11,11 @@ use super::FileIn;
 /// One entry of an in-memory archive: a path relative to the archive root.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
+    /// Path in the archive, e.g. `swe-eval/job.sh`.
     pub path: String,
+    /// The file's bytes.
     pub contents: Vec<u8>,
+    /// Unix permission bits, e.g. `0o644`.
     pub mode: u32,
 }
 

@@ -57,15 +57,20 @@ exec "$@"
 /// One config to create: its name, where it is mounted, its bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigChunk {
+    /// The config's name.
     pub name: String,
+    /// The path it is mounted at in the task's container.
     pub target: String,
+    /// Its bytes.
     pub data: Vec<u8>,
 }
 
 /// How a job's files reach its task: the full command, and the configs it mounts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Inputs {
+    /// The task's main process, which puts the files in place before the job's command.
     pub command: Vec<String>,
+    /// The configs the service mounts.
     pub configs: Vec<ConfigChunk>,
 }
 

@@ -56,12 +56,14 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 /// The output read so far, and where the reading stands.
 #[derive(Debug)]
 pub struct Reader {
+    /// The output kept so far (head and tail).
     pub buf: HeadTail,
     /// The last stamp seen, and how many lines carried it.
     last: Option<(Stamp, usize)>,
 }
 
 impl Reader {
+    /// A reader that keeps at most `max` bytes of output.
     pub fn new(max: usize) -> Self {
         Reader {
             buf: HeadTail::new(max),

@@ -61,6 +61,7 @@ use super::{
 
 /// Id prefixes of the Swarm objects [`Engine::list_containers`] returns beside containers.
 pub const SERVICE_PREFIX: &str = "service:";
+/// See [`SERVICE_PREFIX`]: the prefix of configs.
 pub const CONFIG_PREFIX: &str = "config:";
 
 /// The network of jobs without network access: an internal overlay (no gateway, no route
@@ -179,6 +180,7 @@ fn resource(prefix: &str, id: Option<String>, spec: Option<Named>) -> Resource {
 pub enum TaskPhase {
     /// Not started yet (scheduling, pulling, starting).
     Waiting,
+    /// Its container is running.
     Running,
     /// Ended by itself, with this exit code.
     Exited(i64),
@@ -188,6 +190,7 @@ pub enum TaskPhase {
     Lost(String),
 }
 
+/// The phase of `task`, from its state (and its error or message when it failed).
 pub fn phase(task: &Task) -> TaskPhase {
     let status = task.status.clone().unwrap_or_default();
     let why = || {

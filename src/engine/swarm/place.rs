@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 /// How many more running jobs a node holding the image may have than the least busy node.
 pub const SLACK: usize = 1;
 
+/// Where each image's jobs have run, and how many of this engine's jobs run on each node.
 #[derive(Debug, Default)]
 pub struct Placement {
     /// Image reference -> nodes that ran a job of it.
