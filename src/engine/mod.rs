@@ -32,7 +32,7 @@ pub const LABEL_HOLD: &str = "swe-eval.hold";
 /// Marks a hand-over: an image a run would have removed but another run still used; the value
 /// is the image name (`images::hold::mark_doomed`).
 pub const LABEL_DOOMED: &str = "swe-eval.doomed";
-/// Reserved for objects a reap should leave alone; nothing in the crate sets or reads it yet.
+/// A label key defined with the others from the start; nothing in the crate sets or reads it.
 pub const LABEL_KEEP: &str = "swe-eval.keep";
 
 /// Resource limits of one job's container.
