@@ -2,57 +2,13 @@
 //! base and environment once; a failure fails only the instances that need that image.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
 
+use super::build_one::{build_one, ensure_base_recipe, failure};
 use super::{
-    base, base_image_name, build_log_path, context_tar, context_tar_to, ensure_base, history,
-    labels_for, BaseOptions, BaseRecipe, BuildChain, ImageError, ImagePlan, InstanceImages, Layer,
-    RepoCache,
+    history, BuildChain, BuildOptions, ImageError, ImageFailure, ImagePlan, InstanceImages, Layer,
+    Prepared,
 };
-use crate::engine::tarball::Entry;
-use crate::engine::{BuildSettings, Engine, TarSource};
-
-/// Options of [`ensure`].
-#[derive(Debug, Clone)]
-pub struct BuildOptions {
-    /// `<output>/logs/build_images`: failed (and base) build logs go here.
-    pub logs_dir: PathBuf,
-    /// Where the repositories for instance images are fetched and kept.
-    pub repos: RepoCache,
-    /// How the base image is bootstrapped when it is missing.
-    pub base: BaseOptions,
-    /// Instance images built at once.
-    pub parallel: usize,
-    /// History images in one chain at most before a new root (see [`super::history`]);
-    /// [`super::history::MAX_CHAIN`] unless a test wants short chains.
-    pub history_chain: usize,
-}
-
-/// Why one instance has no image.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ImageFailure {
-    /// The image that could not be had.
-    pub image: String,
-    /// Its layer.
-    pub layer: Layer,
-    /// Why.
-    pub message: String,
-    /// The saved build log, if there was one.
-    pub log_path: Option<PathBuf>,
-    /// Worth retrying (a daemon hiccup), as opposed to a broken recipe.
-    pub transient: bool,
-}
-
-/// What [`ensure`] prepared.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Prepared {
-    /// instance_id -> the image its jobs run in.
-    pub images: BTreeMap<String, String>,
-    /// instance_id -> why it has none.
-    pub failed: BTreeMap<String, ImageFailure>,
-    /// Images this call created (built, imported or pulled), with their layer.
-    pub created: Vec<(String, Layer)>,
-}
+use crate::engine::Engine;
 
 /// Makes every image of `plan` present: prebuilt ones used or pulled, the rest built (each
 /// base and environment once). A failure fails only the instances that need that image.
@@ -190,25 +146,6 @@ pub async fn ensure<E: Engine>(engine: &E, plan: &ImagePlan, opts: &BuildOptions
     out
 }
 
-pub(super) fn failure(
-    layer: Layer,
-    image: &str,
-    e: &ImageError,
-    log_path: Option<PathBuf>,
-) -> ImageFailure {
-    let transient = match e {
-        ImageError::Engine(ee) => ee.is_transient(),
-        _ => false,
-    };
-    ImageFailure {
-        image: image.to_string(),
-        layer,
-        message: e.to_string(),
-        log_path,
-        transient,
-    }
-}
-
 /// A prebuilt image present or pulled: `Ok(Some)`; none to be had but a chain to build:
 /// `Ok(None)`; neither: the failure.
 async fn resolve_prebuilt<E: Engine>(
@@ -246,50 +183,6 @@ async fn resolve_prebuilt<E: Engine>(
         }
         Err(_) if inst.build.is_some() => Ok(None),
         Err(e) => Err(failure(Layer::Instance, image, &e.into(), None)),
-    }
-}
-
-pub(super) async fn ensure_base_recipe<E: Engine>(
-    engine: &E,
-    recipe: &BaseRecipe,
-    opts: &BuildOptions,
-    out: &mut Prepared,
-) -> Result<(), ImageFailure> {
-    match recipe {
-        BaseRecipe::Debian { release, alias } => {
-            let name = base_image_name(*release);
-            let log_path = build_log_path(&opts.logs_dir, Layer::Base, &name);
-            let mut bopts = opts.base.clone();
-            bopts.log_file = Some(log_path.clone());
-            match ensure_base(engine, *release, std::slice::from_ref(alias), &bopts).await {
-                Ok(o) => {
-                    if o.built {
-                        out.created.push((name, Layer::Base));
-                    }
-                    Ok(())
-                }
-                Err(e) => Err(failure(Layer::Base, &name, &e, Some(log_path))),
-            }
-        }
-        BaseRecipe::Dockerfile { tag, dockerfile } => match engine.image_exists(tag).await {
-            Ok(true) => Ok(()),
-            Ok(false) => {
-                build_one(
-                    engine,
-                    Layer::Base,
-                    tag,
-                    dockerfile,
-                    &[],
-                    None,
-                    true,
-                    None,
-                    opts,
-                    out,
-                )
-                .await
-            }
-            Err(e) => Err(failure(Layer::Base, tag, &e.into(), None)),
-        },
     }
 }
 
@@ -336,77 +229,13 @@ async fn build_instance<E: Engine>(
     Ok(ir.tag.clone())
 }
 
-#[allow(clippy::too_many_arguments)]
-pub(super) async fn build_one<E: Engine>(
-    engine: &E,
-    layer: Layer,
-    tag: &str,
-    dockerfile: &str,
-    files: &[Entry],
-    folder: Option<(&str, &Path)>,
-    network: bool,
-    instance_id: Option<&str>,
-    opts: &BuildOptions,
-    out: &mut Prepared,
-) -> Result<(), ImageFailure> {
-    match engine.image_exists(tag).await {
-        Ok(true) => return Ok(()),
-        Ok(false) => {}
-        Err(e) => return Err(failure(layer, tag, &e.into(), None)),
-    }
-    // A context with a folder (a history image's pack: a whole history for a root) can be
-    // hundreds of MB: it goes through a temporary file, streamed to the daemon, never whole
-    // in memory.
-    let ctx_err = |e: std::io::Error| {
-        failure(
-            layer,
-            tag,
-            &ImageError::Context {
-                image: tag.to_string(),
-                message: e.to_string(),
-            },
-            None,
-        )
-    };
-    let mut _ctx_file = None;
-    let ctx: TarSource = match folder {
-        None => context_tar(dockerfile, files, None)
-            .map_err(ctx_err)?
-            .into(),
-        Some(folder) => {
-            let f = tempfile::NamedTempFile::new().map_err(ctx_err)?;
-            context_tar_to(f.as_file(), dockerfile, files, &[folder]).map_err(ctx_err)?;
-            let path = f.path().to_path_buf();
-            _ctx_file = Some(f);
-            path.into()
-        }
-    };
-    let log_path = build_log_path(&opts.logs_dir, layer, tag);
-    // Builds that need no network run without (hermetic, and no network endpoint to set up).
-    let settings = BuildSettings { network };
-    match engine
-        .build_image_with(tag, ctx, labels_for(layer, instance_id), settings)
-        .await
-    {
-        Ok(_log) => {
-            out.created.push((tag.to_string(), layer));
-            Ok(())
-        }
-        Err(e) => {
-            let e = ImageError::from(e);
-            let saved = e
-                .log()
-                .map(|l| base::write_log(&log_path, l).is_ok())
-                .unwrap_or(false);
-            Err(failure(layer, tag, &e, saved.then_some(log_path)))
-        }
-    }
-}
-
 #[cfg(test)]
 mod plan_tests {
     use super::*;
+    use std::path::Path;
+
     use crate::engine::fake::{Call, FakeEngine};
+    use crate::images::{base_image_name, BaseOptions, BaseRecipe, RepoCache};
     use crate::images::{cleanup, CacheLevel, EnvRecipe, InstanceRecipe};
     use crate::repos::RepoSources;
     use crate::spec::DebianRelease;

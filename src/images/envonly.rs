@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::build::{build_one, ensure_base_recipe};
+use super::build_one::{build_one, ensure_base_recipe};
 use super::{BuildChain, BuildOptions, ImageFailure, Layer, Prepared};
 use crate::engine::Engine;
 

@@ -26,7 +26,7 @@ use std::sync::Mutex;
 use futures_util::future::{BoxFuture, FutureExt, Shared};
 use tokio::sync::Semaphore;
 
-use super::build::{build_one, failure};
+use super::build_one::{build_one, failure};
 use super::{content_hash, BuildOptions, ImageError, ImageFailure, Layer, Prepared, RepoCache};
 use crate::engine::Engine;
 use crate::repos::{git, git_input};

@@ -12,6 +12,7 @@
 
 pub mod base;
 mod build;
+mod build_one;
 mod cleanup;
 mod context;
 pub mod envonly;
@@ -23,7 +24,8 @@ mod plan;
 pub mod repo;
 
 pub use base::{base_image_name, ensure_base, BaseOptions, BaseOutcome};
-pub use build::{ensure, BuildOptions, ImageFailure, Prepared};
+pub use build::ensure;
+pub use build_one::{BuildOptions, ImageFailure, Prepared};
 pub use cleanup::{cleanup, CleanupReport};
 pub use context::{context_tar, context_tar_to};
 pub use error::ImageError;

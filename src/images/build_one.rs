@@ -1,0 +1,185 @@
+//! Building one image (any layer from its Dockerfile and context, or the base from its
+//! recipe), and what building hands back: [`Prepared`] images and each [`ImageFailure`].
+//! [`super::build`] (the plan), [`super::history`] and [`super::envonly`] build through it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::{
+    base, base_image_name, build_log_path, context_tar, context_tar_to, ensure_base, labels_for,
+    BaseOptions, BaseRecipe, ImageError, Layer, RepoCache,
+};
+use crate::engine::tarball::Entry;
+use crate::engine::{BuildSettings, Engine, TarSource};
+
+/// Options of [`super::ensure`].
+#[derive(Debug, Clone)]
+pub struct BuildOptions {
+    /// `<output>/logs/build_images`: failed (and base) build logs go here.
+    pub logs_dir: PathBuf,
+    /// Where the repositories for instance images are fetched and kept.
+    pub repos: RepoCache,
+    /// How the base image is bootstrapped when it is missing.
+    pub base: BaseOptions,
+    /// Instance images built at once.
+    pub parallel: usize,
+    /// History images in one chain at most before a new root (see [`super::history`]);
+    /// [`super::history::MAX_CHAIN`] unless a test wants short chains.
+    pub history_chain: usize,
+}
+
+/// Why one instance has no image.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImageFailure {
+    /// The image that could not be had.
+    pub image: String,
+    /// Its layer.
+    pub layer: Layer,
+    /// Why.
+    pub message: String,
+    /// The saved build log, if there was one.
+    pub log_path: Option<PathBuf>,
+    /// Worth retrying (a daemon hiccup), as opposed to a broken recipe.
+    pub transient: bool,
+}
+
+/// What [`super::ensure`] prepared.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Prepared {
+    /// instance_id -> the image its jobs run in.
+    pub images: BTreeMap<String, String>,
+    /// instance_id -> why it has none.
+    pub failed: BTreeMap<String, ImageFailure>,
+    /// Images this call created (built, imported or pulled), with their layer.
+    pub created: Vec<(String, Layer)>,
+}
+
+pub(super) fn failure(
+    layer: Layer,
+    image: &str,
+    e: &ImageError,
+    log_path: Option<PathBuf>,
+) -> ImageFailure {
+    let transient = match e {
+        ImageError::Engine(ee) => ee.is_transient(),
+        _ => false,
+    };
+    ImageFailure {
+        image: image.to_string(),
+        layer,
+        message: e.to_string(),
+        log_path,
+        transient,
+    }
+}
+
+pub(super) async fn ensure_base_recipe<E: Engine>(
+    engine: &E,
+    recipe: &BaseRecipe,
+    opts: &BuildOptions,
+    out: &mut Prepared,
+) -> Result<(), ImageFailure> {
+    match recipe {
+        BaseRecipe::Debian { release, alias } => {
+            let name = base_image_name(*release);
+            let log_path = build_log_path(&opts.logs_dir, Layer::Base, &name);
+            let mut bopts = opts.base.clone();
+            bopts.log_file = Some(log_path.clone());
+            match ensure_base(engine, *release, std::slice::from_ref(alias), &bopts).await {
+                Ok(o) => {
+                    if o.built {
+                        out.created.push((name, Layer::Base));
+                    }
+                    Ok(())
+                }
+                Err(e) => Err(failure(Layer::Base, &name, &e, Some(log_path))),
+            }
+        }
+        BaseRecipe::Dockerfile { tag, dockerfile } => match engine.image_exists(tag).await {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                build_one(
+                    engine,
+                    Layer::Base,
+                    tag,
+                    dockerfile,
+                    &[],
+                    None,
+                    true,
+                    None,
+                    opts,
+                    out,
+                )
+                .await
+            }
+            Err(e) => Err(failure(Layer::Base, tag, &e.into(), None)),
+        },
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn build_one<E: Engine>(
+    engine: &E,
+    layer: Layer,
+    tag: &str,
+    dockerfile: &str,
+    files: &[Entry],
+    folder: Option<(&str, &Path)>,
+    network: bool,
+    instance_id: Option<&str>,
+    opts: &BuildOptions,
+    out: &mut Prepared,
+) -> Result<(), ImageFailure> {
+    match engine.image_exists(tag).await {
+        Ok(true) => return Ok(()),
+        Ok(false) => {}
+        Err(e) => return Err(failure(layer, tag, &e.into(), None)),
+    }
+    // A context with a folder (a history image's pack: a whole history for a root) can be
+    // hundreds of MB: it goes through a temporary file, streamed to the daemon, never whole
+    // in memory.
+    let ctx_err = |e: std::io::Error| {
+        failure(
+            layer,
+            tag,
+            &ImageError::Context {
+                image: tag.to_string(),
+                message: e.to_string(),
+            },
+            None,
+        )
+    };
+    let mut _ctx_file = None;
+    let ctx: TarSource = match folder {
+        None => context_tar(dockerfile, files, None)
+            .map_err(ctx_err)?
+            .into(),
+        Some(folder) => {
+            let f = tempfile::NamedTempFile::new().map_err(ctx_err)?;
+            context_tar_to(f.as_file(), dockerfile, files, &[folder]).map_err(ctx_err)?;
+            let path = f.path().to_path_buf();
+            _ctx_file = Some(f);
+            path.into()
+        }
+    };
+    let log_path = build_log_path(&opts.logs_dir, layer, tag);
+    // Builds that need no network run without (hermetic, and no network endpoint to set up).
+    let settings = BuildSettings { network };
+    match engine
+        .build_image_with(tag, ctx, labels_for(layer, instance_id), settings)
+        .await
+    {
+        Ok(_log) => {
+            out.created.push((tag.to_string(), layer));
+            Ok(())
+        }
+        Err(e) => {
+            let e = ImageError::from(e);
+            let saved = e
+                .log()
+                .map(|l| base::write_log(&log_path, l).is_ok())
+                .unwrap_or(false);
+            Err(failure(layer, tag, &e, saved.then_some(log_path)))
+        }
+    }
+}
