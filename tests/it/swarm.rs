@@ -434,6 +434,7 @@ fn cluster() -> Cluster {
 struct Finished {
     code: i32,
     stdout: String,
+    stderr: String,
 }
 
 fn spawn_run(dir: &Path, run_id: &str, registry: &str) -> Child {
@@ -458,10 +459,12 @@ fn spawn_run(dir: &Path, run_id: &str, registry: &str) -> Child {
 fn finish(child: Child) -> Finished {
     let out = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    eprintln!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    eprintln!("{stdout}\n{stderr}");
     Finished {
         code: out.status.code().unwrap_or(-1),
         stdout,
+        stderr,
     }
 }
 
@@ -538,6 +541,10 @@ fn lines(s: Result<String, String>) -> BTreeSet<String> {
 
 fn assert_mini_ok(run: &Finished) {
     assert_eq!(run.code, 0, "the run is clean:\n{}", run.stdout);
+    assert_mini_verdicts(run);
+}
+
+fn assert_mini_verdicts(run: &Finished) {
     assert!(
         run.stdout
             .contains("mini benchmark: 22/22 verdicts as expected"),
@@ -949,7 +956,44 @@ fn mini_benchmark_on_a_two_node_swarm_survives_a_killed_client_and_a_dead_worker
         "the worker died mid-run ({done_at_kill} verdicts written)"
     );
     print_timings(&results, "swarm2");
-    assert_mini_ok(&second);
+    // Every verdict as expected; the run ends with a problem: the service of the job lost with
+    // the worker is kept while the worker is down (removed now, its container would stay on
+    // the worker for good), and it says so.
+    assert_mini_verdicts(&second);
+    assert_eq!(
+        second.code, 3,
+        "finished with a problem (the kept service):\n{}\n{}",
+        second.stdout, second.stderr
+    );
+    let kept_said = second.stderr.matches("kept: its task is on node").count();
+    let kept = lines(run(
+        "docker",
+        &[
+            "service",
+            "ls",
+            "--format",
+            "{{.Name}}",
+            "--filter",
+            "label=swe-eval.run-id=swarm2",
+        ],
+    ));
+    assert!(
+        kept_said >= 1 && kept_said == kept.len(),
+        "each service kept is named ({kept_said} named, kept {kept:?}):\n{}",
+        second.stderr
+    );
+    for name in &kept {
+        let on = must(
+            "docker",
+            &["service", "ps", name, "--format", "{{.Node}}", "--no-trunc"],
+        );
+        assert!(
+            second.stderr.contains(&format!("service {name} kept")),
+            "{name} named:\n{}",
+            second.stderr
+        );
+        assert!(!on.is_empty(), "{name} has its task on a node: {on}");
+    }
     let retries: u32 = second
         .stdout
         .lines()
@@ -973,28 +1017,56 @@ fn mini_benchmark_on_a_two_node_swarm_survives_a_killed_client_and_a_dead_worker
     );
     assert_eq!(down, "down", "the manager saw the worker die");
 
-    // 5. Nothing of the runs is left. The worker, restarted, rejoins and removes its containers.
+    // 5. Nothing of the runs is left. The worker, restarted, rejoins; the next run (here the
+    // same run again: every verdict resumed, no job) removes the kept services at its start,
+    // and Swarm removes their containers on the worker.
     c.start_worker();
     wait_for("the worker back", Duration::from_secs(120), || {
         (c.nodes_ready()? == 2).then_some(())
     });
+    let third = finish(spawn_run(work.path(), "swarm2", &registry));
+    assert_mini_ok(&third);
+    assert!(
+        third
+            .stdout
+            .contains("22 predictions, 22 resumed, 0 containers run"),
+        "{}",
+        third.stdout
+    );
+    // The kept services (and configs of theirs, if any) are the earlier runs' leftovers.
+    let reaped: usize = third
+        .stderr
+        .lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("removed ")?
+                .strip_suffix(" leftover containers of earlier runs")?
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0);
+    assert!(
+        reaped >= kept.len(),
+        "the kept services removed at the next run's start:\n{}",
+        third.stderr
+    );
     let tasks_left = |c: &Cluster| {
         lines(c.worker_docker(&["ps", "-a", "--format", "{{.Names}}"]))
             .into_iter()
             .filter(|n| n.starts_with("swe-eval-"))
             .collect::<Vec<_>>()
     };
-    // The restarted worker removes the containers of tasks whose services are gone on its own
-    // schedule (slower for containers on the jobs' overlay network): wait, then name them.
+    // Swarm removes a removed service's containers through their nodes, asynchronously:
+    // wait, then name what is left.
     let t0 = Instant::now();
     let mut left = tasks_left(&c);
-    while !left.is_empty() && t0.elapsed() < Duration::from_secs(300) {
-        std::thread::sleep(Duration::from_secs(1));
+    while !left.is_empty() && t0.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(500));
         left = tasks_left(&c);
     }
     assert!(
         left.is_empty(),
-        "the restarted worker still holds the dead run's containers after 300 s: {left:?}"
+        "the restarted worker still holds the runs' containers 60 s after the last run: {left:?}"
     );
     // A removed service's task container goes asynchronously (within seconds here), so the
     // check waits for it rather than racing Swarm's removal; one that stays is still a failure.

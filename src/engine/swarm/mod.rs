@@ -27,7 +27,10 @@
 //!    started within the start timeout, is an engine error: transient, so the runner retries it
 //!    as a new service, and Swarm places it on a node that is up. A rejected task whose image
 //!    is missing is not retried.
-//! 6. **Cleanup.** The service, then its configs, are removed whatever happened. Services and
+//! 6. **Cleanup.** The service, then its configs, are removed whatever happened, except when
+//!    its task is on a node that is down: then both are kept until the node is back (removed
+//!    now, Swarm would leave the task's container on that node for good; see [`strand`]), and
+//!    the run reports them. Services and
 //!    configs carry the run's labels: [`Engine::list_containers`] lists them with the
 //!    containers (ids prefixed `service:` and `config:`), so the runner's reaps (a dead
 //!    owner's at start, its own at the end) cover them.
@@ -35,20 +38,21 @@
 pub mod inputs;
 pub mod logs;
 pub mod place;
+mod strand;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bollard::models::{
-    ConfigSpec, LocalNodeState, NetworkAttachmentConfig, NodeSpecAvailabilityEnum, NodeState,
-    ServiceSpec, ServiceSpecMode, ServiceSpecModeReplicated, Task, TaskSpec, TaskSpecContainerSpec,
+    ConfigSpec, LocalNodeState, NetworkAttachmentConfig, NodeSpecAvailabilityEnum, ServiceSpec,
+    ServiceSpecMode, ServiceSpecModeReplicated, Task, TaskSpec, TaskSpecContainerSpec,
     TaskSpecContainerSpecConfigs, TaskSpecContainerSpecFile1, TaskSpecLogDriver, TaskSpecPlacement,
     TaskSpecResources, TaskSpecRestartPolicy, TaskSpecRestartPolicyConditionEnum, TaskState,
 };
 use bollard::query_parameters::{
-    ListConfigsOptionsBuilder, ListServicesOptionsBuilder, ListTasksOptionsBuilder,
-    LogsOptionsBuilder, PushImageOptionsBuilder,
+    ListConfigsOptionsBuilder, ListServicesOptionsBuilder, LogsOptionsBuilder,
+    PushImageOptionsBuilder,
 };
 use bollard::Docker;
 use futures_util::StreamExt;
@@ -108,7 +112,10 @@ impl Default for SwarmOptions {
 struct NodeView {
     id: String,
     hostname: String,
+    /// Up and available for new jobs.
     ready: bool,
+    /// Up (its agent reachable), whatever its availability.
+    up: bool,
 }
 
 /// A connected Swarm manager.
@@ -123,6 +130,9 @@ pub struct SwarmEngine {
     nodes: tokio::sync::Mutex<Option<(Instant, Vec<NodeView>)>>,
     /// The id of the [`NO_NETWORK`] network.
     no_network: String,
+    /// Services kept because their task is on a node that is down (name -> node); see
+    /// [`strand`].
+    kept: Mutex<std::collections::BTreeMap<String, String>>,
 }
 
 impl std::fmt::Debug for SwarmEngine {
@@ -364,6 +374,7 @@ impl SwarmEngine {
             place: Default::default(),
             nodes: Default::default(),
             no_network,
+            kept: Default::default(),
         })
     }
 
@@ -392,12 +403,16 @@ impl SwarmEngine {
             })?;
         let nodes: Vec<NodeView> = list
             .into_iter()
-            .map(|n| NodeView {
-                id: n.id.unwrap_or_default(),
-                hostname: n.description.and_then(|d| d.hostname).unwrap_or_default(),
-                ready: n.status.and_then(|s| s.state) == Some(NodeState::READY)
-                    && n.spec.and_then(|s| s.availability)
-                        == Some(NodeSpecAvailabilityEnum::ACTIVE),
+            .map(|n| {
+                let up = strand::is_up(n.status.and_then(|s| s.state));
+                NodeView {
+                    id: n.id.unwrap_or_default(),
+                    hostname: n.description.and_then(|d| d.hostname).unwrap_or_default(),
+                    ready: up
+                        && n.spec.and_then(|s| s.availability)
+                            == Some(NodeSpecAvailabilityEnum::ACTIVE),
+                    up,
+                }
             })
             .collect();
         *cache = Some((Instant::now(), nodes.clone()));
@@ -462,17 +477,7 @@ impl SwarmEngine {
 
     /// The task of service `id` (the newest, should Swarm have made more than one).
     async fn task_of(&self, id: &str) -> Result<Option<Task>, EngineError> {
-        let filters = HashMap::from([("service".to_string(), vec![id.to_string()])]);
-        let tasks = self
-            .docker()
-            .list_tasks(Some(
-                ListTasksOptionsBuilder::default().filters(&filters).build(),
-            ))
-            .await
-            .map_err(|e| EngineError::Wait {
-                name: id.into(),
-                message: format!("list tasks: {e}"),
-            })?;
+        let tasks = self.tasks_of(id).await?;
         Ok(tasks
             .into_iter()
             .max_by_key(|t| t.version.as_ref().and_then(|v| v.index).unwrap_or(0)))
@@ -529,17 +534,6 @@ impl SwarmEngine {
             Err(e) if status_of(&e) == Some(404) => Ok(()),
             Err(e) => Err(EngineError::Remove {
                 name: format!("config {id}"),
-                message: e.to_string(),
-            }),
-        }
-    }
-
-    async fn remove_service(&self, id: &str) -> Result<(), EngineError> {
-        match self.docker().delete_service(id).await {
-            Ok(()) => Ok(()),
-            Err(e) if status_of(&e) == Some(404) => Ok(()),
-            Err(e) => Err(EngineError::Remove {
-                name: format!("service {id}"),
                 message: e.to_string(),
             }),
         }
@@ -856,6 +850,8 @@ impl Engine for SwarmEngine {
         };
         let mut configs = Vec::new();
         let mut node = None;
+        let mut keep_configs = false;
+        let mut removed = Ok(());
         let result = match self.create_configs(&plan, &job, &mut configs).await {
             Err(e) => Err(e),
             Ok(refs) => {
@@ -882,7 +878,12 @@ impl Engine for SwarmEngine {
                     Err(e) => Err(e),
                     Ok(id) => {
                         let driven = self.drive(&id, &job, &image, t0, &mut out, &mut node).await;
-                        let removed = self.remove_service(&id).await;
+                        match self.remove_job_service(&id, &name).await {
+                            // Its configs stay with it (a service in use holds them).
+                            Ok(strand::Removal::Kept { .. }) => keep_configs = true,
+                            Ok(strand::Removal::Removed) => {}
+                            Err(e) => removed = Err(e),
+                        }
                         driven.and(removed)
                     }
                 }
@@ -892,6 +893,9 @@ impl Engine for SwarmEngine {
             self.place().ended(n);
         }
         let mut configs_removed = Ok(());
+        if keep_configs {
+            configs.clear();
+        }
         for id in &configs {
             if let Err(e) = self.remove_config(id).await {
                 configs_removed = Err(e);
@@ -922,11 +926,30 @@ impl Engine for SwarmEngine {
             ))
             .await
             .map_err(|e| list_err("services", e))?;
-        all.extend(
-            services
-                .into_iter()
-                .map(|s| resource(SERVICE_PREFIX, s.id, s.spec.map(|x| (x.name, x.labels)))),
-        );
+        // A service whose task is on a node that is down stays, with its configs, until the
+        // node is back (see [`strand`]): it is not a leftover to remove yet. (The run that
+        // kept it reported it.)
+        let mut held_configs = std::collections::BTreeSet::new();
+        for s in services {
+            let id = s.id.clone().unwrap_or_default();
+            if self.stranded_on(&id).await?.is_some() {
+                held_configs.extend(
+                    s.spec
+                        .and_then(|x| x.task_template)
+                        .and_then(|t| t.container_spec)
+                        .and_then(|c| c.configs)
+                        .unwrap_or_default()
+                        .into_iter()
+                        .filter_map(|c| c.config_id),
+                );
+                continue;
+            }
+            all.push(resource(
+                SERVICE_PREFIX,
+                s.id,
+                s.spec.map(|x| (x.name, x.labels)),
+            ));
+        }
         // After the services: a config is removable once no service uses it.
         let configs = self
             .docker()
@@ -940,6 +963,7 @@ impl Engine for SwarmEngine {
         all.extend(
             configs
                 .into_iter()
+                .filter(|c| !c.id.as_ref().is_some_and(|id| held_configs.contains(id)))
                 .map(|c| resource(CONFIG_PREFIX, c.id, c.spec.map(|x| (x.name, x.labels)))),
         );
         Ok(all)
@@ -947,6 +971,13 @@ impl Engine for SwarmEngine {
 
     async fn remove_container(&self, id: &str) -> Result<(), EngineError> {
         if let Some(s) = id.strip_prefix(SERVICE_PREFIX) {
+            // Its node may have gone down since it was listed.
+            if let Some(node) = self.stranded_on(s).await? {
+                return Err(EngineError::Remove {
+                    name: format!("service {s}"),
+                    message: strand::kept_message(s, &node),
+                });
+            }
             self.remove_service(s).await
         } else if let Some(c) = id.strip_prefix(CONFIG_PREFIX) {
             self.remove_config(c).await
@@ -969,7 +1000,7 @@ impl Engine for SwarmEngine {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner()),
         );
-        let mut problems = Vec::new();
+        let mut problems = self.kept_problems();
         for n in names {
             if let Err(e) = self.local.remove_image(&n).await {
                 problems.push(format!(
