@@ -3,20 +3,8 @@
 
 use std::collections::BTreeSet;
 
-use super::{hold, CacheLevel, Layer, Prepared};
+use super::{hold, CacheLevel, CleanupReport, Layer, Prepared};
 use crate::engine::{Engine, EngineError};
-
-/// What [`cleanup`] did.
-#[derive(Debug, Default)]
-pub struct CleanupReport {
-    /// Images removed: this run's own, then those earlier runs handed over.
-    pub removed: Vec<String>,
-    /// Images another live process still uses, with who holds them (an owner id, or
-    /// "a container"): marked, and removed by the first cleanup that finds them unheld.
-    pub handed_over: Vec<(String, String)>,
-    /// Removals that failed, by image.
-    pub errors: Vec<(String, EngineError)>,
-}
 
 /// Removes the images `prepared` created that `level` does not keep. An image another live
 /// process holds ([`hold`]) is handed over instead: a marker records that it is to go, and

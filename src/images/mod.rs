@@ -14,6 +14,7 @@ pub mod base;
 mod build;
 mod build_one;
 mod cleanup;
+mod cleanup_report;
 mod context;
 pub mod envonly;
 mod error;
@@ -26,7 +27,8 @@ pub mod repo;
 pub use base::{base_image_name, ensure_base, BaseOptions, BaseOutcome};
 pub use build::ensure;
 pub use build_one::{BuildOptions, ImageFailure, Prepared};
-pub use cleanup::{cleanup, CleanupReport};
+pub use cleanup::cleanup;
+pub use cleanup_report::CleanupReport;
 pub use context::{context_tar, context_tar_to};
 pub use error::ImageError;
 pub use naming::{

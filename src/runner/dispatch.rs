@@ -15,7 +15,9 @@ use crate::predictions::Prediction;
 
 use super::reap::{reap, Reap};
 use super::store::{self, Category, Layout, Verdict};
-use super::{job, summary, PatchMode, Plan, RunConfig, RunError, RunEvent, RunReport};
+use super::{
+    job, job_config, summary, Key, PatchMode, Plan, RunConfig, RunError, RunEvent, RunReport,
+};
 
 /// Runs `plan`. `interrupts` delivers one message per Ctrl-C; `events` receives progress.
 pub async fn run<E: Engine>(
@@ -52,7 +54,7 @@ pub async fn run<E: Engine>(
     emit(planned);
     let mut queue: VecDeque<Arc<job::Job>> = queue.into();
 
-    let job_cfg = Arc::new(job::JobConfig {
+    let job_cfg = Arc::new(job_config::JobConfig {
         run_id: config.run_id.clone(),
         labels: BTreeMap::from([
             (LABEL_TOOL.to_string(), "1".to_string()),
@@ -194,9 +196,6 @@ pub async fn run<E: Engine>(
     report.problems = st.problems;
     Ok(report)
 }
-
-/// Key of a prediction within a run.
-pub(crate) type Key = (String, u32, String); // (model, sample, instance id)
 
 /// The dispatcher's state; nothing else touches it.
 struct State {

@@ -7,7 +7,7 @@ use crate::grading::{self, ErrorReason, GradeInput, Mode, RunOutcome};
 use crate::report::{self, InstanceReport};
 
 use super::driver::{Apply, Parsed, PatchMode};
-use super::job::JobConfig;
+use super::job_config::JobConfig;
 use super::store::Category;
 use super::Setup;
 

@@ -2,34 +2,18 @@
 //! failures retried, then graded, and its log files written. Runs on a worker task; it never
 //! prints and touches no run state: it returns a [`JobDone`] to the dispatcher.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use crate::engine::{Engine, EngineError, FileIn, JobOutput, JobSpec, Limits};
+use crate::engine::{Engine, EngineError, FileIn, JobOutput, JobSpec};
 
 use super::driver::{self, Apply, PatchMode};
 use super::grade::{self, Graded};
+use super::job_config::JobConfig;
 use super::store::{Category, Verdict};
 use super::Setup;
-
-/// Settings every job of a run shares.
-#[derive(Debug, Clone)]
-pub struct JobConfig {
-    pub run_id: String,
-    pub labels: BTreeMap<String, String>,
-    pub timeout: Duration,
-    pub limits: Limits,
-    pub network: bool,
-    pub max_output_bytes: usize,
-    pub strict: bool,
-    /// Attempts per job when the engine fails transiently (>= 1).
-    pub attempts: u32,
-    /// Wait before the first retry; doubles each time.
-    pub backoff: Duration,
-}
 
 /// A prediction that takes its verdict from this job.
 #[derive(Debug, Clone)]

@@ -26,15 +26,16 @@ pub mod driver;
 mod events;
 mod grade;
 mod job;
+mod job_config;
 mod plan;
 mod reap;
 pub mod store;
 pub mod summary;
 
 pub use dispatch::run;
-pub(crate) use dispatch::Key;
 pub use driver::PatchMode;
 pub use events::{RunError, RunEvent, RunReport};
+pub(crate) use plan::Key;
 pub use plan::{default_workers, pending, Plan, RunConfig, Setup};
 pub use store::{Category, Layout, Verdict};
 

@@ -112,3 +112,6 @@ pub fn pending<'a>(predictions: &'a [Prediction], config: &RunConfig) -> Vec<&'a
         })
         .collect()
 }
+
+/// Key of a prediction within a run.
+pub(crate) type Key = (String, u32, String); // (model, sample, instance id)
