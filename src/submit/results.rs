@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Map, Value};
 
 use super::SubmitError;
+
 use crate::dataset::{Dataset, Instance};
 use crate::grading::{self, GradeInput, Mode};
 use crate::report::logs::SavedLog;
