@@ -51,22 +51,37 @@ impl RepoCache {
             return Ok(bare);
         }
         let src = self.sources.source(repo);
-        git(
-            &[
-                "fetch",
-                "-q",
-                "--force",
-                &src,
-                "+refs/heads/*:refs/heads/*",
-                "+refs/tags/*:refs/tags/*",
-            ],
-            Some(&bare),
-        )
-        .map_err(|e| fail(format!("from {src}: {e}")))?;
+        // Every branch and tag at once, so later commits are there already; unless that failed
+        // before in this process (a source that cannot send its whole history: a partial clone
+        // missing objects that some base commits do not need), then each commit on its own.
+        let whole = if whole_fetch_failed(&bare, None) {
+            Err("skipped: it failed before".to_string())
+        } else {
+            git(
+                &[
+                    "fetch",
+                    "-q",
+                    "--force",
+                    &src,
+                    "+refs/heads/*:refs/heads/*",
+                    "+refs/tags/*:refs/tags/*",
+                ],
+                Some(&bare),
+            )
+        };
+        if let Err(e) = &whole {
+            whole_fetch_failed(&bare, Some(e));
+        }
         if !has_commit(&bare, commit) {
-            // Not on any branch or tag: ask for the commit itself (GitHub and protocol v2 allow it).
-            git(&["fetch", "-q", &src, commit], Some(&bare))
-                .map_err(|e| fail(format!("commit {commit} not found in {src}: {e}")))?;
+            // Not on any branch or tag, or those could not be fetched: ask for the commit
+            // itself (GitHub and protocol v2 allow it), its history and the tags git follows.
+            git(&["fetch", "-q", &src, commit], Some(&bare)).map_err(|e| {
+                let whole = whole
+                    .err()
+                    .map(|w| format!(" (fetching every branch and tag: {w})"))
+                    .unwrap_or_default();
+                fail(format!("commit {commit} not found in {src}: {e}{whole}"))
+            })?;
             git(
                 &["update-ref", &format!("refs/swe-eval/{commit}"), commit],
                 Some(&bare),
@@ -85,6 +100,20 @@ fn repo_lock(bare: &Path) -> Arc<Mutex<()>> {
         .lock()
         .unwrap_or_else(|p| p.into_inner());
     map.entry(bare.to_path_buf()).or_default().clone()
+}
+
+/// Whether fetching every branch and tag into `bare` failed in this process; `Some(error)`
+/// records that it did.
+fn whole_fetch_failed(bare: &Path, failed: Option<&String>) -> bool {
+    static FAILED: OnceLock<Mutex<HashMap<PathBuf, String>>> = OnceLock::new();
+    let mut map = FAILED
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if let Some(e) = failed {
+        map.insert(bare.to_path_buf(), e.clone());
+    }
+    map.contains_key(bare)
 }
 
 fn has_commit(repo: &Path, commit: &str) -> bool {
@@ -118,5 +147,43 @@ mod race_tests {
                 sc.spawn(move || assert!(has_commit(&cache.ensure("o/n", c).unwrap(), c), "{i}"));
             }
         });
+    }
+
+    /// A source that cannot send every branch (an object of one branch is gone, as in a partial
+    /// clone) still gives each commit whose history is whole; a commit that needs the missing
+    /// object fails with both errors.
+    #[test]
+    fn a_source_missing_objects_still_gives_the_commits_it_can() {
+        let tmp = tempfile::tempdir().unwrap();
+        let up = tmp.path().join("up");
+        std::fs::create_dir_all(&up).unwrap();
+        git_ok(&up, &["init", "-q", "-b", "main"]);
+        std::fs::write(up.join("a"), "1").unwrap();
+        git_ok(&up, &["add", "."]);
+        git_ok(&up, &["commit", "-q", "-m", "1"]);
+        let good = git_ok(&up, &["rev-parse", "HEAD"]);
+        git_ok(&up, &["checkout", "-q", "-b", "side"]);
+        std::fs::write(up.join("b"), "only on the side branch").unwrap();
+        git_ok(&up, &["add", "."]);
+        git_ok(&up, &["commit", "-q", "-m", "2"]);
+        let bad = git_ok(&up, &["rev-parse", "HEAD"]);
+        let blob = git_ok(&up, &["rev-parse", "HEAD:b"]);
+        std::fs::remove_file(up.join(".git/objects").join(&blob[..2]).join(&blob[2..])).unwrap();
+        git_ok(&up, &["checkout", "-q", "main"]);
+
+        let mut s = RepoSources::default();
+        s.add_override(&format!("o/n={}", up.display())).unwrap();
+        let cache = RepoCache::new(tmp.path().join("cache"), s);
+        let bare = cache.ensure("o/n", &good).unwrap();
+        assert!(has_commit(&bare, &good));
+        assert!(
+            whole_fetch_failed(&bare, None),
+            "the whole fetch failed and is remembered"
+        );
+        let e = cache.ensure("o/n", &bad).unwrap_err().to_string();
+        assert!(
+            e.contains(&bad) && e.contains("every branch and tag"),
+            "{e}"
+        );
     }
 }
