@@ -246,6 +246,12 @@ fn print_env(env: &crate::orchestrate::check_env::EnvReport) {
             for (n, want, got) in &c.different {
                 eprintln!("  different: {n} {got} (frozen {want})");
             }
+            for s in &env.substituted {
+                eprintln!(
+                    "  substituted (no wheel for python {}): {s}",
+                    env.debian_python
+                );
+            }
             for (n, want) in &c.missing {
                 eprintln!("  missing: {n}=={want}");
             }
@@ -316,6 +322,7 @@ fn write_spec(
             "debian_packages": p.debian,
             "unavailable": p.unavailable.iter().map(|(n, _)| n).collect::<Vec<_>>(),
             "unmapped": p.unmapped,
+            "substituted": p.substituted.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
         })),
     });
     crate::fsutil::write_json_atomic(&dir.join("spec.json"), &meta)

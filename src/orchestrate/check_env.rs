@@ -52,6 +52,8 @@ pub struct EnvReport {
     pub check: Option<EnvCheck>,
     /// Python packages the plan knew it could not install (part of `check.missing`).
     pub unavailable: Vec<String>,
+    /// Pins replaced for want of a wheel, `name frozen -> chosen` (part of `check.different`).
+    pub substituted: Vec<String>,
 }
 
 /// Every environment checked, and what was left out.
@@ -197,6 +199,7 @@ pub async fn check_spec<E: Engine>(
             build_log: None,
             check: None,
             unavailable: Vec::new(),
+            substituted: Vec::new(),
         };
     };
     let build = BuildOptions {
@@ -219,6 +222,7 @@ pub async fn check_spec<E: Engine>(
         build_log: None,
         check: None,
         unavailable: plan.unavailable.iter().map(|(n, _)| n.clone()).collect(),
+        substituted: plan.substituted.iter().map(|s| s.to_string()).collect(),
     };
     let mut image = images::InstanceImages::from_spec(spec, &PlanOptions::default());
     let Some(chain) = image.build.as_mut() else {

@@ -19,6 +19,7 @@ use std::sync::OnceLock;
 
 use serde::Deserialize;
 
+use super::frozen_wheels::{wheel_table, Substitution, WheelTable};
 use super::DebianRelease;
 
 const FROZEN_JSON: &str = include_str!("frozen_envs.json");
@@ -182,6 +183,9 @@ pub struct EnvPlan {
     pub unmapped: Vec<String>,
     /// A compiler and Python's headers are installed.
     pub compiler: bool,
+    /// Pins with no wheel for the image's Python, replaced by the nearest release with one
+    /// (see [`super::frozen_wheels`]); `pins` holds the chosen versions.
+    pub substituted: Vec<Substitution>,
 }
 
 impl EnvPlan {
@@ -196,7 +200,20 @@ impl EnvPlan {
     /// Everything the frozen file lists as a Python package, installable or not: what a built
     /// environment's `pip freeze` is compared with.
     pub fn expected(&self) -> Vec<Pin> {
-        let mut all = self.pins.clone();
+        // A replaced pin is expected at its frozen version: it counts as different.
+        let mut all: Vec<Pin> = self
+            .pins
+            .iter()
+            .map(
+                |p| match self.substituted.iter().find(|s| s.name == p.name) {
+                    Some(s) => Pin {
+                        version: s.frozen.clone(),
+                        ..p.clone()
+                    },
+                    None => p.clone(),
+                },
+            )
+            .collect();
         all.extend(self.unavailable.iter().map(|(nv, _)| {
             let (name, version) = nv.split_once('=').unwrap_or((nv, ""));
             Pin {
@@ -213,6 +230,21 @@ impl EnvPlan {
     pub fn pin(&self, name: &str) -> Option<&Pin> {
         let n = normalize_name(name);
         self.pins.iter().find(|p| normalize_name(&p.name) == n)
+    }
+
+    /// Replaces each pin `table` says has no wheel for `python` (`major.minor`) by the nearest
+    /// release that has one, and records it in `substituted`.
+    pub fn replace_wheelless(&mut self, table: &WheelTable, python: &str) {
+        for pin in &mut self.pins {
+            if let Some(chosen) = table.replacement(&pin.name, &pin.version, python) {
+                self.substituted.push(Substitution {
+                    name: pin.name.clone(),
+                    frozen: std::mem::replace(&mut pin.version, chosen.clone()),
+                    chosen,
+                    python: python.to_string(),
+                });
+            }
+        }
     }
 }
 
@@ -281,12 +313,17 @@ impl FrozenEnv {
             unavailable,
             unmapped,
             compiler,
+            substituted: Vec::new(),
         }
     }
 
-    /// [`FrozenEnv::plan_with`] the mapping the binary carries.
+    /// [`FrozenEnv::plan_with`] the mapping the binary carries, then the pins with no wheel
+    /// for the release's Python replaced ([`EnvPlan::replace_wheelless`], the table the
+    /// binary carries).
     pub fn plan(&self, repo: &str, release: DebianRelease) -> EnvPlan {
-        self.plan_with(conda_map(), repo, release)
+        let mut plan = self.plan_with(conda_map(), repo, release);
+        plan.replace_wheelless(wheel_table(), &release.python_version());
+        plan
     }
 }
 
@@ -768,8 +805,17 @@ mod data_tests {
                 let p = e.plan(repo, choice.release);
                 let reqs = p.requirements();
                 assert!(p.unmapped.is_empty(), "{id}: {:?}", p.unmapped);
+                // The frozen version of a pin, or the release that replaced it.
+                let installed = |name: &str, version: &str| {
+                    p.substituted
+                        .iter()
+                        .find(|s| s.name == name && s.frozen == version)
+                        .map_or(version.to_string(), |s| s.chosen.clone())
+                };
                 for pin in e.pip.iter().filter(|l| !l.starts_with("pip==")) {
-                    assert!(reqs.contains(&format!("{pin}\n")), "{id}: pip pin {pin}");
+                    let (name, version) = pin.split_once("==").unwrap();
+                    let line = format!("{name}=={}\n", installed(name, version));
+                    assert!(reqs.contains(&line), "{id}: pip pin {pin}");
                 }
                 for c in &e.conda {
                     let (name, version) = c.split_once('=').unwrap();
@@ -777,7 +823,7 @@ mod data_tests {
                         CondaTarget::Pypi(pypi) => {
                             let pin = p.pin(pypi).unwrap_or_else(|| panic!("{id}: {c}"));
                             if pin.origin != "pip" {
-                                assert_eq!(pin.version, version, "{id}: {c}");
+                                assert_eq!(pin.version, installed(pypi, version), "{id}: {c}");
                             }
                         }
                         CondaTarget::Debian(pkgs) => {
@@ -833,12 +879,28 @@ mod data_tests {
         assert!(p.unavailable.is_empty() && p.unmapped.is_empty());
 
         // swebench-og/scikit-learn__scikit-learn/10297: everything from conda, numpy-base and
-        // the BLAS pieces skipped.
+        // the BLAS pieces skipped. numpy 1.19.2 has no wheel for 3.9 (they came with 1.19.3).
         let s = frozen_env("scikit-learn__scikit-learn-10297").unwrap();
         assert!(s.pip.is_empty());
         let p = s.plan("scikit-learn/scikit-learn", DebianRelease::Bullseye);
+        assert_eq!(
+            p.substituted
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>(),
+            ["numpy 1.19.2 -> 1.19.3"]
+        );
+        assert_eq!(
+            p.expected()
+                .iter()
+                .find(|p| p.name == "numpy")
+                .unwrap()
+                .version,
+            "1.19.2",
+            "measured against the frozen version"
+        );
         for pin in [
-            "numpy==1.19.2",
+            "numpy==1.19.3",
             "scipy==1.5.2",
             "Cython==0.29.24",
             "pytest==6.2.4",
@@ -860,6 +922,76 @@ mod data_tests {
         assert_eq!(p.pin("numpy").unwrap().version, "1.25.2");
         let missing: Vec<_> = p.unavailable.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(missing, ["pygobject=3.50.0", "wxpython=4.2.2"]);
+    }
+
+    /// The pins replaced for want of a wheel, over every frozen environment of the repositories
+    /// fetchable here, on the release each one gets: only xarray's numpy (frozen on 3.10, run
+    /// on bookworm's 3.11) and astropy's Python 3.6 environment (on bullseye's 3.9); the
+    /// environments whose Python is the release's own keep every pin.
+    #[test]
+    fn fetchable_repositories_replace_only_pins_with_no_wheel() {
+        let mut got: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+        for (prefix, repo) in [
+            ("sympy__sympy", "sympy/sympy"),
+            ("sphinx-doc__sphinx", "sphinx-doc/sphinx"),
+            ("pydata__xarray", "pydata/xarray"),
+            ("pytest-dev__pytest", "pytest-dev/pytest"),
+            ("astropy__astropy", "astropy/astropy"),
+            ("pylint-dev__pylint", "pylint-dev/pylint"),
+            ("psf__requests", "psf/requests"),
+            ("pallets__flask", "pallets/flask"),
+        ] {
+            for (id, e) in envs_of(prefix) {
+                let release =
+                    super::super::docker::debian_release_for_frozen(&e.python_minor()).release;
+                let p = e.plan(repo, release);
+                for s in &p.substituted {
+                    let pin = p.pin(&s.name).unwrap();
+                    assert_eq!(pin.version, s.chosen, "{id}");
+                    assert!(p
+                        .requirements()
+                        .contains(&format!("{}=={}\n", s.name, s.chosen)));
+                    let expected = p.expected();
+                    let frozen = expected.iter().find(|x| x.name == s.name).unwrap();
+                    assert_eq!(
+                        frozen.version, s.frozen,
+                        "{id}: compared with the frozen one"
+                    );
+                    assert_eq!(s.python, release.python_version());
+                }
+                got.entry(repo).or_default().extend(
+                    p.substituted
+                        .iter()
+                        .map(|s| format!("{} on {}", s, s.python)),
+                );
+            }
+        }
+        got.retain(|_, v| !v.is_empty());
+        let want = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+        assert_eq!(
+            got,
+            BTreeMap::from([
+                ("pydata/xarray", want(&["numpy 1.23.0 -> 1.23.2 on 3.11"])),
+                (
+                    "astropy/astropy",
+                    want(&[
+                        "cython 0.27.3 -> 0.29.21 on 3.9",
+                        "numpy 1.16.0 -> 1.19.3 on 3.9",
+                        "pyerfa 1.7.0 -> 1.7.1 on 3.9"
+                    ])
+                ),
+            ])
+        );
+        // The spec names them (and the build log echoes the same line).
+        let xr = frozen_env("pydata__xarray-7393").unwrap();
+        let p = xr.plan("pydata/xarray", DebianRelease::Bookworm);
+        let w = super::super::scripts::frozen_warnings(&p);
+        assert!(
+            w.iter()
+                .any(|w| w.contains("no wheel for python 3.11")
+                    && w.contains("numpy 1.23.0 -> 1.23.2")),
+            "{w:?}"
+        );
     }
 
     /// The repositories the network cannot bring here render all the same: every frozen file

@@ -22,6 +22,7 @@ use crate::dataset::Instance;
 pub mod directives;
 pub mod docker;
 pub mod frozen;
+pub mod frozen_wheels;
 mod pyrepr;
 mod scripts;
 pub mod table;

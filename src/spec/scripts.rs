@@ -979,7 +979,7 @@ fn yml_pip_install(path: &str) -> String {
 
 /// What a frozen environment's plan leaves out, by name: for the spec's warnings and the
 /// environment build's log.
-fn frozen_warnings(plan: &EnvPlan) -> Vec<String> {
+pub(super) fn frozen_warnings(plan: &EnvPlan) -> Vec<String> {
     let mut w = Vec::new();
     if !plan.unavailable.is_empty() {
         let names: Vec<String> = plan
@@ -996,6 +996,14 @@ fn frozen_warnings(plan: &EnvPlan) -> Vec<String> {
         w.push(format!(
             "frozen environment: conda packages with no mapping (src/spec/conda_map.json), not installed: {}",
             plan.unmapped.join(", ")
+        ));
+    }
+    if let Some(first) = plan.substituted.first() {
+        let names: Vec<String> = plan.substituted.iter().map(|s| s.to_string()).collect();
+        w.push(format!(
+            "frozen environment: no wheel for python {} at the frozen version, the nearest release with one installed instead (src/spec/wheels.json): {}",
+            first.python,
+            names.join(", ")
         ));
     }
     w
