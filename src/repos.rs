@@ -108,6 +108,15 @@ fn git_outcome(args: &[&str], out: &std::process::Output) -> Result<String, Stri
 
 /// [`git`] with `input` on its standard input (`pack-objects --revs`, `fetch --stdin`).
 pub(crate) fn git_input(args: &[&str], cwd: Option<&Path>, input: &[u8]) -> Result<String, String> {
+    git_input_bytes(args, cwd, input).map(|out| String::from_utf8_lossy(&out).into_owned())
+}
+
+/// [`git_input`] whose standard output is bytes (`cat-file --batch`: objects are binary).
+pub(crate) fn git_input_bytes(
+    args: &[&str],
+    cwd: Option<&Path>,
+    input: &[u8],
+) -> Result<Vec<u8>, String> {
     use std::io::Write;
     use std::process::Stdio;
     let mut cmd = Command::new("git");
@@ -128,9 +137,11 @@ pub(crate) fn git_input(args: &[&str], cwd: Option<&Path>, input: &[u8]) -> Resu
         .wait_with_output()
         .map_err(|e| format!("cannot run git: {e}"))?;
     let written = writer.join().unwrap_or(Ok(()));
-    let stdout = git_outcome(args, &out)?;
+    if !out.status.success() {
+        git_outcome(args, &out)?;
+    }
     written.map_err(|e| format!("git {}: writing its input: {e}", args.join(" ")))?;
-    Ok(stdout)
+    Ok(out.stdout)
 }
 
 /// [`git`] in `dir` with a throwaway identity, failing the test on error (tests that make

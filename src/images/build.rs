@@ -109,10 +109,23 @@ pub async fn ensure<E: Engine>(engine: &E, plan: &ImagePlan, opts: &BuildOptions
                 return (inst, Err(f));
             }
             let from = match history {
-                Some(pending) => match pending.await {
-                    Ok(image) => Some(image),
-                    Err(f) => return (inst, Err(f)),
-                },
+                Some((name, pending)) => {
+                    // Built by an earlier run on the same history image: nothing to wait for.
+                    if let Some(name) = name {
+                        let tag = history::on_history(&chain.instance.tag, &name);
+                        match engine.image_exists(&tag).await {
+                            Ok(true) => return (inst, Ok(tag)),
+                            Ok(false) => {}
+                            Err(e) => {
+                                return (inst, Err(failure(Layer::Instance, &tag, &e.into(), None)))
+                            }
+                        }
+                    }
+                    match pending.await {
+                        Ok(image) => Some(image),
+                        Err(f) => return (inst, Err(f)),
+                    }
+                }
                 None => None,
             };
             let _permit = permits
@@ -153,8 +166,9 @@ async fn resolve_prebuilt<E: Engine>(
     inst: &InstanceImages,
     out: &mut Prepared,
 ) -> Result<Option<String>, ImageFailure> {
-    // An instance image built by an earlier run is as good as a pulled one.
-    if let Some(chain) = &inst.build {
+    // An instance image built by an earlier run is as good as a pulled one. (One that stands
+    // on a history image is named after it too: looked for once the history is planned.)
+    if let Some(chain) = inst.build.as_ref().filter(|c| !c.instance.needs_repo) {
         match engine.image_exists(&chain.instance.tag).await {
             Ok(true) => return Ok(Some(chain.instance.tag.clone())),
             Ok(false) => {}
@@ -186,8 +200,9 @@ async fn resolve_prebuilt<E: Engine>(
     }
 }
 
-/// Builds `inst`'s instance image; `history` is the history image it stands on (its
-/// Dockerfile's `FROM <environment>` names it instead), `None` when it needs no repository.
+/// Builds `inst`'s instance image and returns its name; `history` is the history image it
+/// stands on (its Dockerfile's `FROM <environment>` names it instead, and its name hashes it:
+/// [`history::on_history`]), `None` when it needs no repository.
 async fn build_instance<E: Engine>(
     engine: &E,
     inst: &InstanceImages,
@@ -197,16 +212,17 @@ async fn build_instance<E: Engine>(
     out: &mut Prepared,
 ) -> Result<String, ImageFailure> {
     let ir = &chain.instance;
+    let tag = history.map_or_else(|| ir.tag.clone(), |h| history::on_history(&ir.tag, h));
     let dockerfile = match history {
         None => ir.dockerfile.clone(),
         Some(image) => {
             let from = format!("FROM {}\n", chain.env.tag);
             if !ir.dockerfile.contains(&from) {
                 let e = ImageError::Context {
-                    image: ir.tag.clone(),
+                    image: tag.clone(),
                     message: format!("the Dockerfile has no `{}` line to stand on the repository's history image", from.trim_end()),
                 };
-                return Err(failure(Layer::Instance, &ir.tag, &e, None));
+                return Err(failure(Layer::Instance, &tag, &e, None));
             }
             ir.dockerfile.replacen(&from, &format!("FROM {image}\n"), 1)
         }
@@ -214,7 +230,7 @@ async fn build_instance<E: Engine>(
     build_one(
         engine,
         Layer::Instance,
-        &ir.tag,
+        &tag,
         &dockerfile,
         &ir.files,
         None,
@@ -226,7 +242,7 @@ async fn build_instance<E: Engine>(
         out,
     )
     .await?;
-    Ok(ir.tag.clone())
+    Ok(tag)
 }
 
 #[cfg(test)]
@@ -361,6 +377,8 @@ mod plan_tests {
         );
     }
 
+    /// (One that stands on a history image is named after it, and found once the history is
+    /// planned: `history::tests`.)
     #[tokio::test]
     async fn an_existing_instance_image_is_used_without_pulling_or_building() {
         let tmp = tempfile::tempdir().unwrap();
@@ -370,7 +388,7 @@ mod plan_tests {
             instances: vec![inst(
                 "a",
                 Some("reg/sweb.eval.x86_64.a:latest"),
-                Some(chain("env-1", "inst-a", true)),
+                Some(chain("env-1", "inst-a", false)),
             )],
         };
         let got = ensure(&e, &plan, &opts(tmp.path())).await;

@@ -29,14 +29,20 @@ use tokio::sync::Semaphore;
 use super::build_one::{build_one, failure};
 use super::{content_hash, BuildOptions, ImageError, ImageFailure, Layer, Prepared, RepoCache};
 use crate::engine::Engine;
-use crate::repos::{git, git_input};
+use crate::repos::{git, git_input, git_input_bytes};
 
-/// History images in one chain at most. Each adds two image layers (the objects and refs, then
-/// the checkout), so 40 of them stay well under overlay's 128 lower layers with the
+/// History images in one chain at most, and packs in one chain at most (a step has one or two,
+/// see [`write_context`]; a root counts two). Each image adds two image layers (the objects and
+/// refs, then the checkout), so 40 of them stay well under overlay's 128 lower layers with the
 /// environment's and the instance's own; and a repository of 40 packs stays under git's
 /// `gc.autoPackLimit` (50), beyond which the setup commit (or an agent's) would start an
 /// automatic repack of the whole history into the instance's layer.
 pub const MAX_CHAIN: usize = 40;
+
+/// What a history image holds for the same commits, in words; part of its name, so an image
+/// of an earlier layout is never reused. Changed whenever [`write_context`] or
+/// [`dockerfile`] changes what ends up in the image.
+const LAYOUT: &str = "layout 2: the trees a setup commit rewrites in a pack of their own";
 
 /// Where the repository lives in every image (the official `/testbed`).
 const REPO_DIR: &str = "/testbed";
@@ -63,6 +69,8 @@ pub struct HistoryNode {
     pub parent: Option<usize>,
     /// 1 for a root, the parent's depth + 1 otherwise.
     pub depth: usize,
+    /// Packs in the chain up to this image (a root counts two, the most it has).
+    pub packs: usize,
     /// `(ref name, object id)` of the tags kept, sorted.
     pub tags: Vec<(String, String)>,
 }
@@ -117,26 +125,39 @@ pub fn plan_chains(
         let nearest = (0..nodes.len())
             .rev()
             .find(|&i| counts[i] < *n && is_ancestor(&bare, &nodes[i].commit, c));
-        let parent = nearest.filter(|&i| nodes[i].depth < max_chain);
-        let depth = parent.map_or(1, |i| nodes[i].depth + 1);
         let mut node = HistoryNode {
             tag: String::new(),
             env: env.to_string(),
             repo: repo.to_string(),
             commit: c.clone(),
-            parent,
-            depth,
+            parent: None,
+            depth: 1,
+            packs: 2,
             tags,
         };
+        if let Some(i) = nearest.filter(|&i| nodes[i].depth < max_chain) {
+            // A step has a second pack when it adds trees a setup commit could rewrite.
+            let own = match split_objects(&bare, &revs(&node, Some(&nodes[i]))) {
+                Ok(objects) => 1 + usize::from(!objects.fixed.is_empty()),
+                Err(m) => {
+                    failed.insert(c.clone(), repo_error(repo, m));
+                    continue;
+                }
+            };
+            if nodes[i].packs + own <= max_chain {
+                (node.parent, node.depth, node.packs) =
+                    (Some(i), nodes[i].depth + 1, nodes[i].packs + own);
+            }
+        }
         // Named by everything it is built from: its Dockerfile (the parent's name, so the
-        // whole chain, and the recipe) and the tags it keeps.
+        // whole chain, and the recipe), the tags it keeps and the layout of its packs.
         let tag_text: String = node
             .tags
             .iter()
             .map(|(r, o)| format!("{o} {r}\n"))
             .collect();
-        let recipe = dockerfile(&node, parent.map(|i| &nodes[i]));
-        let hash = content_hash(&[recipe.as_bytes(), tag_text.as_bytes()]);
+        let recipe = dockerfile(&node, node.parent.map(|i| &nodes[i]));
+        let hash = content_hash(&[recipe.as_bytes(), tag_text.as_bytes(), LAYOUT.as_bytes()]);
         node.tag = format!(
             "swe-eval.history.{}:{}",
             repo.replacen('/', "__", 1).to_lowercase(),
@@ -186,9 +207,129 @@ fn kept_tags(bare: &Path, commit: &str) -> Result<Vec<(String, String)>, String>
     Ok(tags)
 }
 
-/// Writes into `dir/git/` what `node`'s build copies over `/testbed/.git/`: the pack of the
-/// objects it adds to its parent's, `packed-refs`, and for a root the rest of a repository
-/// (`HEAD` detached at the commit, `config`, empty `refs/`).
+/// The objects a history image adds to its parent's, as `git rev-list --objects` lines
+/// (`<id> [<path>]`, the path guiding `pack-objects`' choice of deltas), in two parts.
+#[derive(Debug, Default, PartialEq)]
+pub struct StepObjects {
+    /// Trees whose entries are all executable files, directories, symlinks or submodules:
+    /// those a setup commit that makes every file executable could write again.
+    pub fixed: String,
+    /// Everything else.
+    pub rest: String,
+}
+
+/// The `rev-list --stdin` input of what `node` adds to `parent`: its commit and the tags it
+/// keeps that the parent does not, minus the parent's commit.
+fn revs(node: &HistoryNode, parent: Option<&HistoryNode>) -> String {
+    let had: BTreeSet<&(String, String)> =
+        parent.map(|p| p.tags.iter().collect()).unwrap_or_default();
+    let mut revs = format!("{}\n", node.commit);
+    for t in node.tags.iter().filter(|t| !had.contains(t)) {
+        revs.push_str(&format!("{}\n", t.1));
+    }
+    if let Some(p) = parent {
+        revs.push_str(&format!("^{}\n", p.commit));
+    }
+    revs
+}
+
+/// The objects of `revs` (a `rev-list --stdin` input), the trees a setup commit could
+/// rewrite apart.
+///
+/// Why apart: the repo script's setup commit records every file as executable, and a tree
+/// that is already so (a directory of scripts, or one that was all executable at some point
+/// of the history) is written again with the same id. Git then "freshens" the pack that holds
+/// it (sets its mtime, so a concurrent repack keeps it), and overlay copies a touched pack up
+/// whole into the instance's layer: a whole history for a tree of a few entries. Git looks an
+/// object up in the pack it last found something in first, so a newer pack holding a copy
+/// would not be enough; such trees live only in their own small pack, which is the one
+/// touched. A tree counts whatever its subtrees hold: a few more trees in the small pack cost
+/// nothing, one missing would cost the whole pack.
+pub fn split_objects(bare: &Path, revs: &str) -> Result<StepObjects, String> {
+    let listed = git_input(
+        &["rev-list", "--objects", "--stdin"],
+        Some(bare),
+        revs.as_bytes(),
+    )?;
+    let ids: String = listed
+        .lines()
+        .filter_map(|l| l.split(' ').next())
+        .map(|id| format!("{id}\n"))
+        .collect();
+    let kinds = git_input(
+        &["cat-file", "--batch-check=%(objectname) %(objecttype)"],
+        Some(bare),
+        ids.as_bytes(),
+    )?;
+    let trees: String = kinds
+        .lines()
+        .filter_map(|l| l.strip_suffix(" tree"))
+        .map(|id| format!("{id}\n"))
+        .collect();
+    let contents = git_input_bytes(&["cat-file", "--batch"], Some(bare), trees.as_bytes())?;
+    let fixed = fixed_trees(&contents)?;
+    let mut out = StepObjects::default();
+    for line in listed.lines().filter(|l| !l.is_empty()) {
+        let id = line.split(' ').next().unwrap_or_default();
+        let part = if fixed.contains(id) {
+            &mut out.fixed
+        } else {
+            &mut out.rest
+        };
+        part.push_str(line);
+        part.push('\n');
+    }
+    Ok(out)
+}
+
+/// The ids of the trees in `cat-file --batch` output whose every entry is an executable file,
+/// a directory, a symlink or a submodule.
+fn fixed_trees(batch: &[u8]) -> Result<BTreeSet<String>, String> {
+    let bad = |what: &str| format!("git cat-file --batch: {what}");
+    let mut fixed = BTreeSet::new();
+    let mut at = 0;
+    while at < batch.len() {
+        let eol = batch[at..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .ok_or_else(|| bad("a header without its end"))?;
+        let header = std::str::from_utf8(&batch[at..at + eol]).map_err(|_| bad("a header"))?;
+        let mut f = header.split(' ');
+        let (id, kind, size) = (f.next(), f.next(), f.next());
+        let (Some(id), Some("tree"), Some(size)) = (id, kind, size) else {
+            return Err(bad(&format!("not a tree: {header}")));
+        };
+        let size: usize = size.parse().map_err(|_| bad(header))?;
+        let body = batch
+            .get(at + eol + 1..at + eol + 1 + size)
+            .ok_or_else(|| bad(&format!("{id} cut short")))?;
+        at += eol + 1 + size + 1;
+        // Entries: `<mode> <name>\0<raw id>`.
+        let (mut i, mut all) = (0, true);
+        while i < body.len() {
+            let sp = body[i..].iter().position(|&b| b == b' ');
+            let nul = body[i..].iter().position(|&b| b == 0);
+            let (Some(sp), Some(nul)) = (sp, nul) else {
+                return Err(bad(&format!("tree {id} unreadable")));
+            };
+            let mode = &body[i..i + sp];
+            if !matches!(mode, b"100755" | b"40000" | b"120000" | b"160000") {
+                all = false;
+                break;
+            }
+            i += nul + 1 + 20;
+        }
+        if all {
+            fixed.insert(id.to_string());
+        }
+    }
+    Ok(fixed)
+}
+
+/// Writes into `dir/git/` what `node`'s build copies over `/testbed/.git/`: the objects it adds
+/// to its parent's, in one pack, and in a second one the trees a setup commit could rewrite
+/// (see [`split_objects`]); `packed-refs`; for a root, the rest of a repository (`HEAD`
+/// detached at the commit, `config`, empty `refs/`).
 pub fn write_context(
     cache: &RepoCache,
     node: &HistoryNode,
@@ -201,31 +342,27 @@ pub fn write_context(
     let gitdir = dir.join("git");
     let pack_dir = gitdir.join("objects/pack");
     std::fs::create_dir_all(&pack_dir).map_err(|e| io(&pack_dir, e))?;
-    let had: BTreeSet<&(String, String)> =
-        parent.map(|p| p.tags.iter().collect()).unwrap_or_default();
-    let mut revs = format!("{}\n", node.commit);
-    for t in node.tags.iter().filter(|t| !had.contains(t)) {
-        revs.push_str(&format!("{}\n", t.1));
-    }
-    if let Some(p) = parent {
-        revs.push_str(&format!("^{}\n", p.commit));
-    }
+    let objects = split_objects(&bare, &revs(node, parent)).map_err(fail)?;
     let base = pack_dir.join("pack");
-    git_input(
-        &[
-            // No `.rev` file: an image's older git (Debian 11's 2.30) calls it garbage.
-            "-c",
-            "pack.writeReverseIndex=false",
-            "pack-objects",
-            "--revs",
-            "-q",
-            "--delta-base-offset",
-            &base.to_string_lossy(),
-        ],
-        Some(&bare),
-        revs.as_bytes(),
-    )
-    .map_err(fail)?;
+    for part in [&objects.rest, &objects.fixed] {
+        if part.is_empty() {
+            continue;
+        }
+        git_input(
+            &[
+                // No `.rev` file: an image's older git (Debian 11's 2.30) calls it garbage.
+                "-c",
+                "pack.writeReverseIndex=false",
+                "pack-objects",
+                "-q",
+                "--delta-base-offset",
+                &base.to_string_lossy(),
+            ],
+            Some(&bare),
+            part.as_bytes(),
+        )
+        .map_err(fail)?;
+    }
     let refs: String = node
         .tags
         .iter()
@@ -295,22 +432,33 @@ pub fn dockerfile(node: &HistoryNode, parent: Option<&HistoryNode>) -> String {
 /// Which instances need a history image: `(instance_id, env image, repo, commit)`.
 pub type Wanted = (String, String, String, String);
 
+/// The name of an instance image that stands on history image `history`: `tag` (the spec's
+/// name, which hashes the instance's own recipe) with its version replaced by a hash of both,
+/// so an instance image is rebuilt whenever its history image is (a new layout, a changed
+/// chain) and never taken from an earlier run's history.
+pub fn on_history(tag: &str, history: &str) -> String {
+    let repo = tag.rsplit_once(':').map_or(tag, |(r, _)| r);
+    let hash = content_hash(&[tag.as_bytes(), history.as_bytes()]);
+    format!("{repo}:{}", &hash[..12])
+}
+
 /// A history image being made: its name once built, or why it could not be. Shared by its
 /// children and by the instance images that stand on it.
 pub type Pending<'a> = Shared<BoxFuture<'a, Result<String, ImageFailure>>>;
 
 /// Plans the history images `wanted` needs (host git, now) and returns, per instance, the
-/// future that makes its history image: a node's future first awaits its parent's, then
-/// builds under one of `permits` (the build parallelism, shared with the instance images), so
-/// siblings build in parallel and an instance image can start as soon as its own chain is
-/// ready. Images built are added to `created`.
+/// name of its history image (`None` when it could not be planned) and the future that makes
+/// it: a node's future first awaits its parent's, then builds under one of `permits` (the
+/// build parallelism, shared with the instance images), so siblings build in parallel and an
+/// instance image can start as soon as its own chain is ready. A future nobody awaits (the
+/// instance image is there already) builds nothing. Images built are added to `created`.
 pub async fn plan_builds<'a, E: Engine>(
     engine: &'a E,
     wanted: &[Wanted],
     opts: &'a BuildOptions,
     permits: &'a Semaphore,
     created: &'a Mutex<Vec<(String, Layer)>>,
-) -> BTreeMap<String, Pending<'a>> {
+) -> BTreeMap<String, (Option<String>, Pending<'a>)> {
     let mut groups: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
     for (_, env, repo, commit) in wanted {
         groups
@@ -321,8 +469,9 @@ pub async fn plan_builds<'a, E: Engine>(
     let ready = |r: Result<String, ImageFailure>| -> Pending<'a> {
         futures_util::future::ready(r).boxed().shared()
     };
-    // (env, repo, commit) -> its image's future.
-    let mut by_commit: BTreeMap<(String, String, String), Pending<'a>> = BTreeMap::new();
+    // (env, repo, commit) -> its image's name and future.
+    type ByCommit<'a> = BTreeMap<(String, String, String), (Option<String>, Pending<'a>)>;
+    let mut by_commit: ByCommit<'a> = BTreeMap::new();
     for ((env, repo), commits) in groups {
         let cache = opts.repos.clone();
         let (e2, r2, max) = (env.clone(), repo.clone(), opts.history_chain.max(1));
@@ -339,7 +488,10 @@ pub async fn plan_builds<'a, E: Engine>(
                     None,
                 );
                 for c in commits {
-                    by_commit.insert((env.clone(), repo.clone(), c), ready(Err(f.clone())));
+                    by_commit.insert(
+                        (env.clone(), repo.clone(), c),
+                        (None, ready(Err(f.clone()))),
+                    );
                 }
                 continue;
             }
@@ -351,7 +503,7 @@ pub async fn plan_builds<'a, E: Engine>(
                 &e,
                 None,
             );
-            by_commit.insert((env.clone(), repo.clone(), c), ready(Err(f)));
+            by_commit.insert((env.clone(), repo.clone(), c), (None, ready(Err(f))));
         }
         let mut futures: Vec<Pending<'a>> = Vec::with_capacity(nodes.len());
         for node in &nodes {
@@ -360,6 +512,7 @@ pub async fn plan_builds<'a, E: Engine>(
                 node.clone(),
                 (env.clone(), repo.clone(), node.commit.clone()),
             );
+            let name = node.tag.clone();
             let fut = async move {
                 let parent = match parent {
                     Some((p, built)) => {
@@ -382,7 +535,7 @@ pub async fn plan_builds<'a, E: Engine>(
             }
             .boxed()
             .shared();
-            by_commit.insert(key, fut.clone());
+            by_commit.insert(key, (Some(name), fut.clone()));
             futures.push(fut);
         }
     }
@@ -393,12 +546,13 @@ pub async fn plan_builds<'a, E: Engine>(
                 .get(&(env.clone(), repo.clone(), c.clone()))
                 .cloned()
                 .unwrap_or_else(|| {
-                    ready(Err(failure(
+                    let f = failure(
                         Layer::Instance,
                         env,
                         &repo_error(repo, format!("no history image planned for {c}")),
                         None,
-                    )))
+                    );
+                    (None, ready(Err(f)))
                 });
             (id.clone(), fut)
         })
@@ -505,7 +659,7 @@ mod tests {
             .iter()
             .map(|n| c[n].clone())
             .collect();
-        let (nodes, failed) = plan_chains(&cache, "env:1", "o/n", &commits, 3);
+        let (nodes, failed) = plan_chains(&cache, "env:1", "o/n", &commits, 4);
         assert!(failed.is_empty(), "{failed:?}");
         let by = |n: &str| nodes.iter().position(|x| x.commit == c[n]).unwrap();
         let parent = |n: &str| nodes[by(n)].parent.map(|p| nodes[p].commit.clone());
@@ -513,7 +667,11 @@ mod tests {
         assert_eq!(parent("c2"), Some(c["c1"].clone()));
         assert_eq!(parent("c3"), Some(c["c2"].clone()));
         assert_eq!(parent("r1"), Some(c["c2"].clone()), "release line forks");
-        assert_eq!(parent("c4"), None, "c3's chain is full (3): a new root");
+        assert_eq!(
+            parent("c4"),
+            None,
+            "c3's chain is full (4 packs): a new root"
+        );
         assert_eq!(nodes[by("c3")].depth, 3);
         for (i, n) in nodes.iter().enumerate() {
             assert!(n.parent.is_none_or(|p| p < i), "parents first");
@@ -577,5 +735,166 @@ mod tests {
             0o777,
             "copied in writable: no chmod copies it up"
         );
+    }
+
+    /// `bin/` holds only executables (its tree is what a setup commit writes again); `lib/` and
+    /// the top hold a plain file.
+    fn with_scripts(root: &Path) -> (std::path::PathBuf, String) {
+        use std::os::unix::fs::PermissionsExt;
+        let up = root.join("scripts");
+        std::fs::create_dir_all(up.join("bin")).unwrap();
+        std::fs::create_dir_all(up.join("lib")).unwrap();
+        git_ok(&up, &["init", "-q", "-b", "main"]);
+        std::fs::write(up.join("bin/run"), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(up.join("bin/run"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+        std::fs::write(up.join("lib/a.txt"), "a").unwrap();
+        std::fs::write(up.join("README"), "r").unwrap();
+        git_ok(&up, &["add", "."]);
+        git_ok(
+            &up,
+            &[
+                "-c",
+                "core.hooksPath=/dev/null",
+                "commit",
+                "-q",
+                "-m",
+                "one",
+            ],
+        );
+        let c = git_ok(&up, &["rev-parse", "HEAD"]);
+        (up, c)
+    }
+
+    #[test]
+    fn trees_a_setup_commit_rewrites_get_a_pack_of_their_own() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (up, c) = with_scripts(tmp.path());
+        let split = split_objects(&up.join(".git"), &format!("{c}\n")).unwrap();
+        let ids = |text: &str| -> BTreeSet<String> {
+            text.lines()
+                .map(|l| l.split(' ').next().unwrap().to_string())
+                .collect()
+        };
+        let bin = git_ok(&up, &["rev-parse", &format!("{c}:bin")]);
+        assert_eq!(ids(&split.fixed), BTreeSet::from([bin]));
+        let all = ids(&git_ok(&up, &["rev-list", "--objects", &c]));
+        let rest = ids(&split.rest);
+        assert_eq!(rest.len() + 1, all.len(), "every other object, once");
+        assert!(rest.is_subset(&all));
+        for kept in [c.clone(), git_ok(&up, &["rev-parse", &format!("{c}:lib")])] {
+            assert!(rest.contains(&kept), "{kept} with the others");
+        }
+
+        // A root gets both packs, the small one holding exactly that tree.
+        let mut s = RepoSources::default();
+        s.add_override(&format!("o/s={}", up.display())).unwrap();
+        let cache = RepoCache::new(tmp.path().join("cache"), s);
+        let (nodes, failed) = plan_chains(&cache, "env:1", "o/s", &BTreeSet::from([c.clone()]), 40);
+        assert!(failed.is_empty(), "{failed:?}");
+        assert_eq!(nodes[0].packs, 2, "a root counts two packs");
+        let dir = tmp.path().join("ctx");
+        write_context(&cache, &nodes[0], None, &dir).unwrap();
+        let mut packed: Vec<BTreeSet<String>> = std::fs::read_dir(dir.join("git/objects/pack"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "idx"))
+            .map(|p| {
+                git_ok(tmp.path(), &["verify-pack", "-v", &p.to_string_lossy()])
+                    .lines()
+                    .filter_map(|l| l.split(' ').next())
+                    .filter(|w| w.len() == 40)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .collect();
+        packed.sort_by_key(|p| p.len());
+        assert_eq!(packed, [ids(&split.fixed), rest]);
+    }
+
+    #[tokio::test]
+    async fn instance_images_are_named_after_their_history_and_every_image_used_is_held() {
+        use crate::engine::fake::FakeEngine;
+        use crate::images::hold::{hold_labels, Holding};
+        use crate::images::{
+            base_image_name, ensure, BaseOptions, BaseRecipe, BuildChain, BuildOptions, EnvRecipe,
+            ImagePlan, InstanceImages, InstanceRecipe,
+        };
+        use crate::spec::DebianRelease;
+        let tmp = tempfile::tempdir().unwrap();
+        let (up, c) = upstream(tmp.path());
+        let mut s = RepoSources::default();
+        s.add_override(&format!("o/n={}", up.display())).unwrap();
+        let inst = |id: &str, base: &str| InstanceImages {
+            instance_id: id.into(),
+            repo: "o/n".into(),
+            base_commit: c[base].clone(),
+            prebuilt: None,
+            build: Some(BuildChain {
+                base: BaseRecipe::Debian {
+                    release: DebianRelease::Bookworm,
+                    alias: "swe-eval/base:bookworm".into(),
+                },
+                env: EnvRecipe {
+                    tag: "env-1".into(),
+                    dockerfile: "FROM swe-eval/base:bookworm\n".into(),
+                    files: vec![],
+                },
+                instance: InstanceRecipe {
+                    tag: format!("inst-{id}:spec"),
+                    dockerfile: "FROM env-1\n".into(),
+                    files: vec![],
+                    needs_repo: true,
+                    network: false,
+                },
+            }),
+        };
+        let plan = ImagePlan {
+            instances: vec![inst("a", "c1"), inst("b", "c3")],
+        };
+        let mut opts = BuildOptions {
+            logs_dir: tmp.path().join("logs"),
+            repos: RepoCache::new(tmp.path().join("repos"), s),
+            base: BaseOptions::default(),
+            parallel: 2,
+            history_chain: MAX_CHAIN,
+        };
+        let e = std::sync::Arc::new(FakeEngine::new());
+        e.add_image(&base_image_name(DebianRelease::Bookworm));
+        let holding = Holding::new(e.clone(), hold_labels("me", "run-1"));
+        let got = ensure(&holding, &plan, &opts).await;
+        assert!(got.failed.is_empty(), "{:?}", got.failed);
+        let histories: Vec<&String> = got
+            .created
+            .iter()
+            .map(|(n, _)| n)
+            .filter(|n| n.starts_with("swe-eval.history.o__n:"))
+            .collect();
+        assert_eq!(histories.len(), 2, "c1, then c3 on it: {:?}", got.created);
+        for id in ["a", "b"] {
+            let name = &got.images[id];
+            assert!(name.starts_with(&format!("inst-{id}:")), "{name}");
+            assert_ne!(
+                name,
+                &format!("inst-{id}:spec"),
+                "named after its history too"
+            );
+        }
+        let held = holding.held();
+        for image in histories.iter().copied().chain(got.images.values()) {
+            assert!(held.contains(image), "{image} held: {held:?}");
+        }
+
+        // Again: both instance images found, their history neither built nor needed.
+        let again = ensure(&*e, &plan, &opts).await;
+        assert_eq!((&again.images, again.created.len()), (&got.images, 0));
+
+        // Another history (chains of one: c3 a root of its own) is another instance image;
+        // a's history is the same root, so its image is found.
+        opts.history_chain = 1;
+        let other = ensure(&*e, &plan, &opts).await;
+        assert_eq!(other.images["a"], got.images["a"]);
+        assert_ne!(other.images["b"], got.images["b"]);
+        assert!(other.created.iter().any(|(n, _)| n == &other.images["b"]));
     }
 }

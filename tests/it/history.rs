@@ -2,7 +2,8 @@
 //! chain of history images (one per base commit), and each holds its base commit checked out,
 //! no object of a later commit (reachable or not), the tags of its ancestors and no later one;
 //! images of one repository share their history layers, a release line forks the chain, and
-//! a full chain starts a new root.
+//! a full chain starts a new root; the repo script's setup commit copies no pack up into the
+//! instance's layer, not even through a directory of executables whose tree it writes again.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -36,14 +37,43 @@ fn commit(dir: &Path, name: &str, day: u32) -> String {
     git(dir, &["rev-parse", "HEAD"])
 }
 
-/// main: c1 (v0) - c2 (v1, annotated) - c3 - c4 (v2) - c5 (v9); release: c2 - r1 (vr).
+/// Bytes no compression shrinks (xorshift), so a pack holding them is at least that big.
+fn noise(len: usize) -> Vec<u8> {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// The size of the big file in c1: what a pack copied up would weigh at least.
+const NOISE: usize = 4 << 20;
+
+/// main: c1 (v0) - c2 (v1, annotated) - c3 - c4 (v2) - c5 (v9); release: c2 - r1 (vr). c1
+/// also adds `bin/` and `tools/` (executables only), and a big incompressible file (so the
+/// root's pack is big); c2 makes `tools/` plain files, so the setup commit on c2 and later,
+/// which makes every file executable, writes `tools/`'s tree of c1 again (it already exists:
+/// git touches the pack holding it).
 fn upstream(root: &Path) -> (std::path::PathBuf, BTreeMap<&'static str, String>) {
+    use std::os::unix::fs::PermissionsExt;
     let up = root.join("upstream");
-    std::fs::create_dir_all(&up).unwrap();
+    std::fs::create_dir_all(up.join("bin")).unwrap();
     git(&up, &["init", "-q", "-b", "main"]);
+    std::fs::create_dir_all(up.join("tools")).unwrap();
+    for name in ["bin/run", "bin/check", "tools/make.sh"] {
+        std::fs::write(up.join(name), format!("#!/bin/sh\necho {name}\n")).unwrap();
+        std::fs::set_permissions(up.join(name), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::write(up.join("noise.bin"), noise(NOISE)).unwrap();
     let mut c = BTreeMap::new();
     c.insert("c1", commit(&up, "c1", 1));
     git(&up, &["tag", "v0"]);
+    let plain = std::fs::Permissions::from_mode(0o644);
+    std::fs::set_permissions(up.join("tools/make.sh"), plain).unwrap();
     c.insert("c2", commit(&up, "c2", 2));
     git(&up, &["tag", "-a", "-m", "one", "v1"]);
     git(&up, &["checkout", "-q", "-b", "release"]);
@@ -90,18 +120,18 @@ async fn instance_images_share_history_layers_and_hold_nothing_newer_than_their_
     ];
     let leaf = |id: &str| format!("swe-eval-it/hist.{id}:it");
     // Fixed names and leftovers of a run that died before its cleanup, cleared first.
-    let leftovers = Command::new("docker")
-        .args(["images", "--format", "{{.Repository}}:{{.Tag}}"])
-        .arg("swe-eval.history.local__hist")
-        .output()
-        .unwrap();
-    let leftovers = String::from_utf8_lossy(&leftovers.stdout).into_owned();
-    for id in wanted
-        .iter()
-        .map(|(i, _)| leaf(i))
-        .chain([env.clone()])
-        .chain(leftovers.lines().map(str::to_string))
-    {
+    let mut leftovers = String::new();
+    for reference in ["swe-eval.history.local__hist", "swe-eval-it/hist.*"] {
+        let out = Command::new("docker")
+            .args(["images", "--format", "{{.Repository}}:{{.Tag}}"])
+            .arg("--filter")
+            .arg(format!("reference={reference}"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        leftovers.push_str(&String::from_utf8_lossy(&out.stdout));
+    }
+    for id in leftovers.lines().map(str::to_string).chain([env.clone()]) {
         e.remove_image(&id).await.unwrap();
     }
     let chain = |id: &str| {
@@ -135,7 +165,10 @@ async fn instance_images_share_history_layers_and_hold_nothing_newer_than_their_
                      git -c core.fileMode=false checkout -q -f HEAD\n\
                      git -c core.fileMode=false reset -q --hard HEAD\n\
                      find /testbed ! -type l ! -perm 777 -exec chmod 777 {{}} +\n\
-                     stat -c '%n %i %Y.%y %Z' c1.txt > /root/after\n"
+                     stat -c '%n %i %Y.%y %Z' c1.txt > /root/after\n\
+                     git ls-files -z -s | {{ grep -z '^100644' || true; }} | sed -z 's/^100644/100755/' | git update-index -z --index-info\n\
+                     git update-index -q --refresh || true\n\
+                     git -c user.name=t -c user.email=t@t commit -q --allow-empty -am setup\n"
                 )
                 .into_bytes(),
                 mode: 0o755,
@@ -166,8 +199,8 @@ async fn instance_images_share_history_layers_and_hold_nothing_newer_than_their_
         repos: RepoCache::new(tmp.path().join("repo-cache"), sources),
         base: BaseOptions::default(),
         parallel: 2,
-        // Short chains: c1 - c2 - c3 is full, so c4 starts a new one.
-        history_chain: 3,
+        // Short chains: c1 - c2 - c3 is full (a root counts two packs), so c4 starts a new one.
+        history_chain: 4,
     };
     let prepared = ensure(&e, &plan, &opts).await;
     assert!(prepared.failed.is_empty(), "{:?}", prepared.failed);
@@ -181,18 +214,26 @@ async fn instance_images_share_history_layers_and_hold_nothing_newer_than_their_
     ]);
     for (id, base) in wanted {
         let image = &prepared.images[id];
-        assert_eq!(image, &leaf(id));
+        assert!(
+            image.starts_with(&format!("swe-eval-it/hist.{id}:")) && image != &leaf(id),
+            "{id}: named after its recipe and its history image: {image}"
+        );
         let out = e
             .run_job(job(
                 image,
                 &run_id(&format!("hist-{id}")),
                 // find first: git status rewrites the index.
-                "cd /testbed && find /testbed ! -type l ! -perm 777 | wc -l \
-                 && git rev-parse HEAD && git -c core.fileMode=false status --porcelain | wc -l \
+                // The work tree and the packs; the setup commit's own files (index, loose
+                // objects, logs) come after the chmod, as in the repo script.
+                "cd /testbed && find /testbed /testbed/.git/objects/pack -path /testbed/.git -prune \
+                   -o ! -type l ! -perm 777 -print | wc -l \
+                 && git rev-parse HEAD~1 && git -c core.fileMode=false status --porcelain | wc -l \
                  && git tag -l | xargs && ls | xargs && cat /root/instance \
                  && cmp /root/before /root/after && echo untouched \
+                 && git log -1 --format=%s && git ls-tree -r HEAD | cut -c1-6 | sort -u | xargs \
                  && echo --- && git rev-list --all && echo --- \
-                 && git cat-file --batch-all-objects --batch-check='%(objectname)'",
+                 && git cat-file --batch-all-objects --batch-check='%(objectname)' \
+                 && echo --- && git rev-parse HEAD && git rev-list --objects HEAD ^HEAD~1 | cut -c1-40",
             ))
             .await
             .unwrap();
@@ -201,7 +242,10 @@ async fn instance_images_share_history_layers_and_hold_nothing_newer_than_their_
         let mut parts = text.split("---\n");
         let head: Vec<&str> = parts.next().unwrap().lines().collect();
         assert_eq!(head[0], "0", "{id}: everything writable by all");
-        assert_eq!(head[1], c[base], "{id}: base checked out");
+        assert_eq!(
+            head[1], c[base],
+            "{id}: base checked out, then the setup commit"
+        );
         assert_eq!(head[2], "0", "{id}: clean work tree");
         assert_eq!(
             head[3], expect_tags[base],
@@ -214,12 +258,21 @@ async fn instance_images_share_history_layers_and_hold_nothing_newer_than_their_
         assert_eq!(head[4], files.join(" "), "{id}: work tree of its base");
         assert_eq!(head[5], id, "{id}: its own instance layer");
         assert_eq!(head[6], "untouched", "{id}: the repo script rewrote a file");
-        let reachable: BTreeSet<&str> = parts.next().unwrap().lines().collect();
-        let ancestors = git(&up, &["rev-list", &c[base]]);
         assert_eq!(
-            reachable,
-            ancestors.lines().collect::<BTreeSet<_>>(),
-            "{id}: only the base and its ancestors reachable"
+            (head[7], head[8]),
+            ("setup", "100755"),
+            "{id}: every file recorded executable"
+        );
+        let reachable: BTreeSet<&str> = parts.next().unwrap().lines().collect();
+        let objects = parts.next().unwrap();
+        let mut setup = parts.next().unwrap().lines();
+        let setup_commit = setup.next().unwrap();
+        let ancestors = git(&up, &["rev-list", &c[base]]);
+        let mut expected: BTreeSet<&str> = ancestors.lines().collect();
+        expected.insert(setup_commit);
+        assert_eq!(
+            reachable, expected,
+            "{id}: only the base, its ancestors and the setup commit reachable"
         );
         // Not even unreachable objects of later commits: every object is the base's history
         // or a kept tag.
@@ -230,7 +283,8 @@ async fn instance_images_share_history_layers_and_hold_nothing_newer_than_their_
         for t in expect_tags[base].split(' ') {
             allowed.insert(git(&up, &["rev-parse", t]));
         }
-        for o in parts.next().unwrap().lines() {
+        allowed.extend(setup.map(str::to_string));
+        for o in objects.lines() {
             assert!(
                 allowed.contains(o),
                 "{id}: object {o} is not in {base}'s history"
@@ -238,34 +292,69 @@ async fn instance_images_share_history_layers_and_hold_nothing_newer_than_their_
         }
     }
 
-    // The Debian repo script's setup commit (modes staged alone, then `commit -a`) touches no
-    // pack: git "freshens" a pack holding an object it would write, and a touched pack is
-    // copied up whole into the instance's layer.
+    // No pack copied up into an instance's layer: git "freshens" (touches) the pack holding
+    // any object it writes again, such as `bin/`'s tree (all executable) that the setup
+    // commit writes, and overlay copies a touched file up whole. The layer of the repo script
+    // stays far smaller than the root's pack (the big file), which a copy-up would add.
+    let rows = |image: &str| -> Vec<(u64, String)> {
+        let out = Command::new("docker")
+            .args(["history", "-H=false", "--no-trunc", "--format"])
+            .args(["{{.Size}}\t{{.CreatedBy}}", image])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| {
+                let (size, by) = l.split_once('\t').unwrap();
+                (size.parse().unwrap(), by.to_string())
+            })
+            .collect()
+    };
+    let copied_in = rows(&prepared.images["a"])
+        .into_iter()
+        .filter(|(_, by)| by.contains("COPY dir:"))
+        .map(|(size, _)| size)
+        .max()
+        .unwrap();
+    assert!(
+        copied_in >= NOISE as u64,
+        "the root's pack: {copied_in} bytes"
+    );
+    for (id, _) in wanted {
+        let setup: Vec<u64> = rows(&prepared.images[id])
+            .into_iter()
+            .filter(|(_, by)| by.contains("/root/setup_repo.sh") && by.contains("bash"))
+            .map(|(size, _)| size)
+            .collect();
+        assert_eq!(setup.len(), 1, "{id}: one repo script layer");
+        assert!(
+            setup[0] < 256 << 10,
+            "{id}: the repo script's layer is {} bytes: a pack was copied up",
+            setup[0]
+        );
+    }
+
+    // An agent's commit in a job touches no big pack either (only the small pack of the
+    // trees a commit writes again, or loose objects).
     let out = e
         .run_job(job(
             &prepared.images["c"],
             &run_id("hist-freshen"),
-            "cd /testbed && git -c core.fileMode=false update-index -q --refresh \
-             && find /testbed ! -type l ! -perm 777 -exec chmod 777 {} + \
-             && stat -c '%n %y' .git/objects/pack/*.pack > /tmp/before \
-             && git ls-files -z -s | { grep -z '^100644' || true; } \
-                | sed -z 's/^100644/100755/' \
-                | git update-index -z --index-info && git update-index -q --refresh \
-             && git -c user.name=t -c user.email=t@t commit -q --allow-empty -am setup \
-             && git ls-tree -r HEAD | cut -c1-6 | sort -u | xargs \
-             && stat -c '%n %y' .git/objects/pack/*.pack > /tmp/after \
-             && cmp /tmp/before /tmp/after && echo packs-untouched",
+            "cd /testbed && touch /tmp/mark && sleep 1 \
+             && git -c user.name=t -c user.email=t@t commit -q --allow-empty -am again \
+             && find .git/objects/pack -name '*.pack' -newer /tmp/mark -size +64k | wc -l",
         ))
         .await
         .unwrap();
     let text = String::from_utf8_lossy(&out.output).into_owned();
-    assert_eq!(text, "100755\npacks-untouched\n", "{text}");
+    assert_eq!(text, "0\n", "{text}");
 
     // Layers: every image starts with the environment's; a step adds two.
     let env_n = layers(&env).len();
     let l: BTreeMap<&str, Vec<String>> = wanted
         .iter()
-        .map(|(id, _)| (*id, layers(&leaf(id))))
+        .map(|(id, _)| (*id, layers(&prepared.images[*id])))
         .collect();
     assert_eq!(
         shared(&l["a"], &l["b"]),
