@@ -1,11 +1,14 @@
 //! The job driver: the bash script that is the main process of a job's container, and the
 //! reading of what it printed.
 //!
-//! The driver applies the patch in `/testbed` the way the official harness (v5) does: `git
-//! apply -v`, then `--3way`, then `--reject`, then `patch --fuzz=5`, resetting the tree between
-//! attempts, and accepting a patch that is already applied. `patch` gets `--forward` (as in v5):
-//! in `--batch` mode it would otherwise take a patch that looks reversed and apply it backwards,
-//! undoing a change that is already there. It then runs the eval script.
+//! The driver applies the patch in `/testbed` exactly as the official harness v4.1.0 does (the
+//! version whose grading [`crate::grading`] reproduces and whose reports the shared data hold):
+//! the commands of [`APPLY_COMMANDS`] in order, each on the tree the one before left (no reset
+//! in between), the first that exits 0 wins. The effects that follow are the official ones: a
+//! failed `git apply --reject` leaves the hunks that applied (and `.rej` files) in the tree, and
+//! `patch --batch` without `--forward` takes a hunk that is already there for a reversed patch
+//! and applies it backwards (so a patch whose changes are already present "applies" by undoing
+//! them). It then runs the eval script.
 //! Its own markers carry a per-job nonce, so a patch whose code prints marker-like lines cannot
 //! forge the driver's verdict on the apply step or cut the eval output short. The script file is
 //! deleted once it runs, so the tests cannot read the nonce from disk.
@@ -33,6 +36,29 @@ pub const END_TEST_OUTPUT: &str = ">>>>> End Test Output";
 /// Followed by the test command's exit status.
 pub const TEST_EXIT_CODE: &str = ">>>>> Test Exit Code:";
 
+/// The official harness v4.1.0's apply commands (its `GIT_APPLY_CMDS`), in its order; each is
+/// followed by the patch's path.
+pub const APPLY_COMMANDS: [&str; 3] = [
+    "git apply --verbose",
+    "git apply --verbose --reject",
+    "patch --batch --fuzz=5 -p1 -i",
+];
+
+/// The apply step for the patch at `patch` (run in the repository's folder; needs a shell
+/// function `mark`): the [`APPLY_COMMANDS`] in order on the same tree until one exits 0, then
+/// the official marker and `mark apply ok <command>`, or `>>>>> Patch Apply Failed`, `mark apply
+/// failed` and `exit 0`.
+pub fn apply_script(patch: &str) -> String {
+    let quoted: Vec<String> = APPLY_COMMANDS.iter().map(|c| format!("'{c}'")).collect();
+    format!(
+        "P={patch}\nAPPLIED=\nfor CMD in {}; do\n  echo \"+ $CMD $P\"\n  \
+         if $CMD \"$P\" 2>&1; then APPLIED=$CMD; break; fi\ndone\n\
+         if [ -z \"$APPLIED\" ]; then\n  echo '{APPLY_FAIL}'; mark apply failed; exit 0\nfi\n\
+         echo \"{APPLY_PASS} ($APPLIED)\"; mark apply ok \"$APPLIED\"\n",
+        quoted.join(" ")
+    )
+}
+
 /// How the driver treats the patch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PatchMode {
@@ -54,30 +80,12 @@ pub fn render(nonce: &str, mode: PatchMode, strict_remove: bool) -> String {
     s.push_str("mark() { echo \">>>>> swe-eval $N $*\"; }\n");
     s.push_str("cd /testbed || { mark setup-failed no /testbed; exit 0; }\n");
     s.push_str("git config --global --add safe.directory /testbed >/dev/null 2>&1\n");
-    s.push_str(
-        "reset_tree() { git checkout -q -- . >/dev/null 2>&1; git clean -fdq >/dev/null 2>&1; }\n",
-    );
     match mode {
         PatchMode::None => {
             s.push_str("mark apply none\necho 'no patch to apply'\n");
         }
         PatchMode::Apply => {
-            s.push_str(&format!("P={PATCH_PATH}\nAPPLIED=\n"));
-            s.push_str(concat!(
-                "for CMD in 'git apply -v' 'git apply -v --3way' 'git apply -v --reject' ",
-                "'patch --batch --forward --fuzz=5 -p1 -i'; do\n",
-                "  echo \"+ $CMD $P\"\n",
-                "  if $CMD \"$P\" 2>&1; then APPLIED=$CMD; break; fi\n",
-                "  reset_tree\n",
-                "done\n",
-                "if [ -z \"$APPLIED\" ] && git apply --check --reverse \"$P\" >/dev/null 2>&1; then\n",
-                "  echo 'the patch is already applied'; APPLIED='already applied'\n",
-                "fi\n",
-                "if [ -z \"$APPLIED\" ]; then\n",
-                "  echo '>>>>> Patch Apply Failed'; mark apply failed; exit 0\n",
-                "fi\n",
-                "echo \">>>>> Applied Patch ($APPLIED)\"; mark apply ok \"$APPLIED\"\n",
-            ));
+            s.push_str(&apply_script(PATCH_PATH));
         }
     }
     if strict_remove {
@@ -94,7 +102,7 @@ pub fn render(nonce: &str, mode: PatchMode, strict_remove: bool) -> String {
 /// What the apply step did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Apply {
-    /// Applied by this command (`git apply -v`, ..., or `already applied`).
+    /// Applied by this command (one of [`APPLY_COMMANDS`]).
     Applied(String),
     /// No patch was given (validate's empty runs).
     NoPatch,
@@ -290,11 +298,7 @@ mod tests {
     fn script_mentions_every_apply_command_and_the_eval_script() {
         let s = render("feed", PatchMode::Apply, true);
         for cmd in [
-            "git apply -v'",
-            "--3way",
-            "--reject",
-            "patch --batch --forward --fuzz=5 -p1 -i",
-            "--check --reverse",
+            "'git apply --verbose' 'git apply --verbose --reject' 'patch --batch --fuzz=5 -p1 -i'",
             EVAL_PATH,
             STRICT_REMOVE_PATH,
         ] {

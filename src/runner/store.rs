@@ -56,7 +56,7 @@ pub struct Verdict {
     /// A `report.json` was written (the official summary then counts the instance completed).
     #[serde(default)]
     pub official_report: bool,
-    /// How the patch applied (`git apply -v`, ..., `already applied`), if it did.
+    /// How the patch applied (the apply command that exited 0), if it did.
     pub applied_with: Option<String>,
     /// FAIL_TO_PASS tests that passed.
     pub fail_to_pass_success: usize,
@@ -309,7 +309,7 @@ mod tests {
             "instance_id": "a__b-1", "model": "m", "sample": 0, "patch_hash": "h",
             "run_id": "r", "category": "resolved", "resolved": true,
             "strict_category": "resolved", "strict_resolved": true, "official_report": true,
-            "applied_with": "git apply -v", "fail_to_pass_success": 1,
+            "applied_with": "git apply --verbose", "fail_to_pass_success": 1,
             "fail_to_pass_failure": 0, "pass_to_pass_success": 2, "pass_to_pass_failure": 0,
             "test_exit_code": 0, "timed_out": false, "reason": null, "infra_retries": 0,
             "setup_secs": 1.0, "run_secs": 2.0, "teardown_secs": 0.5, "total_secs": 3.5,

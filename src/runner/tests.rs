@@ -79,7 +79,7 @@ fn answer(job: &JobSpec) -> Result<crate::engine::JobOutput, EngineError> {
     let head = if patch.is_empty() {
         m("apply none")
     } else {
-        format!(">>>>> Applied Patch\n{}", m("apply ok git apply -v"))
+        format!(">>>>> Applied Patch\n{}", m("apply ok git apply --verbose"))
     };
     if patch.contains("LOOP") {
         return Ok(timed_out(&format!(

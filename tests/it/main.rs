@@ -1,5 +1,6 @@
 //! All integration tests, in one binary (one link, shared helpers). Each module is one area.
 
+mod apply;
 mod common;
 
 mod compare;

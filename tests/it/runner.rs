@@ -86,7 +86,10 @@ async fn driver_apply_paths_timeouts_and_forgery_on_the_real_engine() {
         "{}",
         log(out.path(), &run_id, "fix", "run_instance.log")
     );
-    assert_eq!(v("fix").applied_with.as_deref(), Some("git apply -v"));
+    assert_eq!(
+        v("fix").applied_with.as_deref(),
+        Some("git apply --verbose")
+    );
     assert_eq!(v("fix").test_exit_code, Some(0));
     assert_eq!(v("wrong").category, Category::Unresolved);
     assert_eq!(v("garbage").category, Category::Error);
@@ -100,7 +103,7 @@ async fn driver_apply_paths_timeouts_and_forgery_on_the_real_engine() {
     );
     assert_eq!(
         v("fuzzy").applied_with.as_deref(),
-        Some("patch --batch --forward --fuzz=5 -p1 -i")
+        Some("patch --batch --fuzz=5 -p1 -i")
     );
     let looped = v("loop");
     assert_eq!(looped.category, Category::Error);
@@ -154,7 +157,7 @@ async fn driver_apply_paths_timeouts_and_forgery_on_the_real_engine() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn already_applied_patch_is_accepted_and_empty_runs_validate_style() {
+async fn reversed_patch_applies_backwards_as_officially_and_empty_runs_validate_style() {
     let Some(engine) = engine().await else { return };
     let image = trivial::ensure_image(&*engine)
         .await
@@ -170,8 +173,9 @@ async fn already_applied_patch_is_accepted_and_empty_runs_validate_style() {
         "nopatch".into(),
         trivial::setup("nopatch", &image, trivial::TEST_COMMAND),
     );
-    // Reverse of "return 2 -> return 1": applies forward nowhere; its reverse applies, so the
-    // driver treats the tree as already patched (and the tests then fail: f returns 1).
+    // Reverse of "return 2 -> return 1": applies forward nowhere; its reverse applies, so
+    // `patch --batch` (official v4.1.0, no --forward) applies it backwards: f returns 2 and
+    // the tests pass, as they do in the official harness.
     let reverse =
         "--- a/m.py\n+++ b/m.py\n@@ -1,2 +1,2 @@\n def f():\n-    return 2\n+    return 1\n";
     plan.predictions
@@ -187,11 +191,11 @@ async fn already_applied_patch_is_accepted_and_empty_runs_validate_style() {
     assert!(r.problems.is_empty(), "{:?}", r.problems);
     assert_eq!(
         verdict(out.path(), &run_id, "same").applied_with.as_deref(),
-        Some("already applied")
+        Some("patch --batch --fuzz=5 -p1 -i")
     );
     assert_eq!(
         verdict(out.path(), &run_id, "same").category,
-        Category::Unresolved
+        Category::Resolved
     );
     let empty = verdict(out.path(), &run_id, "nopatch");
     assert_eq!(

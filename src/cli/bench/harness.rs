@@ -324,7 +324,7 @@ async fn run_async(args: Args) -> CliResult {
             Ok(exited(
                 0,
                 &format!(
-                    ">>>>> Applied Patch\n>>>>> swe-eval {nonce} apply ok git apply -v\n>>>>> swe-eval {nonce} eval start\n\
+                    ">>>>> Applied Patch\n>>>>> swe-eval {nonce} apply ok git apply --verbose\n>>>>> swe-eval {nonce} eval start\n\
                      + : '>>>>> Start Test Output'\nPASSED t::test_f\nPASSED t::test_ok\n=== 2 passed in 0.01s ===\n\
                      + : '>>>>> End Test Output'\n>>>>> Test Exit Code: 0\n>>>>> swe-eval {nonce} eval end 0\n"
                 ),
