@@ -3,6 +3,7 @@
 //! its bootstrap 95% interval, against a line at zero. Drawn with the study's SVG chart.
 
 use crate::study::plots::{Chart, BLUE, GREEN, GREY, RED};
+
 use std::fmt::Write as _;
 
 use super::{Diff, PairStats};

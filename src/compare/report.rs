@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use super::{labels, plots, Diff, PairStats, PassAtK, Run, Summary};
+
 use crate::dataset::Dataset;
 use crate::fsutil::{write_atomic, write_json_atomic, WriteError};
 use crate::study::plots::Rasterizer;
