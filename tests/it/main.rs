@@ -25,3 +25,4 @@ mod safeio;
 mod spec;
 mod submit;
 mod swarm;
+mod swarm_restart;

@@ -40,7 +40,7 @@ use swe_eval::spec::DebianRelease;
 use crate::common::{bin, prerequisite, require, require_program};
 
 /// Runs `program args`; its standard output, or its standard error as the failure.
-fn run(program: &str, args: &[&str]) -> Result<String, String> {
+pub(crate) fn run(program: &str, args: &[&str]) -> Result<String, String> {
     let out = Command::new(program)
         .args(args)
         .output()
@@ -55,12 +55,12 @@ fn run(program: &str, args: &[&str]) -> Result<String, String> {
     }
 }
 
-fn must(program: &str, args: &[&str]) -> String {
+pub(crate) fn must(program: &str, args: &[&str]) -> String {
     run(program, args).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Polls `f` every half second until it gives `Some`, or panics after `limit` saying `what`.
-fn wait_for<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+pub(crate) fn wait_for<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
     let t0 = Instant::now();
     loop {
         if let Some(v) = f() {
@@ -218,61 +218,6 @@ impl Cluster {
         )
     }
 
-    /// Processes of the worker left behind (containerd, shims, container processes).
-    fn kill_leftovers(&self) {
-        let marker = self.dir.display().to_string();
-        if let Ok(entries) = std::fs::read_dir("/proc") {
-            for e in entries.flatten() {
-                let name = e.file_name().to_string_lossy().to_string();
-                if !name.bytes().all(|b| b.is_ascii_digit()) {
-                    continue;
-                }
-                let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-                if String::from_utf8_lossy(&cmdline).contains(&marker) {
-                    let _ = run("kill", &["-KILL", &name]);
-                }
-            }
-        }
-        for ctl in [
-            "pids", "memory", "cpu", "cpuacct", "cpuset", "blkio", "devices", "freezer", "systemd",
-            "unified",
-        ] {
-            let root = Path::new("/sys/fs/cgroup")
-                .join(ctl)
-                .join(self.cgroup_parent.trim_start_matches('/'));
-            let Ok(children) = std::fs::read_dir(&root) else {
-                continue;
-            };
-            for c in children.flatten().filter(|c| c.path().is_dir()) {
-                let procs =
-                    std::fs::read_to_string(c.path().join("cgroup.procs")).unwrap_or_default();
-                for pid in procs.split_whitespace() {
-                    let _ = run("kill", &["-KILL", pid]);
-                }
-                std::thread::sleep(Duration::from_millis(100));
-                let _ = std::fs::remove_dir(c.path());
-            }
-            let _ = std::fs::remove_dir(&root);
-        }
-    }
-
-    /// Mounts the worker's daemon made under the test's folder (its data root, namespace
-    /// files) and left when it stopped: without this the folder could not be removed.
-    fn unmount_leftovers(&self) {
-        let marker = self.dir.display().to_string();
-        let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-        let mut points: Vec<&str> = info
-            .lines()
-            .filter_map(|l| l.split(' ').nth(4))
-            .filter(|p| p.starts_with(&marker))
-            .collect();
-        // Deepest first.
-        points.sort_by_key(|p| std::cmp::Reverse(p.len()));
-        for p in points {
-            let _ = run("umount", &["-l", p]);
-        }
-    }
-
     fn teardown(&mut self) {
         if self.worker.is_some() {
             let _ = self.worker_docker(&["swarm", "leave", "--force"]);
@@ -287,13 +232,68 @@ impl Cluster {
             let _ = r.wait();
         }
         self.forward = None;
-        self.kill_leftovers();
-        self.unmount_leftovers();
+        kill_leftovers(&self.dir, &self.cgroup_parent);
+        unmount_leftovers(&self.dir);
         if !self.gwbridge_before {
             let _ = run("docker", &["network", "rm", "docker_gwbridge"]);
         }
         let _ = run("ip", &["link", "del", &self.host_if]);
         let _ = run("ip", &["netns", "del", &self.ns]);
+    }
+}
+
+/// Processes a namespaced daemon whose files are under `dir` left behind (containerd, shims,
+/// container processes), and its cgroups under `cgroup_parent`.
+pub(crate) fn kill_leftovers(dir: &Path, cgroup_parent: &str) {
+    let marker = dir.display().to_string();
+    if let Ok(entries) = std::fs::read_dir("/proc") {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            if !name.bytes().all(|b| b.is_ascii_digit()) {
+                continue;
+            }
+            let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            if String::from_utf8_lossy(&cmdline).contains(&marker) {
+                let _ = run("kill", &["-KILL", &name]);
+            }
+        }
+    }
+    for ctl in [
+        "pids", "memory", "cpu", "cpuacct", "cpuset", "blkio", "devices", "freezer", "systemd",
+        "unified",
+    ] {
+        let root = Path::new("/sys/fs/cgroup")
+            .join(ctl)
+            .join(cgroup_parent.trim_start_matches('/'));
+        let Ok(children) = std::fs::read_dir(&root) else {
+            continue;
+        };
+        for c in children.flatten().filter(|c| c.path().is_dir()) {
+            let procs = std::fs::read_to_string(c.path().join("cgroup.procs")).unwrap_or_default();
+            for pid in procs.split_whitespace() {
+                let _ = run("kill", &["-KILL", pid]);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+            let _ = std::fs::remove_dir(c.path());
+        }
+        let _ = std::fs::remove_dir(&root);
+    }
+}
+
+/// Mounts a namespaced daemon made under `dir` (its data root, namespace files) and left
+/// when it stopped: without this the folder could not be removed.
+pub(crate) fn unmount_leftovers(dir: &Path) {
+    let marker = dir.display().to_string();
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let mut points: Vec<&str> = info
+        .lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .filter(|p| p.starts_with(&marker))
+        .collect();
+    // Deepest first.
+    points.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    for p in points {
+        let _ = run("umount", &["-l", p]);
     }
 }
 
@@ -431,10 +431,10 @@ fn cluster() -> Cluster {
     c
 }
 
-struct Finished {
-    code: i32,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Finished {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
 }
 
 fn spawn_run(dir: &Path, run_id: &str, registry: &str) -> Child {
@@ -456,7 +456,7 @@ fn spawn_run(dir: &Path, run_id: &str, registry: &str) -> Child {
         .expect("spawn swe-eval")
 }
 
-fn finish(child: Child) -> Finished {
+pub(crate) fn finish(child: Child) -> Finished {
     let out = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -469,7 +469,7 @@ fn finish(child: Child) -> Finished {
 }
 
 /// Every file named `name` under a run's log tree.
-fn run_files(results: &Path, run_id: &str, name: &str) -> Vec<PathBuf> {
+pub(crate) fn run_files(results: &Path, run_id: &str, name: &str) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut stack = vec![results.join("logs/run_evaluation").join(run_id)];
     while let Some(d) = stack.pop() {
@@ -526,11 +526,11 @@ fn print_timings(results: &Path, run_id: &str) {
     );
 }
 
-fn verdict_files(results: &Path, run_id: &str) -> usize {
+pub(crate) fn verdict_files(results: &Path, run_id: &str) -> usize {
     run_files(results, run_id, "verdict.json").len()
 }
 
-fn lines(s: Result<String, String>) -> BTreeSet<String> {
+pub(crate) fn lines(s: Result<String, String>) -> BTreeSet<String> {
     s.unwrap_or_default()
         .lines()
         .map(str::trim)
@@ -539,12 +539,12 @@ fn lines(s: Result<String, String>) -> BTreeSet<String> {
         .collect()
 }
 
-fn assert_mini_ok(run: &Finished) {
+pub(crate) fn assert_mini_ok(run: &Finished) {
     assert_eq!(run.code, 0, "the run is clean:\n{}", run.stdout);
     assert_mini_verdicts(run);
 }
 
-fn assert_mini_verdicts(run: &Finished) {
+pub(crate) fn assert_mini_verdicts(run: &Finished) {
     assert!(
         run.stdout
             .contains("mini benchmark: 22/22 verdicts as expected"),

@@ -94,7 +94,7 @@ pub fn service_spec(
     let log_file = (job.max_output_bytes.max(1 << 20)).to_string();
     ServiceSpec {
         name: Some(name.to_string()),
-        labels: Some(labels),
+        labels: Some(labels.clone()),
         // One replica that is never restarted. Not `replicated-job`: Docker 20.10 leaves the
         // containers of a job's tasks on their nodes after the service is removed, while a
         // replicated service's go with it.
@@ -104,6 +104,10 @@ pub fn service_spec(
         }),
         task_template: Some(TaskSpec {
             container_spec: Some(TaskSpecContainerSpec {
+                // The task's container carries the run's labels too: on the manager's own
+                // daemon the runner's reaps find it like a plain container (Swarm left the
+                // containers of jobs lost in a manager crash there, their services removed).
+                labels: Some(labels),
                 image: Some(image.to_string()),
                 command: Some(command),
                 env: Some(job.env.clone()),
@@ -226,6 +230,10 @@ mod tests {
         assert_eq!(t["ContainerSpec"]["Dir"], "/testbed");
         assert_eq!(t["LogDriver"]["Name"], "json-file");
         assert_eq!(v["Labels"]["swe-eval"], "1");
+        assert_eq!(
+            t["ContainerSpec"]["Labels"]["swe-eval"], "1",
+            "the container's too"
+        );
         let s = service_spec(&j, "svc", "i", vec![], Vec::new(), Some("node1"), "bridge");
         let v = serde_json::to_value(&s).unwrap();
         assert_eq!(
