@@ -857,6 +857,9 @@ impl Debian {
         l.extend(prune_history(base, false));
         if self.venv {
             l.push(r#"echo "Current environment: $VIRTUAL_ENV ($(python --version))""#.to_string());
+            if ctx.test_cmd.contains("--current-env") {
+                l.push(BASE_INTERPRETER_SEES_ENV.to_string());
+            }
         }
         l.extend(self.deferred.iter().cloned());
         l.extend(ctx.spec.pre_install.iter().map(|c| offline_tolerant(c)));
@@ -907,6 +910,16 @@ impl Debian {
         script_text("set -uxo pipefail", &l)
     }
 }
+
+/// `tox --current-env` (tox-current-env) runs the tests with a symlink to `sys.executable` in
+/// `.tox/<env>/bin`. In the official conda environment that symlink leads to the
+/// environment's own interpreter, whose prefix is the environment; a venv's interpreter found
+/// through a symlink outside the venv finds no `pyvenv.cfg` and is the bare system Python, so
+/// sphinx's tests failed on `import docutils` (every sphinx instance from 8459 on, gold and
+/// empty alike). A `.pth` file in the system Python's first site folder adds the venv's
+/// site-packages (and its own `.pth` files: editable installs) ahead of Debian's
+/// `dist-packages`; the venv itself never reads the system site folders.
+const BASE_INTERPRETER_SEES_ENV: &str = r#"swe_site=$(python -c 'import sysconfig; print(sysconfig.get_path("purelib"))') && swe_base=$(/usr/bin/python3 -c 'import site; print(site.getsitepackages()[0])') && mkdir -p "$swe_base" && echo "import site; site.addsitedir('$swe_site')" > "$swe_base/swe_eval_testbed.pth""#;
 
 /// Installs the repository's `[build-system] requires` (after `pre_install`, which may pin
 /// them), with the era's setuptools as a constraint: the install then runs without build

@@ -939,3 +939,26 @@ fn build_requirements_reader_keeps_requirements_with_extras() {
     );
     assert!(read("[tool.black]\nline-length = 88\n").is_empty());
 }
+
+/// `tox --current-env` runs the tests through a symlink to the venv's interpreter, which alone
+/// is the bare system Python: the Debian instance script makes the system Python's site read
+/// the venv's packages for sphinx (all of whose specs test that way), and only there.
+#[test]
+fn tox_current_env_gets_the_environment_through_the_system_python() {
+    let sphinx = TestSpec::new(&synthetic("sphinx-doc/sphinx", "4.1"), Flavour::Debian).unwrap();
+    assert!(sphinx.eval_script.contains("tox --current-env"));
+    let repo = &sphinx.install_repo_script;
+    let line = repo
+        .lines()
+        .find(|l| l.contains("swe_eval_testbed.pth"))
+        .unwrap_or_else(|| panic!("no .pth line in {repo}"));
+    assert!(line.contains("/usr/bin/python3 -c 'import site; print(site.getsitepackages()[0])'"));
+    assert!(line.contains("site.addsitedir('$swe_site')"), "{line}");
+    let pytest = TestSpec::new(&synthetic("pytest-dev/pytest", "5.4"), Flavour::Debian).unwrap();
+    assert!(!pytest.install_repo_script.contains("swe_eval_testbed.pth"));
+    let official =
+        TestSpec::new(&synthetic("sphinx-doc/sphinx", "4.1"), Flavour::Official).unwrap();
+    assert!(!official
+        .install_repo_script
+        .contains("swe_eval_testbed.pth"));
+}
