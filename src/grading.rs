@@ -438,7 +438,11 @@ pub fn grade(input: &GradeInput<'_>) -> Result<Verdict, UnknownParser> {
             .chain(&tests.pass_to_pass.failure)
             .cloned()
             .collect();
+        let before_tests = log
+            .find(logparse::START_TEST_OUTPUT)
+            .map_or("", |i| &log[..i]);
         network::needs_network(section, &failing)
+            .or_else(|| network::install_needs_network(before_tests, &failing))
     } else {
         None
     };

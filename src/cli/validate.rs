@@ -126,7 +126,9 @@ async fn run_async(mut args: Args) -> CliResult {
     let names = |v: &[Category]| v.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(",");
     for f in &findings {
         let mut why = Vec::new();
-        if f.gold_not_resolved {
+        if f.gold_not_resolved && f.gold_needs_network {
+            why.push("gold does not resolve (needs network: rerun with --network)");
+        } else if f.gold_not_resolved {
             why.push("gold does not resolve");
         }
         if f.empty_resolves {

@@ -11,6 +11,11 @@
 //! `____ ERROR at setup of test_x ____`, Django's `ERROR: test_x (module.Class)`, sympy's
 //! `____ path.py:test_x ____`, each up to the next block or `====` line) and its line of
 //! pytest's short summary (`FAILED path::test_x - ConnectionError: ...`).
+//!
+//! The other way the network fails a test: the eval script's reinstall of the repository
+//! (`pip install -e .`, before the tests) needs a requirement the environment lacks, such as
+//! one the patch adds to `setup.cfg`, and cannot reach the package index for it; the tests then
+//! fail on the missing import. [`install_needs_network`] reads that part of the log.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -187,9 +192,68 @@ pub fn needs_network(section: &str, failing: &[String]) -> Option<NetworkEvidenc
     Some(evidence)
 }
 
+/// pip's lines when it found no distribution of a requirement.
+const PIP_NOT_FOUND: [&str; 2] = [
+    "No matching distribution found for",
+    "Could not find a version that satisfies the requirement",
+];
+
+/// Tells whether the eval script's install step (`before_tests`: the log before the test
+/// output) failed to fetch a requirement for want of the network: pip found no distribution
+/// of it and its attempts to reach the index failed with a network error. Every test of
+/// `failing` then counts as unattributed. `None` when `failing` is empty or the install shows
+/// no such failure.
+pub fn install_needs_network(before_tests: &str, failing: &[String]) -> Option<NetworkEvidence> {
+    if failing.is_empty() {
+        return None;
+    }
+    let not_found = before_tests
+        .lines()
+        .find(|l| PIP_NOT_FOUND.iter().any(|p| l.contains(p)))?;
+    network_line(before_tests)?;
+    let line = not_found.trim();
+    let line = match line.char_indices().nth(200) {
+        Some((i, _)) => format!("{}...", &line[..i]),
+        None => line.to_string(),
+    };
+    Some(NetworkEvidence {
+        tests: Vec::new(),
+        unattributed: failing.to_vec(),
+        error: format!("the eval-time install could not reach the package index: {line}"),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// pylint-4661's gold patch adds `appdirs` to `setup.cfg`; the eval script's offline
+    /// `pip install -e .` cannot fetch it and the tests fail at import.
+    const INSTALL_LOG: &str = "\
++ python -m pip install --no-build-isolation -e .
+Obtaining file:///testbed
+WARNING: Retrying (Retry(total=0, connect=None, read=None, redirect=None, status=None)) after connection broken by 'NewConnectionError('<HTTPSConnection object>: Failed to establish a new connection: [Errno -3] Temporary failure in name resolution')': /simple/appdirs/
+ERROR: Could not find a version that satisfies the requirement appdirs>=1.4.0 (from pylint) (from versions: none)
+ERROR: No matching distribution found for appdirs>=1.4.0
++ git apply -v -
+";
+
+    #[test]
+    fn install_that_could_not_reach_the_index_needs_network() {
+        let failing = ids(&["tests/lint/unittest_lint.py::test_pylint_home"]);
+        let e = install_needs_network(INSTALL_LOG, &failing).expect("flagged");
+        assert_eq!(e.unattributed, failing);
+        assert!(e.tests.is_empty());
+        assert!(e.error.contains("appdirs>=1.4.0"), "{}", e.error);
+        assert!(e.summary().starts_with("1 required test failed"));
+        // Nothing failing, or an install that fetched nothing: no flag.
+        assert_eq!(install_needs_network(INSTALL_LOG, &[]), None);
+        let quiet = "+ python -m pip install -e .\nSuccessfully installed pylint-2.9.0\n";
+        assert_eq!(install_needs_network(quiet, &failing), None);
+        // A requirement that does not exist at all (no network error): the patch's doing.
+        let missing = "ERROR: No matching distribution found for nosuchpkg\n";
+        assert_eq!(install_needs_network(missing, &failing), None);
+    }
 
     fn ids(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()

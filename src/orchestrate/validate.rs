@@ -27,6 +27,9 @@ pub struct Finding {
     pub empty_resolves: bool,
     /// The verdicts of the gold or of the empty runs differ between runs.
     pub flaky: bool,
+    /// Some gold run was unresolved only for want of the network (its verdict's
+    /// `needs_network`): rerun with `--network` before blaming the instance.
+    pub gold_needs_network: bool,
 }
 
 impl Finding {
@@ -46,6 +49,7 @@ pub fn judge(instance_id: &str, gold: Vec<Category>, empty: Vec<Category>) -> Fi
         flaky: varies(&gold) || varies(&empty),
         gold,
         empty,
+        gold_needs_network: false,
     }
 }
 
@@ -109,6 +113,7 @@ pub fn findings(layout: &Layout, instance_ids: &[String]) -> Result<Vec<Finding>
         source,
     })?;
     let mut by: BTreeMap<(String, String), BTreeMap<u32, Category>> = BTreeMap::new();
+    let mut gold_network = std::collections::BTreeSet::new();
     for (i, line) in text.lines().enumerate() {
         let v: Verdict = crate::runner::store::parse_verdict(line.as_bytes()).map_err(|e| {
             FindingsError::Json {
@@ -116,6 +121,9 @@ pub fn findings(layout: &Layout, instance_ids: &[String]) -> Result<Vec<Finding>
                 message: format!("line {}: {e}", i + 1),
             }
         })?;
+        if v.needs_network && v.model == GOLD {
+            gold_network.insert(v.instance_id.clone());
+        }
         by.entry((v.instance_id, v.model))
             .or_default()
             .insert(v.sample, v.category);
@@ -130,7 +138,9 @@ pub fn findings(layout: &Layout, instance_ids: &[String]) -> Result<Vec<Finding>
         .map(|id| {
             let gold = take(id, GOLD);
             let empty = take(id, EMPTY);
-            judge(id, gold, empty)
+            let mut f = judge(id, gold, empty);
+            f.gold_needs_network = gold_network.contains(id);
+            f
         })
         .collect())
 }
@@ -184,5 +194,34 @@ mod tests {
             vec![Unresolved, Unresolved],
         );
         assert!(f.flaky && f.gold_not_resolved && !f.empty_resolves);
+    }
+
+    #[test]
+    fn a_gold_run_unresolved_for_want_of_the_network_is_told_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::new(dir.path(), "v");
+        let line = |id: &str, model: &str, category: &str, network: bool| {
+            serde_json::json!({
+                "instance_id": id, "model": model, "sample": 0, "patch_hash": "h",
+                "run_id": "v", "category": category, "resolved": category == "resolved",
+                "strict_category": category, "strict_resolved": category == "resolved",
+                "official_report": true, "applied_with": null, "fail_to_pass_success": 0,
+                "fail_to_pass_failure": 1, "pass_to_pass_success": 0, "pass_to_pass_failure": 0,
+                "test_exit_code": 1, "timed_out": false, "reason": null, "infra_retries": 0,
+                "setup_secs": 1.0, "run_secs": 2.0, "teardown_secs": 0.5, "total_secs": 3.5,
+                "shared_from": null, "needs_network": network
+            })
+            .to_string()
+        };
+        let lines = [
+            line("a", GOLD, "unresolved", true),
+            line("a", EMPTY, "unresolved", false),
+            line("b", GOLD, "unresolved", false),
+            line("b", EMPTY, "unresolved", false),
+        ];
+        std::fs::write(layout.jsonl_path(), lines.join("\n") + "\n").unwrap();
+        let f = findings(&layout, &["a".into(), "b".into()]).unwrap();
+        assert!(f[0].gold_not_resolved && f[0].gold_needs_network);
+        assert!(f[1].gold_not_resolved && !f[1].gold_needs_network);
     }
 }
