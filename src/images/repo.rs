@@ -48,6 +48,9 @@ impl RepoCache {
             git(&["init", "-q", "--bare"], Some(&bare)).map_err(fail)?;
         }
         if has_commit(&bare, commit) {
+            if !has_commit_graph(&bare) {
+                write_commit_graph(&bare);
+            }
             return Ok(bare);
         }
         let src = self.sources.source(repo);
@@ -88,8 +91,23 @@ impl RepoCache {
             )
             .map_err(fail)?;
         }
+        write_commit_graph(&bare);
         Ok(bare)
     }
+}
+
+/// Writes `bare`'s commit-graph file, so that planning the history images walks no commit
+/// objects: `rev-list --count`, `for-each-ref --merged` and `merge-base --is-ancestor` read
+/// generation numbers instead (measured on sympy's cache, per base commit: 0.69 s to 0.09 s,
+/// 0.78 s to 0.13 s; the file took 1.5 s to write). Best effort: without it (another process
+/// writing it at the same moment) git walks the commits as before.
+fn write_commit_graph(bare: &Path) {
+    let _ = git(&["commit-graph", "write", "--reachable"], Some(bare));
+}
+
+fn has_commit_graph(bare: &Path) -> bool {
+    let info = bare.join("objects/info");
+    info.join("commit-graph").exists() || info.join("commit-graphs").exists()
 }
 
 /// The in-process lock of one bare cache.
@@ -147,6 +165,11 @@ mod race_tests {
                 sc.spawn(move || assert!(has_commit(&cache.ensure("o/n", c).unwrap(), c), "{i}"));
             }
         });
+        let bare = cache.ensure("o/n", &c).unwrap();
+        assert!(
+            has_commit_graph(&bare),
+            "the planning's walks read the commit-graph"
+        );
     }
 
     /// A source that cannot send every branch (an object of one branch is gone, as in a partial
