@@ -9,9 +9,12 @@
 //! unreachable), `packed-refs` with the tags kept for `c` (those pointing at `c` or an ancestor,
 //! dated no later than `c`, as the repo script's own rule), and a checkout that rewrites only
 //! the files that differ between `p` and `c`. A commit with no planned ancestor is a root: its
-//! pack holds its whole history and it is built `FROM` the environment image. The instance
-//! image is then its history image plus the repo script (install step, setup commit), with no
-//! repacking. Chains are cut (a new root) after [`MAX_CHAIN`] history images, for overlay's
+//! pack holds its whole history and it is built `FROM` the environment image. The trees a setup
+//! commit would write again go into a small pack of their own ([`split_objects`]), so that git
+//! touches that one and not the big pack (overlay would copy it up into the instance's layer).
+//! The instance image is then its history image plus the repo script (install step, setup
+//! commit), with no repacking, and is named after its history image too ([`on_history`]).
+//! Chains are cut (a new root) after [`MAX_CHAIN`] history images or packs, for overlay's
 //! layer limit and git's automatic repack (see the constant).
 //!
 //! All git work happens on the host against the bare cache of [`RepoCache`]; the image builds
