@@ -78,6 +78,7 @@ pub async fn prepare<E: Engine>(
                         image: Err(format!("no test spec: {e}")),
                         eval_script: String::new(),
                         log_parser: crate::logparse::parser_for_repo(&inst.repo).to_string(),
+                        cpus: None,
                     }),
                 );
             }
@@ -164,6 +165,7 @@ pub async fn prepare<E: Engine>(
                 image,
                 eval_script: spec.eval_script,
                 log_parser: spec.log_parser,
+                cpus: spec.nano_cpus.map(|n| n as f64 / 1e9),
             }),
         );
     }

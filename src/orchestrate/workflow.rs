@@ -252,6 +252,7 @@ pub fn with_stand_ins(
                     image: Err("image not prepared: the instance had nothing left to run".into()),
                     eval_script: String::new(),
                     log_parser: crate::logparse::parser_for_repo(&inst.repo).to_string(),
+                    cpus: None,
                 }),
             );
         }

@@ -255,7 +255,7 @@ fn job_spec(job: &Job, cfg: &JobConfig, image: &str, nonce: &str, attempt: u32) 
         command: vec!["/bin/bash".into(), driver::DRIVER_PATH.into()],
         env: Vec::new(),
         working_dir: Some("/testbed".into()),
-        limits: cfg.limits.clone(),
+        limits: job.setup.limits(&cfg.limits),
         network: cfg.network,
         timeout: cfg.timeout,
         max_output_bytes: cfg.max_output_bytes,

@@ -24,6 +24,21 @@ pub struct Setup {
     pub eval_script: String,
     /// Log parser name (see `logparse::PARSER_NAMES`).
     pub log_parser: String,
+    /// CPUs the instance's spec asks for (the official `nano_cpus`, e.g. 2 for pylint 2.14 and
+    /// later, whose tests marked `needs_two_cores` skip when the container's CPU quota is
+    /// below 2); `None` when the spec names none.
+    pub cpus: Option<f64>,
+}
+
+impl Setup {
+    /// The job's limits: `base` (the run's), with at least the CPUs the spec asks for.
+    pub fn limits(&self, base: &Limits) -> Limits {
+        let mut limits = base.clone();
+        if let (Some(want), Some(have)) = (self.cpus, limits.cpus) {
+            limits.cpus = Some(have.max(want));
+        }
+        limits
+    }
 }
 
 /// The settings of a run.

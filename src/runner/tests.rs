@@ -32,6 +32,7 @@ fn setup(id: &str, image: Result<&str, &str>) -> (String, Arc<Setup>) {
             image: image.map(str::to_string).map_err(str::to_string),
             eval_script: "echo eval\n".into(),
             log_parser: "parse_log_pytest".into(),
+            cpus: None,
         }),
     )
 }
@@ -638,4 +639,24 @@ async fn a_second_process_on_the_same_run_is_refused() {
     .await
     .unwrap_err();
     assert!(err.to_string().contains("in use"), "{err}");
+}
+
+#[test]
+fn a_job_gets_at_least_the_cpus_its_spec_asks_for() {
+    let base = crate::engine::Limits::default();
+    let (_, plain) = setup("a", Ok("img"));
+    assert_eq!(plain.limits(&base), base, "no spec CPUs: the run's limits");
+    let mut two = (*plain).clone();
+    two.cpus = Some(2.0);
+    assert_eq!(two.limits(&base).cpus, Some(2.0), "pylint's nano_cpus: 2");
+    assert_eq!(two.limits(&base).memory_bytes, base.memory_bytes);
+    let mut wide = base.clone();
+    wide.cpus = Some(4.0);
+    assert_eq!(
+        two.limits(&wide).cpus,
+        Some(4.0),
+        "never fewer than the run's"
+    );
+    wide.cpus = None;
+    assert_eq!(two.limits(&wide).cpus, None, "no limit stays no limit");
 }
