@@ -5,6 +5,8 @@
 //! byte in tests). The Debian flavour keeps the same shape and markers but uses Debian's
 //! `python3` in a venv, installs from PyPI, and prints the test command's exit code.
 
+use sha2::{Digest, Sha256};
+
 use crate::dataset::Instance;
 
 use super::docker::{self, debian_release_for};
@@ -12,8 +14,8 @@ use super::frozen::{self, EnvPlan};
 use super::pyrepr::list_repr;
 use super::table::{table, RepoSpec};
 use super::{
-    directives, sha256_hex, Flavour, RepoFiles, SpecError, SpecOptions, TestSpec, END_TEST_OUTPUT,
-    ENV_NAME, REPO_DIR, START_TEST_OUTPUT, TEST_EXIT_CODE,
+    directives, Flavour, RepoFiles, SpecError, SpecOptions, TestSpec, END_TEST_OUTPUT, ENV_NAME,
+    REPO_DIR, START_TEST_OUTPUT, TEST_EXIT_CODE,
 };
 
 /// Heredoc delimiters of the official scripts.
@@ -1052,6 +1054,26 @@ fn no_build_isolation(cmd: &str) -> String {
         return cmd.to_string();
     }
     cmd.replace("pip install", "pip install --no-build-isolation")
+}
+
+impl TestSpec {
+    /// The spec of `inst` for `flavour`, with default options.
+    pub fn new(inst: &Instance, flavour: Flavour) -> Result<TestSpec, SpecError> {
+        TestSpec::with_options(inst, &SpecOptions::new(flavour))
+    }
+
+    /// The spec of `inst` with explicit options.
+    pub fn with_options(inst: &Instance, opts: &SpecOptions<'_>) -> Result<TestSpec, SpecError> {
+        build(inst, opts)
+    }
+}
+
+/// The first `n` hex digits of the SHA-256 of `text`.
+pub(crate) fn sha256_hex(text: &str, n: usize) -> String {
+    let digest = Sha256::digest(text.as_bytes());
+    let mut s = hex::encode(digest);
+    s.truncate(n);
+    s
 }
 
 #[cfg(test)]
