@@ -16,7 +16,8 @@ use parquet::file::reader::{ChunkReader, FileReader, Length, SerializedFileReade
 use parquet::record::{Field, Row};
 use serde_json::{Map, Number, Value};
 
-use super::{instance_from_value, InputProblem, LoadError, Located, Location};
+use super::json_rows::{instance_from_value, Located};
+use super::{InputProblem, LoadError, Location};
 
 pub(super) fn load(path: &Path) -> Result<Located<super::Instance>, LoadError> {
     let file = File::open(path).map_err(|source| LoadError::Io {

@@ -1,0 +1,210 @@
+//! Rows from JSON and JSON Lines, each located by its line, and a row's value read into an
+//! [`Instance`] with every problem named by field.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use super::instance::Instance;
+use super::loaded::{InputProblem, LoadError, Loaded, Location};
+
+/// Rows with the line they came from.
+pub(super) type Located<T> = Loaded<(T, Option<usize>)>;
+
+pub(super) fn load_json_rows(path: &Path, bytes: &[u8]) -> Result<Located<Instance>, LoadError> {
+    let values = json_values(path, bytes)?;
+    let mut out = Located::default();
+    for (value, line) in values.items {
+        match instance_from_value(value) {
+            Ok(inst) => out.items.push((inst, line)),
+            Err((field, message)) => out.problems.push(InputProblem {
+                location: Location {
+                    path: path.to_path_buf(),
+                    line,
+                    field,
+                },
+                message,
+            }),
+        }
+    }
+    out.problems.extend(values.problems);
+    out.problems.sort_by_key(|p| p.location.line);
+    Ok(out)
+}
+
+/// Turns one JSON value into an instance, naming the field at fault when it fails.
+pub fn instance_from_value(value: Value) -> Result<Instance, (Option<String>, String)> {
+    let Value::Object(map) = value else {
+        return Err((
+            None,
+            format!("expected an object, found {}", kind_of(&value)),
+        ));
+    };
+    for required in ["instance_id", "repo"] {
+        match map.get(required) {
+            Some(Value::String(s)) if !s.is_empty() => {}
+            Some(other) => {
+                return Err((
+                    Some(required.into()),
+                    format!("expected a non-empty string, found {}", kind_of(other)),
+                ))
+            }
+            None => return Err((Some(required.into()), "missing".into())),
+        }
+    }
+    // Ids name folders (`<output>/<instance_id>/`): one safe path component.
+    if let Some(Value::String(id)) = map.get("instance_id") {
+        crate::paths::check_component("instance_id", id)
+            .map_err(|e| (Some("instance_id".to_string()), e.to_string()))?;
+    }
+    let has_patch_field = map.contains_key("patch");
+    // Deserialize field by field on failure so the message can name the field.
+    match serde_json::from_value::<Instance>(Value::Object(map.clone())) {
+        Ok(inst) => Ok(Instance {
+            has_patch_field,
+            ..inst
+        }),
+        Err(e) => {
+            for (key, v) in &map {
+                let mut single = Map::new();
+                single.insert("instance_id".into(), Value::String("x".into()));
+                single.insert("repo".into(), Value::String("x".into()));
+                single.insert(key.clone(), v.clone());
+                if let Err(fe) = serde_json::from_value::<Instance>(Value::Object(single)) {
+                    return Err((Some(key.clone()), fe.to_string()));
+                }
+            }
+            Err((None, e.to_string()))
+        }
+    }
+}
+
+pub(crate) fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Splits a JSON or JSON Lines file into values with their 1-based line numbers. A JSON
+/// document whose top level is a list yields its elements (line = where each starts); an
+/// object keyed by id yields its values with the key injected as `instance_id` if absent.
+/// Invalid UTF-8 is replaced (U+FFFD) rather than refused, so one bad byte costs nothing else.
+pub(crate) fn json_values(path: &Path, bytes: &[u8]) -> Result<Located<Value>, LoadError> {
+    let text = String::from_utf8_lossy(bytes);
+    let trimmed = text.trim_start_matches('\u{feff}');
+    let first = trimmed.trim_start().chars().next();
+    let mut out = Located::default();
+    let whole_doc = matches!(first, Some('[')) || {
+        // `{` may start a JSON object document or the first line of JSON Lines.
+        matches!(first, Some('{')) && serde_json::from_str::<Value>(trimmed).is_ok() && {
+            // A single-line JSON Lines file parses as one object too; it is a document keyed
+            // by id only if every value is an object and it has no `instance_id` of its own.
+            let v: Value = serde_json::from_str(trimmed).unwrap_or(Value::Null);
+            v.as_object()
+                .is_some_and(|m| !m.contains_key("instance_id") && m.values().all(Value::is_object))
+        }
+    };
+    if whole_doc {
+        let value: Value = serde_json::from_str(trimmed).map_err(|e| {
+            LoadError::Invalid(InputProblem {
+                location: Location {
+                    path: path.to_path_buf(),
+                    line: Some(e.line()),
+                    field: None,
+                },
+                message: format!("invalid JSON: {e}"),
+            })
+        })?;
+        let starts = element_start_lines(trimmed);
+        match value {
+            Value::Array(items) => {
+                for (i, item) in items.into_iter().enumerate() {
+                    out.items.push((item, starts.get(i).copied()));
+                }
+            }
+            Value::Object(map) => {
+                for (i, (key, mut item)) in map.into_iter().enumerate() {
+                    if let Value::Object(obj) = &mut item {
+                        obj.entry("instance_id").or_insert(Value::String(key));
+                    }
+                    out.items.push((item, starts.get(i).copied()));
+                }
+            }
+            other => {
+                return Err(LoadError::Invalid(InputProblem {
+                    location: Location {
+                        path: path.to_path_buf(),
+                        line: Some(1),
+                        field: None,
+                    },
+                    message: format!(
+                        "expected a list of rows or an object keyed by instance id, found {}",
+                        kind_of(&other)
+                    ),
+                }))
+            }
+        }
+        return Ok(out);
+    }
+    for (i, line) in trimmed.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Value>(line) {
+            Ok(v) => out.items.push((v, Some(i + 1))),
+            Err(e) => out.problems.push(InputProblem {
+                location: Location {
+                    path: path.to_path_buf(),
+                    line: Some(i + 1),
+                    field: None,
+                },
+                message: format!("invalid JSON at column {}: {e}", e.column()),
+            }),
+        }
+    }
+    Ok(out)
+}
+
+/// 1-based line numbers where each top-level element of a JSON list or object starts.
+fn element_start_lines(text: &str) -> Vec<usize> {
+    let mut lines = Vec::new();
+    let (mut depth, mut in_str, mut escaped, mut line) = (0usize, false, false, 1usize);
+    let mut expecting = false;
+    for c in text.chars() {
+        if c == '\n' {
+            line += 1;
+        }
+        if in_str {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_str = false;
+            }
+            continue;
+        }
+        if expecting && !c.is_whitespace() && c != ']' && c != '}' {
+            lines.push(line);
+            expecting = false;
+        }
+        match c {
+            '"' => in_str = true,
+            '[' | '{' => {
+                depth += 1;
+                if depth == 1 {
+                    expecting = true;
+                }
+            }
+            ']' | '}' => depth = depth.saturating_sub(1),
+            ',' if depth == 1 => expecting = true,
+            _ => {}
+        }
+    }
+    lines
+}

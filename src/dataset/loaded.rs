@@ -1,0 +1,78 @@
+//! What loading gives ([`Loaded`]): the rows, and each [`InputProblem`] named by file, line
+//! and field; and why a file could not be loaded at all ([`LoadError`]).
+
+use std::path::PathBuf;
+
+use super::hub;
+
+/// Where in an input file a problem is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    /// The file.
+    pub path: PathBuf,
+    /// 1-based line for JSON Lines and JSON; row number (1-based) for Parquet.
+    pub line: Option<usize>,
+    /// The field at fault, when one can be named.
+    pub field: Option<String>,
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.path.display())?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+        }
+        if let Some(field) = &self.field {
+            write!(f, ": field `{field}`")?;
+        }
+        Ok(())
+    }
+}
+
+/// A problem with one row (the other rows still load) or with a whole file.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{location}: {message}")]
+pub struct InputProblem {
+    /// Where the problem is.
+    pub location: Location,
+    /// What is wrong there.
+    pub message: String,
+}
+
+/// A file that could not be read at all.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not in a readable format at all.
+    #[error("{0}")]
+    Invalid(InputProblem),
+    /// A Hugging Face dataset name whose split could not be had.
+    #[error(transparent)]
+    Hub(#[from] hub::HubError),
+}
+
+/// What a loader produced: the rows that loaded, and the problems of those that did not.
+#[derive(Debug, Clone)]
+pub struct Loaded<T> {
+    /// The rows that loaded.
+    pub items: Vec<T>,
+    /// The rows that did not, and why.
+    pub problems: Vec<InputProblem>,
+}
+
+impl<T> Default for Loaded<T> {
+    fn default() -> Self {
+        Loaded {
+            items: Vec::new(),
+            problems: Vec::new(),
+        }
+    }
+}
