@@ -1,0 +1,136 @@
+//! The [`Engine`] trait: the small surface the rest of the crate needs (jobs, images, builds,
+//! containers by label), and the types only it takes.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+
+use super::error::EngineError;
+use super::job::{JobOutput, JobSpec};
+
+/// What the daemon said about itself.
+#[derive(Debug, Clone, Default)]
+pub struct EngineInfo {
+    /// The API version the daemon speaks, e.g. `1.43`.
+    pub api_version: String,
+    /// The daemon's own version, e.g. `24.0.7`.
+    pub server_version: String,
+}
+
+/// How an image is built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildSettings {
+    /// Network for the `RUN` steps. Off where nothing needs it (an instance image whose
+    /// repository comes in the context): hermetic, and no network endpoint to set up.
+    pub network: bool,
+}
+
+impl Default for BuildSettings {
+    fn default() -> Self {
+        BuildSettings { network: true }
+    }
+}
+
+/// A tar archive handed to the daemon: in memory, or a file streamed from disk (large build
+/// contexts and root file systems, so they never sit whole in the orchestrator's memory).
+#[derive(Debug, Clone, PartialEq)]
+pub enum TarSource {
+    /// The archive's bytes.
+    Bytes(Vec<u8>),
+    /// The path of a tar file on disk.
+    File(std::path::PathBuf),
+}
+
+impl From<Vec<u8>> for TarSource {
+    fn from(b: Vec<u8>) -> Self {
+        TarSource::Bytes(b)
+    }
+}
+
+impl From<std::path::PathBuf> for TarSource {
+    fn from(p: std::path::PathBuf) -> Self {
+        TarSource::File(p)
+    }
+}
+
+/// A container or image the tool created, as found by label.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resource {
+    /// The engine's id (on Swarm, prefixed for services and configs).
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// All its labels.
+    pub labels: BTreeMap<String, String>,
+}
+
+/// The engine operations the crate needs. Futures are `Send` so jobs can run on spawned tasks.
+pub trait Engine: Send + Sync + 'static {
+    /// What the daemon says about itself; also a check that it is reachable.
+    fn info(&self) -> impl Future<Output = Result<EngineInfo, EngineError>> + Send;
+    /// Whether an image named `image` is present.
+    fn image_exists(&self, image: &str) -> impl Future<Output = Result<bool, EngineError>> + Send;
+    /// Builds `tag` from a tar build context holding a `Dockerfile`; returns the build log.
+    fn build_image(
+        &self,
+        tag: &str,
+        context_tar: impl Into<TarSource> + Send,
+        labels: BTreeMap<String, String>,
+    ) -> impl Future<Output = Result<String, EngineError>> + Send {
+        self.build_image_with(tag, context_tar, labels, BuildSettings::default())
+    }
+    /// [`Engine::build_image`] with explicit settings (e.g. no network for the `RUN` steps).
+    fn build_image_with(
+        &self,
+        tag: &str,
+        context_tar: impl Into<TarSource> + Send,
+        labels: BTreeMap<String, String>,
+        settings: BuildSettings,
+    ) -> impl Future<Output = Result<String, EngineError>> + Send;
+    /// Imports a root file system (a tar, in memory or on disk) as image `tag`.
+    fn import_image(
+        &self,
+        tag: &str,
+        rootfs_tar: impl Into<TarSource> + Send,
+        labels: BTreeMap<String, String>,
+    ) -> impl Future<Output = Result<(), EngineError>> + Send;
+    /// Gives an existing image another name (`repo:tag`).
+    fn tag_image(
+        &self,
+        image: &str,
+        new_name: &str,
+    ) -> impl Future<Output = Result<(), EngineError>> + Send;
+    /// Pulls `image` from its registry.
+    fn pull_image(&self, image: &str) -> impl Future<Output = Result<(), EngineError>> + Send;
+    /// Removes the name `image` (the image goes with its last name). Never forced: an image
+    /// a container still uses is [`EngineError::ImageInUse`]; an absent one is no error.
+    fn remove_image(&self, image: &str) -> impl Future<Output = Result<(), EngineError>> + Send;
+    /// Creates (never starts) a container from `image` so that the image cannot be removed
+    /// while it stands; returns its id. [`EngineError::ImageMissing`] when `image` is absent:
+    /// creating the hold is also an atomic check that the image exists.
+    fn create_hold(
+        &self,
+        image: &str,
+        labels: BTreeMap<String, String>,
+    ) -> impl Future<Output = Result<String, EngineError>> + Send;
+    /// Runs one job to completion or deadline and removes its container.
+    fn run_job(&self, job: JobSpec) -> impl Future<Output = Result<JobOutput, EngineError>> + Send;
+    /// Containers carrying all of `labels` (running or not). A cluster engine lists its other
+    /// per-job objects here too (Swarm: services and configs), so reaps by label cover them.
+    fn list_containers(
+        &self,
+        labels: BTreeMap<String, String>,
+    ) -> impl Future<Output = Result<Vec<Resource>, EngineError>> + Send;
+    /// Kills and removes a container at once (no stop timeout).
+    fn remove_container(&self, id: &str) -> impl Future<Output = Result<(), EngineError>> + Send;
+    /// Images carrying all of `labels`.
+    fn list_images(
+        &self,
+        labels: BTreeMap<String, String>,
+    ) -> impl Future<Output = Result<Vec<Resource>, EngineError>> + Send;
+    /// Called once when a run's jobs are over, before its images are cleaned up: removes what
+    /// the engine itself added for the jobs (Swarm: the registry names of pushed images).
+    /// Returns what could not be undone.
+    fn finish_run(&self) -> impl Future<Output = Vec<String>> + Send {
+        async { Vec::new() }
+    }
+}
