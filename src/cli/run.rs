@@ -128,15 +128,11 @@ impl EngineArgs {
 impl Args {
     /// What the command reads and writes, for the clobber check.
     pub fn io(&self) -> crate::paths::IoPlan {
-        let mut plan =
-            crate::paths::IoPlan::new().output(crate::paths::Output::Folder(self.output.clone()));
-        if let Some(d) = &self.dataset {
-            plan = plan.input("--dataset", d);
+        let plan = self.images.io(&self.output, self.dataset.as_deref());
+        match &self.predictions {
+            Some(p) => plan.input_spec("--predictions", p),
+            None => plan,
         }
-        if let Some(p) = &self.predictions {
-            plan = plan.input_spec("--predictions", p);
-        }
-        self.images.inputs(plan)
     }
 }
 
@@ -166,6 +162,21 @@ pub struct ImageArgs {
 }
 
 impl ImageArgs {
+    /// The files a command with these options reads and writes: `output`, `--dataset` and
+    /// what [`ImageArgs::inputs`] adds.
+    pub fn io(
+        &self,
+        output: &std::path::Path,
+        dataset: Option<&std::path::Path>,
+    ) -> crate::paths::IoPlan {
+        let mut plan =
+            crate::paths::IoPlan::new().output(crate::paths::Output::Folder(output.to_path_buf()));
+        if let Some(d) = dataset {
+            plan = plan.input("--dataset", d);
+        }
+        self.inputs(plan)
+    }
+
     /// Adds the files these options read to `plan` (the repositories are only read by git).
     pub fn inputs(&self, plan: crate::paths::IoPlan) -> crate::paths::IoPlan {
         match &self.ca_cert {

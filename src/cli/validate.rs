@@ -62,12 +62,7 @@ pub struct Args {
 impl Args {
     /// What the command reads and writes, for the clobber check.
     pub fn io(&self) -> crate::paths::IoPlan {
-        let mut plan =
-            crate::paths::IoPlan::new().output(crate::paths::Output::Folder(self.output.clone()));
-        if let Some(d) = &self.dataset {
-            plan = plan.input("--dataset", d);
-        }
-        self.images.inputs(plan)
+        self.images.io(&self.output, self.dataset.as_deref())
     }
 }
 

@@ -20,6 +20,7 @@ use std::sync::OnceLock;
 use serde::Deserialize;
 
 use super::frozen_wheels::{wheel_table, Substitution, WheelTable};
+pub use super::pkgname::normalize_name;
 use super::DebianRelease;
 
 const FROZEN_JSON: &str = include_str!("frozen_envs.json");
@@ -325,24 +326,6 @@ impl FrozenEnv {
         plan.replace_wheelless(wheel_table(), &release.python_version());
         plan
     }
-}
-
-/// PEP 503 name normalization: lowercase, runs of `-`, `_`, `.` as one `-`.
-pub fn normalize_name(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    let mut sep = false;
-    for c in name.trim().chars() {
-        if matches!(c, '-' | '_' | '.') {
-            sep = true;
-            continue;
-        }
-        if sep && !out.is_empty() {
-            out.push('-');
-        }
-        sep = false;
-        out.extend(c.to_lowercase());
-    }
-    out
 }
 
 /// A version in a comparable form: lowercase, `-`/`_` as `.`, a dot before `post`/`dev`

@@ -20,7 +20,7 @@ use std::sync::OnceLock;
 
 use serde::Deserialize;
 
-use super::frozen::normalize_name;
+use super::pkgname::normalize_name;
 
 const WHEELS_JSON: &str = include_str!("wheels.json");
 

@@ -20,6 +20,7 @@ pub mod frozen;
 pub mod frozen_wheels;
 mod names;
 mod options;
+mod pkgname;
 mod pyrepr;
 mod scripts;
 pub mod table;

@@ -4,11 +4,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bollard::models::{LocalNodeState, NodeSpecAvailabilityEnum};
+use bollard::models::{LocalNodeState, NodeSpecAvailabilityEnum, NodeState};
 use bollard::Docker;
 
 use super::place;
-use super::strand;
 use crate::engine::{DockerEngine, EngineError};
 
 /// How long the node list is reused before it is asked again.
@@ -137,7 +136,7 @@ impl SwarmEngine {
         let nodes: Vec<NodeView> = list
             .into_iter()
             .map(|n| {
-                let up = strand::is_up(n.status.and_then(|s| s.state));
+                let up = is_up(n.status.and_then(|s| s.state));
                 NodeView {
                     id: n.id.unwrap_or_default(),
                     hostname: n.description.and_then(|d| d.hostname).unwrap_or_default(),
@@ -150,5 +149,24 @@ impl SwarmEngine {
             .collect();
         *cache = Some((Instant::now(), nodes.clone()));
         Ok(nodes)
+    }
+}
+
+/// Whether a node's own state (not its availability) is up.
+pub(super) fn is_up(state: Option<NodeState>) -> bool {
+    state == Some(NodeState::READY)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_state_up_is_ready_only() {
+        assert!(is_up(Some(NodeState::READY)));
+        for s in [NodeState::DOWN, NodeState::UNKNOWN, NodeState::DISCONNECTED] {
+            assert!(!is_up(Some(s)));
+        }
+        assert!(!is_up(None));
     }
 }

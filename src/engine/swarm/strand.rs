@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 
-use bollard::models::{NodeState, Task};
+use bollard::models::Task;
 use bollard::query_parameters::ListTasksOptionsBuilder;
 
 use super::{NodeView, SwarmEngine};
@@ -121,11 +121,6 @@ impl SwarmEngine {
     }
 }
 
-/// Whether a node's own state (not its availability) is up.
-pub(super) fn is_up(state: Option<NodeState>) -> bool {
-    state == Some(NodeState::READY)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,15 +171,6 @@ mod tests {
             ..node("d", true)
         };
         assert!(stranding_node(&[task_on(Some("d"))], &[drained]).is_none());
-    }
-
-    #[test]
-    fn node_state_up_is_ready_only() {
-        assert!(is_up(Some(NodeState::READY)));
-        for s in [NodeState::DOWN, NodeState::UNKNOWN, NodeState::DISCONNECTED] {
-            assert!(!is_up(Some(s)));
-        }
-        assert!(!is_up(None));
     }
 
     #[test]
