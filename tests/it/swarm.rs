@@ -156,26 +156,12 @@ impl Cluster {
     }
 
     fn start_worker(&mut self) {
-        let d = self.dir.display().to_string();
-        let log = std::fs::File::options()
-            .create(true)
-            .append(true)
-            .open(self.dir.join("dockerd.log"))
-            .unwrap();
-        let child = Command::new("nsenter")
-            .arg(format!("--net=/var/run/netns/{}", self.ns))
-            .arg("dockerd")
-            .args(["--data-root", &format!("{d}/data")])
-            .args(["--exec-root", &format!("{d}/exec")])
-            .args(["--pidfile", &format!("{d}/dockerd.pid")])
-            .args(["-H", &self.host()])
-            .args(["--bridge", "none", "--iptables=false", "--ip-masq=false"])
-            .args(["--cgroup-parent", &self.cgroup_parent])
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("start the worker's dockerd");
-        self.worker = Some(child);
+        self.worker = Some(spawn_ns_dockerd(
+            &self.ns,
+            &self.dir,
+            &self.host(),
+            &self.cgroup_parent,
+        ));
         wait_for("the worker's daemon", Duration::from_secs(60), || {
             self.worker_docker(&["version"]).ok()
         });
@@ -191,17 +177,8 @@ impl Cluster {
 
     /// Stops the worker's daemon (SIGTERM, then SIGKILL after 30 s).
     fn stop_worker(&mut self) {
-        if let Some(mut c) = self.worker.take() {
-            let _ = run("kill", &["-TERM", &c.id().to_string()]);
-            let t0 = Instant::now();
-            while t0.elapsed() < Duration::from_secs(30) {
-                if let Ok(Some(_)) = c.try_wait() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(200));
-            }
-            let _ = c.kill();
-            let _ = c.wait();
+        if let Some(c) = self.worker.take() {
+            stop_daemon(c);
         }
     }
 
@@ -240,6 +217,45 @@ impl Cluster {
         let _ = run("ip", &["link", "del", &self.host_if]);
         let _ = run("ip", &["netns", "del", &self.ns]);
     }
+}
+
+/// Starts a `dockerd` in network namespace `ns` with everything of its own under `dir` (data
+/// root, exec root, pid file, log `dockerd.log`), listening on `host`, its containers under
+/// `cgroup_parent`, no bridge and no iptables.
+pub(crate) fn spawn_ns_dockerd(ns: &str, dir: &Path, host: &str, cgroup_parent: &str) -> Child {
+    let d = dir.display().to_string();
+    let log = std::fs::File::options()
+        .create(true)
+        .append(true)
+        .open(dir.join("dockerd.log"))
+        .unwrap();
+    Command::new("nsenter")
+        .arg(format!("--net=/var/run/netns/{ns}"))
+        .arg("dockerd")
+        .args(["--data-root", &format!("{d}/data")])
+        .args(["--exec-root", &format!("{d}/exec")])
+        .args(["--pidfile", &format!("{d}/dockerd.pid")])
+        .args(["-H", host])
+        .args(["--bridge", "none", "--iptables=false", "--ip-masq=false"])
+        .args(["--cgroup-parent", cgroup_parent])
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .expect("start a dockerd in the test's namespace")
+}
+
+/// Stops a daemon as `systemctl stop docker` does: SIGTERM, then SIGKILL after 30 s.
+pub(crate) fn stop_daemon(mut c: Child) {
+    let _ = run("kill", &["-TERM", &c.id().to_string()]);
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(30) {
+        if let Ok(Some(_)) = c.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let _ = c.kill();
+    let _ = c.wait();
 }
 
 /// Processes a namespaced daemon whose files are under `dir` left behind (containerd, shims,

@@ -25,8 +25,8 @@ use swe_eval::spec::DebianRelease;
 
 use crate::common::{bin, prerequisite, require, require_program};
 use crate::swarm::{
-    assert_mini_ok, finish, kill_leftovers, lines, must, run, run_files, unmount_leftovers,
-    verdict_files, wait_for, Finished,
+    assert_mini_ok, finish, kill_leftovers, lines, must, run, run_files, spawn_ns_dockerd,
+    stop_daemon, unmount_leftovers, verdict_files, wait_for, Finished,
 };
 
 /// A `dockerd` in a network namespace of its own, a single-node swarm manager.
@@ -52,26 +52,12 @@ impl Manager {
     }
 
     fn start(&mut self) {
-        let d = self.dir.display().to_string();
-        let log = std::fs::File::options()
-            .create(true)
-            .append(true)
-            .open(self.dir.join("dockerd.log"))
-            .unwrap();
-        let child = Command::new("nsenter")
-            .arg(format!("--net=/var/run/netns/{}", self.ns))
-            .arg("dockerd")
-            .args(["--data-root", &format!("{d}/data")])
-            .args(["--exec-root", &format!("{d}/exec")])
-            .args(["--pidfile", &format!("{d}/dockerd.pid")])
-            .args(["-H", &self.host()])
-            .args(["--bridge", "none", "--iptables=false", "--ip-masq=false"])
-            .args(["--cgroup-parent", &self.cgroup_parent])
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("start the manager's dockerd");
-        self.daemon = Some(child);
+        self.daemon = Some(spawn_ns_dockerd(
+            &self.ns,
+            &self.dir,
+            &self.host(),
+            &self.cgroup_parent,
+        ));
         let t0 = Instant::now();
         while self.docker(&["version"]).is_err() {
             if t0.elapsed() > Duration::from_secs(180) {
@@ -88,17 +74,8 @@ impl Manager {
 
     /// Stops the daemon (SIGTERM, as `systemctl stop docker`; SIGKILL after 30 s).
     fn stop(&mut self) {
-        if let Some(mut c) = self.daemon.take() {
-            let _ = run("kill", &["-TERM", &c.id().to_string()]);
-            let t0 = Instant::now();
-            while t0.elapsed() < Duration::from_secs(30) {
-                if let Ok(Some(_)) = c.try_wait() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(200));
-            }
-            let _ = c.kill();
-            let _ = c.wait();
+        if let Some(c) = self.daemon.take() {
+            stop_daemon(c);
         }
     }
 
