@@ -169,7 +169,12 @@ pub(super) async fn build_one<E: Engine>(
         .build_image_with(tag, ctx, labels_for(layer, instance_id), settings)
         .await
     {
-        Ok(_log) => {
+        Ok(log) => {
+            // Kept as the official harness keeps it: what a build left out is named there
+            // (a frozen environment's pins that did not install). As for a failed build, a
+            // log that cannot be written is absent (its path is not reported), and does not
+            // undo the image.
+            let _ = base::write_log(&log_path, &log);
             out.created.push((tag.to_string(), layer));
             Ok(())
         }

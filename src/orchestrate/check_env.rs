@@ -46,7 +46,7 @@ pub struct EnvReport {
     pub build_seconds: Option<f64>,
     /// Why it could not be built or inspected.
     pub error: Option<String>,
-    /// The build log, when a build failed.
+    /// The build log, when this check built the image (or failed to).
     pub build_log: Option<PathBuf>,
     /// The installed packages against the frozen ones, when the image could be inspected.
     pub check: Option<EnvCheck>,
@@ -238,7 +238,12 @@ pub async fn check_spec<E: Engine>(
     }
     let mut prepared = Prepared::default();
     match images::envonly::ensure_env(engine, chain, &build, &mut prepared).await {
-        Ok(o) => report.build_seconds = o.built.then_some(o.build_time.as_secs_f64()),
+        Ok(o) => {
+            report.build_seconds = o.built.then_some(o.build_time.as_secs_f64());
+            let log =
+                images::build_log_path(&opts.build_logs, images::Layer::Env, &spec.env_image_tag);
+            report.build_log = (o.built && log.is_file()).then_some(log);
+        }
         Err(f) => {
             report.error = Some(f.message);
             report.build_log = f.log_path;

@@ -1024,19 +1024,69 @@ pub(super) fn frozen_warnings(plan: &EnvPlan) -> Vec<String> {
     w
 }
 
-/// Installs a pinned requirements file in one resolver run. Should that fail (a pin with no
-/// distribution for this interpreter, a conflict pip's metadata sees and conda's did not), the
-/// pins are installed without dependency resolution, then one by one, and those that still fail
-/// are named in the build log.
+/// Where the fallback of [`pinned_install`] collects the pins' wheels (removed after).
+const WHEELHOUSE: &str = "/tmp/swe-eval-wheels";
+
+/// Sorts the pins of a requirements file (`name==version` a line), run by the environment's
+/// own Python inside the build with the `packaging` pip carries (names compared as PEP 503
+/// says, versions as PEP 440 does). `with-wheel FILE DIR` prints the pins that have a wheel
+/// in DIR; `not-installed FILE` those the environment does not hold at that version.
+const PINS_PY: &str = r#"import os, sys
+from importlib.metadata import distributions
+from pip._vendor.packaging.utils import canonicalize_name, parse_wheel_filename
+from pip._vendor.packaging.version import InvalidVersion, Version
+def same(a, b):
+    try:
+        return Version(a) == Version(b)
+    except InvalidVersion:
+        return a.lower() == b.lower()
+mode, path = sys.argv[1], sys.argv[2]
+have = {}
+if mode == "with-wheel":
+    for f in os.listdir(sys.argv[3]):
+        try:
+            name, version, _, _ = parse_wheel_filename(f)
+        except Exception:
+            continue
+        have[name] = str(version)
+else:
+    have = {canonicalize_name(d.metadata["Name"]): d.version for d in distributions()}
+for line in open(path):
+    pin = line.strip()
+    name, sep, version = pin.partition("==")
+    name = canonicalize_name(name)
+    hit = bool(sep) and name in have and same(have[name], version)
+    if pin and hit == (mode == "with-wheel"):
+        print(pin)
+"#;
+
+/// Installs a pinned requirements file in one resolver run. Should that fail (PyPI's metadata
+/// refusing a combination conda's allowed, a pin with no distribution for this interpreter or
+/// whose source does not build), the pins are installed without dependency resolution, as the
+/// frozen set stands: every wheel pip can get or build for them is collected in one run
+/// (`pip wheel` keeps going past a source that fails to build) and installed from there in
+/// one more (as from an index: `pip freeze` names them `name==version`); the pins still not
+/// installed are then tried one by one, and those that fail are named in the build log, as is
+/// what `pip check` finds amiss in the result.
 fn pinned_install(path: &str) -> String {
     format!(
         r#"if ! python -m pip install -r {path}; then
   echo 'swe-eval: the pinned set did not install in one resolver run; installing the pins without dependency resolution'
-  if ! python -m pip install --no-deps -r {path}; then
-    swe_failed=""
-    while read -r pin; do python -m pip install --no-deps "$pin" || swe_failed="$swe_failed $pin"; done < {path}
-    [ -z "$swe_failed" ] || echo "swe-eval: frozen pins not installed:$swe_failed"
+  python -m pip wheel --no-deps -w {WHEELHOUSE} -r {path} || echo 'swe-eval: not every pin gave a wheel; the others are retried one by one'
+  cat <<'{ENV_HEREDOC}' > /tmp/swe-eval-pins.py
+{PINS_PY}{ENV_HEREDOC}
+  mkdir -p {WHEELHOUSE}
+  python /tmp/swe-eval-pins.py with-wheel {path} {WHEELHOUSE} > /tmp/swe-eval-pins.txt
+  if [ -s /tmp/swe-eval-pins.txt ]; then
+    python -m pip install --no-deps --no-index --find-links {WHEELHOUSE} -r /tmp/swe-eval-pins.txt || echo 'swe-eval: the collected wheels did not install together; the pins are retried one by one'
   fi
+  rm -rf {WHEELHOUSE}
+  python /tmp/swe-eval-pins.py not-installed {path} > /tmp/swe-eval-pins.txt
+  swe_failed=""
+  while read -r pin; do python -m pip install --no-deps "$pin" || swe_failed="$swe_failed $pin"; done < /tmp/swe-eval-pins.txt
+  rm /tmp/swe-eval-pins.py /tmp/swe-eval-pins.txt
+  [ -z "$swe_failed" ] || echo "swe-eval: frozen pins not installed:$swe_failed"
+  python -m pip check || echo 'swe-eval: pip check (above) finds the frozen set at odds with PyPI metadata'
 fi"#
     )
 }
@@ -1086,6 +1136,30 @@ mod tests {
             conda_to_pip("numpy=1.19 scipy>=1.2 'a==1' b"),
             "numpy==1.19 scipy>=1.2 'a==1' b"
         );
+    }
+
+    #[test]
+    fn pinned_install_falls_back_to_collected_wheels_then_to_pins_one_by_one() {
+        let s = pinned_install("/r.txt");
+        let at = |needle: &str| s.find(needle).unwrap_or_else(|| panic!("{needle} in {s}"));
+        // One resolver run first; only when it fails, the fallback, in this order.
+        assert_eq!(s.matches("pip install -r /r.txt").count(), 1, "{s}");
+        assert!(s.starts_with("if ! python -m pip install -r /r.txt; then"));
+        let steps = [
+            "pip wheel --no-deps -w /tmp/swe-eval-wheels -r /r.txt",
+            "with-wheel /r.txt /tmp/swe-eval-wheels",
+            "pip install --no-deps --no-index --find-links /tmp/swe-eval-wheels -r /tmp/swe-eval-pins.txt",
+            "not-installed /r.txt",
+            r#"python -m pip install --no-deps "$pin""#,
+            "frozen pins not installed:",
+            "python -m pip check",
+        ];
+        for w in steps.windows(2) {
+            assert!(at(w[0]) < at(w[1]), "{} before {}: {s}", w[0], w[1]);
+        }
+        // The helper is written by a heredoc that it must not end early.
+        assert!(!PINS_PY.contains(ENV_HEREDOC));
+        assert!(s.trim_end().ends_with("fi"));
     }
 
     #[test]

@@ -7,9 +7,9 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 use swe_eval::dataset::Instance;
-use swe_eval::engine::Engine;
+use swe_eval::engine::{DockerEngine, Engine};
 use swe_eval::orchestrate::check_env::{check_spec, CheckEnvOptions};
-use swe_eval::spec::frozen::FrozenEnv;
+use swe_eval::spec::frozen::{EnvCheck, FrozenEnv};
 use swe_eval::spec::{DebianRelease, Flavour, SpecOptions, TestSpec};
 
 use crate::common::prerequisite;
@@ -56,14 +56,17 @@ fn frozen_style() -> FrozenEnv {
     }
 }
 
-#[tokio::test]
-async fn a_frozen_style_environment_builds_from_pypi_and_its_freeze_matches() {
-    let Some(e) = engine().await else { return };
-    if prerequisite("PyPI (https://pypi.org)", pypi()).is_none() {
-        return;
-    }
+/// The engine, once Docker and PyPI answer and the base image is there.
+async fn docker_and_pypi() -> Option<DockerEngine> {
+    let e = engine().await?;
+    prerequisite("PyPI (https://pypi.org)", pypi())?;
     base_image().await;
-    let env = frozen_style();
+    Some(e)
+}
+
+/// The Debian-flavour spec of a made-up instance with frozen environment `env`, with the
+/// host's trust bundle when there is one.
+fn frozen_spec(env: &FrozenEnv) -> (TestSpec, Instance, Option<Vec<u8>>) {
     let inst: Instance = serde_json::from_value(serde_json::json!({
         "instance_id": "swe-eval-mini__frozen-1",
         "repo": "swe-eval-mini/frozen",
@@ -74,11 +77,49 @@ async fn a_frozen_style_environment_builds_from_pypi_and_its_freeze_matches() {
     .unwrap();
     let ca = host_ca_bundle();
     let opts = SpecOptions {
-        frozen_env: Some(&env),
+        frozen_env: Some(env),
         ca_cert: ca.is_some(),
         ..SpecOptions::new(Flavour::Debian)
     };
     let spec = TestSpec::with_options(&inst, &opts).unwrap();
+    (spec, inst, ca)
+}
+
+/// Builds the environment image of `spec`, compares its freeze, removes the image (the tag
+/// is a content hash: the next run builds again) and gives the check with the build log.
+async fn build_and_check(
+    e: &impl Engine,
+    spec: &TestSpec,
+    inst: &Instance,
+    ca: Option<Vec<u8>>,
+) -> (EnvCheck, String) {
+    let logs = tempfile::tempdir().unwrap();
+    let opts = CheckEnvOptions {
+        ca_cert: ca,
+        build_logs: logs.path().to_path_buf(),
+        freeze_timeout: Duration::from_secs(120),
+    };
+    let report = check_spec(e, spec, vec![inst.instance_id.clone()], &opts).await;
+    let removed = e.remove_image(&spec.env_image_tag).await;
+    let log = report
+        .build_log
+        .as_ref()
+        .map(|p| std::fs::read_to_string(p).unwrap_or_default())
+        .unwrap_or_default();
+    assert!(report.error.is_none(), "{:?}\n{log}", report.error);
+    assert_eq!(report.frozen_python, "3.11.10");
+    assert_eq!(report.debian_python, "3.11");
+    removed.unwrap();
+    (report.check.expect("checked"), log)
+}
+
+#[tokio::test]
+async fn a_frozen_style_environment_builds_from_pypi_and_its_freeze_matches() {
+    let Some(e) = docker_and_pypi().await else {
+        return;
+    };
+    let env = frozen_style();
+    let (spec, inst, ca) = frozen_spec(&env);
     assert_eq!(spec.debian_release, Some(DebianRelease::Bookworm));
     let plan = spec.frozen_env.as_ref().unwrap();
     assert_eq!(
@@ -91,22 +132,7 @@ async fn a_frozen_style_environment_builds_from_pypi_and_its_freeze_matches() {
         plan.debian
     );
 
-    let logs = tempfile::tempdir().unwrap();
-    let opts = CheckEnvOptions {
-        ca_cert: ca,
-        build_logs: logs.path().to_path_buf(),
-        freeze_timeout: Duration::from_secs(120),
-    };
-    let report = check_spec(&e, &spec, vec![inst.instance_id.clone()], &opts).await;
-    // The tag is a content hash: remove what this test made, so the next run builds again.
-    let removed = e.remove_image(&spec.env_image_tag).await;
-    assert!(
-        report.error.is_none(),
-        "{:?} (log: {:?})",
-        report.error,
-        report.build_log
-    );
-    let check = report.check.expect("checked");
+    let (check, log) = build_and_check(&e, &spec, &inst, ca).await;
     assert_eq!(
         check.matched,
         ["iniconfig", "packaging", "setuptools", "six", "wheel"],
@@ -121,7 +147,72 @@ async fn a_frozen_style_environment_builds_from_pypi_and_its_freeze_matches() {
         "the venv holds the pins only: {check:?}"
     );
     assert_eq!(check.match_percent(), 100.0);
-    assert_eq!(report.frozen_python, "3.11.10");
-    assert_eq!(report.debian_python, "3.11");
-    removed.unwrap();
+    assert!(
+        !log.contains("did not install in one resolver run"),
+        "one resolver run: {log}"
+    );
+}
+
+/// A frozen set that pip's resolver refuses (PyPI's pytest 8.3.3 asks for pluggy 1.5 or newer;
+/// the set pins 1.4.0, as a conda environment may) and that holds a pin whose source does not
+/// build for this Python (backports.zoneinfo 0.2.1, a C extension older than 3.11's API, here
+/// with no compiler at all): every other pin is installed at its frozen version, in the
+/// fallback that collects wheels, and the one that cannot be is named in the build log.
+#[tokio::test]
+async fn a_frozen_set_pip_refuses_installs_as_pinned_and_names_what_did_not() {
+    let Some(e) = docker_and_pypi().await else {
+        return;
+    };
+    let mut env = frozen_style();
+    env.pip = [
+        "backports.zoneinfo==0.2.1",
+        "pluggy==1.4.0",
+        "pytest==8.3.3",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let (spec, inst, ca) = frozen_spec(&env);
+    assert!(!spec.frozen_env.as_ref().unwrap().compiler);
+
+    let (check, log) = build_and_check(&e, &spec, &inst, ca).await;
+    assert!(
+        log.contains("did not install in one resolver run"),
+        "the resolver refuses the set: {log}"
+    );
+    assert_eq!(
+        check.matched,
+        ["iniconfig", "pluggy", "pytest", "setuptools", "wheel"],
+        "{check:?}"
+    );
+    assert_eq!(
+        check.missing,
+        [("backports.zoneinfo".to_string(), "0.2.1".to_string())],
+        "{check:?}"
+    );
+    assert!(check.different.is_empty(), "{check:?}");
+    // pytest 8.3.3 also needs packaging, which the set lacks: installed as pinned, nothing more.
+    assert!(check.extra.is_empty(), "{check:?}");
+    assert!(
+        log.contains("swe-eval: frozen pins not installed: backports.zoneinfo==0.2.1"),
+        "{log}"
+    );
+    // The others came from the collected wheels in one install, not one pip run each.
+    let one_by_one: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("+ python -m pip install --no-deps ") && !l.contains("--no-index"))
+        .collect();
+    assert_eq!(
+        one_by_one.len(),
+        1,
+        "only the pin with no wheel is retried alone: {one_by_one:?}"
+    );
+    assert!(
+        one_by_one[0].contains("backports.zoneinfo==0.2.1"),
+        "{one_by_one:?}"
+    );
+    assert!(
+        log.contains("pip check (above) finds the frozen set at odds with PyPI metadata"),
+        "{log}"
+    );
 }
