@@ -1,16 +1,70 @@
-//! The progress bar of a run (indicatif), fed by the runner's events. Hidden when stderr is
-//! not a terminal, so logs and CI output stay clean; the notices it would print above itself
-//! (resume counts, interrupts, the deadline, problems, reaped leftovers) are then written as
-//! plain lines instead, so they still reach the log. The runner itself never prints: this is
-//! the command line's face, drawn only by `cli::render` while a plan executes.
+//! The progress bars of a run (indicatif): the images' (ready, building, failed, ETA), fed by
+//! image preparation's events, above the jobs' (verdict counts, ETA), fed by the runner's;
+//! preparation runs beside the jobs, so both move at once. Hidden when stderr is not a
+//! terminal, so logs and CI output stay clean; the notices they would print above themselves
+//! (resume counts, interrupts, the deadline, problems, reaped leftovers, images all prepared)
+//! are then written as plain lines instead, so they still reach the log. Neither the runner
+//! nor the workflow prints: this is the command line's face, drawn only by `cli::render`
+//! while a plan executes.
 
 use std::io::Write;
 use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio::sync::mpsc;
 
+use crate::images::{BuildEvent, Phase};
 use crate::runner::{Category, RunEvent};
+
+/// What the bars are fed.
+#[derive(Debug, Clone)]
+pub enum Feed {
+    /// One of the runner's events (the jobs' bar).
+    Run(RunEvent),
+    /// A build started or a phase of one ended (the images' bar counts the builds running).
+    Build(BuildEvent),
+    /// An instance's image is ready (`ok`) or failed for good.
+    ImageDone {
+        /// The image is there.
+        ok: bool,
+    },
+}
+
+/// Counts shown on the images' bar.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Images {
+    /// Instances whose image is ready.
+    pub ready: usize,
+    /// Builds running now (any kind of image).
+    pub building: usize,
+    /// Instances whose image failed.
+    pub failed: usize,
+}
+
+impl Images {
+    /// Counts one event; true when it changed what the bar shows.
+    fn add(&mut self, feed: &Feed) -> bool {
+        match feed {
+            Feed::ImageDone { ok: true } => self.ready += 1,
+            Feed::ImageDone { ok: false } => self.failed += 1,
+            Feed::Build(BuildEvent::Started { .. }) => self.building += 1,
+            Feed::Build(BuildEvent::Timed {
+                phase: Phase::Build,
+                ..
+            }) => self.building = self.building.saturating_sub(1),
+            _ => return false,
+        }
+        true
+    }
+
+    fn message(&self) -> String {
+        let mut m = format!("ready {} · building {}", self.ready, self.building);
+        if self.failed > 0 {
+            m.push_str(&format!(" · failed {}", self.failed));
+        }
+        m
+    }
+}
 
 /// Counts shown on the bar.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -56,17 +110,23 @@ impl Tally {
     }
 }
 
-/// Draws the bar on stderr until the event channel closes; returns the final counts. With
-/// `visible = false` (stderr is not a terminal) the bar is hidden and its notices go to stderr
-/// as plain lines.
-pub async fn show(events: mpsc::UnboundedReceiver<RunEvent>, visible: bool) -> Tally {
+/// Draws the bars on stderr until the feed closes; returns the final counts. `images` is the
+/// number of instance images being prepared (no images' bar when 0). With `visible = false`
+/// (stderr is not a terminal) the bars are hidden and their notices go to stderr as plain
+/// lines.
+pub async fn show(events: mpsc::UnboundedReceiver<Feed>, images: usize, visible: bool) -> Tally {
     let plain = (!visible).then(|| Box::new(std::io::stderr()) as Box<dyn Write + Send>);
-    show_to(events, plain).await
+    show_to(events, images, plain).await
 }
 
-/// [`show`], with the bar hidden and its notices written to `plain` when it is given.
+fn style(template: &str) -> ProgressStyle {
+    ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar())
+}
+
+/// [`show`], with the bars hidden and their notices written to `plain` when it is given.
 pub async fn show_to(
-    mut events: mpsc::UnboundedReceiver<RunEvent>,
+    mut events: mpsc::UnboundedReceiver<Feed>,
+    images: usize,
     mut plain: Option<Box<dyn Write + Send>>,
 ) -> Tally {
     let target = if plain.is_none() {
@@ -74,24 +134,50 @@ pub async fn show_to(
     } else {
         ProgressDrawTarget::hidden()
     };
-    let bar = ProgressBar::with_draw_target(None, target);
+    let bars = MultiProgress::with_draw_target(target);
+    let image_bar = (images > 0).then(|| {
+        let b = bars.add(ProgressBar::new(images as u64));
+        b.set_style(style(
+            "{spinner} images [{elapsed_precise}] {wide_bar} {pos}/{len} ETA {eta} {msg}",
+        ));
+        b.enable_steady_tick(Duration::from_millis(250));
+        b
+    });
+    let bar = bars.add(ProgressBar::new(0));
     let mut notice = |line: String| match &mut plain {
         // A log that cannot be written to has nowhere to report it either.
         Some(w) => {
             let _ = writeln!(w, "{line}");
             let _ = w.flush();
         }
-        None => bar.println(line),
+        None => {
+            let _ = bars.println(line);
+        }
     };
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} ETA {eta} {msg}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
+    bar.set_style(style(
+        "{spinner} jobs   [{elapsed_precise}] {wide_bar} {pos}/{len} ETA {eta} {msg}",
+    ));
     bar.enable_steady_tick(Duration::from_millis(250));
     let mut tally = Tally::default();
-    while let Some(ev) = events.recv().await {
+    let mut counts = Images::default();
+    while let Some(feed) = events.recv().await {
+        if counts.add(&feed) {
+            if let Some(b) = &image_bar {
+                if matches!(feed, Feed::ImageDone { .. }) {
+                    b.inc(1);
+                }
+                b.set_message(counts.message());
+                if counts.ready + counts.failed == images {
+                    let secs = b.elapsed().as_secs_f64();
+                    b.finish_with_message(counts.message());
+                    notice(format!(
+                        "images: {} ready, {} failed, in {secs:.1} s",
+                        counts.ready, counts.failed
+                    ));
+                }
+            }
+        }
+        let Feed::Run(ev) = feed else { continue };
         match ev {
             RunEvent::Planned {
                 predictions,
@@ -115,9 +201,11 @@ pub async fn show_to(
                 bar.set_message(tally.message());
             }
             RunEvent::Interrupted { count: 1 } => notice(
-                "interrupted: finishing running jobs (Ctrl-C or SIGTERM again to kill them)".into(),
+                "interrupted: finishing running jobs and builds, starting no new ones (Ctrl-C or SIGTERM again to kill them)".into(),
             ),
-            RunEvent::Interrupted { .. } => notice("killing this run's containers".into()),
+            RunEvent::Interrupted { .. } => {
+                notice("killing this run's containers and abandoning its builds".into())
+            }
             RunEvent::DeadlinePassed => notice("deadline passed: finishing running jobs".into()),
             RunEvent::Problem { message } => notice(format!("warning: {message}")),
             RunEvent::Reaped {
@@ -128,6 +216,9 @@ pub async fn show_to(
             )),
             RunEvent::JobStarted { .. } | RunEvent::Reaped { .. } => {}
         }
+    }
+    if let Some(b) = image_bar {
+        b.finish_and_clear();
     }
     bar.finish_and_clear();
     tally
@@ -165,7 +256,7 @@ mod tests {
     async fn with_the_bar_hidden_its_notices_are_plain_lines() {
         let (tx, rx) = mpsc::unbounded_channel();
         let log = Shared::default();
-        let shown = tokio::spawn(show_to(rx, Some(Box::new(log.clone()))));
+        let shown = tokio::spawn(show_to(rx, 0, Some(Box::new(log.clone()))));
         let events = [
             RunEvent::Reaped {
                 count: 2,
@@ -189,7 +280,7 @@ mod tests {
             RunEvent::Interrupted { count: 2 },
         ];
         for e in events {
-            tx.send(e).unwrap();
+            tx.send(Feed::Run(e)).unwrap();
         }
         drop(tx);
         assert_eq!(shown.await.unwrap().resumed, 3);
@@ -199,11 +290,60 @@ mod tests {
             [
                 "removed 2 leftover containers of earlier runs",
                 "resuming: 3 predictions already done",
-                "interrupted: finishing running jobs (Ctrl-C or SIGTERM again to kill them)",
+                "interrupted: finishing running jobs and builds, starting no new ones (Ctrl-C or SIGTERM again to kill them)",
                 "deadline passed: finishing running jobs",
                 "warning: verdict of a not written",
-                "killing this run's containers",
+                "killing this run's containers and abandoning its builds",
             ]
         );
+    }
+
+    #[test]
+    fn the_images_bar_counts_ready_failed_and_builds_running() {
+        let mut c = Images::default();
+        let started = Feed::Build(BuildEvent::Started {
+            stage: crate::images::Stage::Instance,
+            image: "i".into(),
+        });
+        let timed = |phase| {
+            Feed::Build(BuildEvent::Timed {
+                stage: crate::images::Stage::History,
+                image: "h".into(),
+                phase,
+                took: Duration::from_secs(1),
+                ok: true,
+            })
+        };
+        assert!(c.add(&started));
+        assert!(c.add(&started));
+        assert!(
+            !c.add(&timed(Phase::Snapshot)),
+            "a snapshot is not a build ending"
+        );
+        assert!(c.add(&timed(Phase::Build)));
+        assert!(c.add(&Feed::ImageDone { ok: true }));
+        assert!(c.add(&Feed::ImageDone { ok: false }));
+        assert_eq!(
+            c,
+            Images {
+                ready: 1,
+                building: 1,
+                failed: 1
+            }
+        );
+        assert_eq!(c.message(), "ready 1 · building 1 · failed 1");
+    }
+
+    #[tokio::test]
+    async fn with_the_bars_hidden_the_end_of_preparation_is_a_plain_line() {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let log = Shared::default();
+        let shown = tokio::spawn(show_to(rx, 2, Some(Box::new(log.clone()))));
+        tx.send(Feed::ImageDone { ok: true }).unwrap();
+        tx.send(Feed::ImageDone { ok: false }).unwrap();
+        drop(tx);
+        shown.await.unwrap();
+        let text = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
+        assert!(text.starts_with("images: 1 ready, 1 failed, in "), "{text}");
     }
 }

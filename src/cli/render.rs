@@ -1,5 +1,5 @@
 //! The terminal side of a run: the workflow's events rendered (notices on stderr, the
-//! progress bar while the plan executes), Ctrl-C and SIGTERM wired to the runner while it executes, and
+//! progress bars of images and jobs while the plan executes), Ctrl-C and SIGTERM wired to the runner while it executes, and
 //! the run's closing lines.
 
 use std::sync::Arc;
@@ -7,9 +7,10 @@ use std::sync::Arc;
 use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
 
+use super::progress::Feed;
 use crate::engine::Engine;
-use crate::orchestrate::{self, Event, ImagePolicy, Level, Notice, Work};
-use crate::runner::{Category, RunConfig, RunError, RunEvent, RunReport};
+use crate::orchestrate::{self, Event, ImagePolicy, Level, Notice, PrepTimes, Work};
+use crate::runner::{Category, RunConfig, RunError, RunReport};
 
 /// Renders `events` until the channel closes. While the plan executes, the progress bar is
 /// drawn and each Ctrl-C or SIGTERM is sent to `interrupts`; outside it, both keep their
@@ -17,26 +18,41 @@ use crate::runner::{Category, RunConfig, RunError, RunEvent, RunReport};
 pub async fn render(mut events: UnboundedReceiver<Event>, interrupts: UnboundedSender<()>) {
     let visible = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let mut executing: Option<Executing> = None;
+    let mut images = 0;
     while let Some(ev) = events.recv().await {
-        match ev {
+        let feed = match ev {
             Event::Preparing { instances, flavour } => {
-                eprintln!("preparing images for {instances} instances ({flavour} flavour)...")
+                images = instances;
+                eprintln!(
+                    "preparing images for {instances} instances ({flavour} flavour); \
+                     each one's jobs start as soon as its image is ready"
+                );
+                None
             }
-            Event::Notice(n) => print_notice(&n),
-            Event::Executing => executing = Some(Executing::start(visible, interrupts.clone())),
-            Event::Run(e) => {
-                if let Some(x) = &executing {
-                    let _ = x.bar.send(e);
-                }
+            Event::Notice(n) => {
+                print_notice(&n);
+                None
             }
+            Event::Executing => {
+                executing = Some(Executing::start(visible, images, interrupts.clone()));
+                None
+            }
+            Event::Run(e) => Some(Feed::Run(e)),
+            Event::Build(e) => Some(Feed::Build(e)),
+            Event::ImageDone { ok, .. } => Some(Feed::ImageDone { ok }),
             Event::Executed => {
                 if let Some(x) = executing.take() {
                     x.end().await;
                 }
+                None
             }
             Event::ImagesRemoved { count } => {
-                eprintln!("removed {count} image(s) the cache level does not keep")
+                eprintln!("removed {count} image(s) the cache level does not keep");
+                None
             }
+        };
+        if let (Some(feed), Some(x)) = (feed, &executing) {
+            let _ = x.bar.send(feed);
         }
     }
     if let Some(x) = executing.take() {
@@ -44,18 +60,18 @@ pub async fn render(mut events: UnboundedReceiver<Event>, interrupts: UnboundedS
     }
 }
 
-/// The progress bar and the Ctrl-C listener of an executing plan.
+/// The progress bars and the Ctrl-C listener of an executing plan.
 struct Executing {
-    bar: UnboundedSender<RunEvent>,
+    bar: UnboundedSender<Feed>,
     drawn: JoinHandle<super::progress::Tally>,
     signals: JoinHandle<()>,
 }
 
 impl Executing {
-    fn start(visible: bool, interrupts: UnboundedSender<()>) -> Executing {
+    fn start(visible: bool, images: usize, interrupts: UnboundedSender<()>) -> Executing {
         let signals = tokio::spawn(forward_interrupts(interrupts));
         let (bar, rx) = mpsc::unbounded_channel();
-        let drawn = tokio::spawn(super::progress::show(rx, visible));
+        let drawn = tokio::spawn(super::progress::show(rx, images, visible));
         Executing {
             bar,
             drawn,
@@ -161,13 +177,47 @@ pub fn print_report(r: &RunReport) {
     }
 }
 
-/// Runs the workflow with its events rendered and Ctrl-C wired in.
+/// Where image preparation's time went, after the run's closing lines: the wall time, then
+/// each kind of image with its builds and the time of each phase, summed over builds that
+/// ran side by side. Nothing when no image was prepared.
+pub fn print_preparation(t: &PrepTimes) {
+    if t.ready + t.failed == 0 {
+        return;
+    }
+    println!(
+        "  image preparation: {} ready, {} failed, {:.1} s (beside the jobs)",
+        t.ready,
+        t.failed,
+        t.wall.as_secs_f64()
+    );
+    for (stage, s) in &t.stages {
+        let phases: Vec<String> = s
+            .phases
+            .iter()
+            .map(|(p, d)| format!("{} {:.1} s", p.as_str(), d.as_secs_f64()))
+            .collect();
+        let failed = if s.failed > 0 {
+            format!(", {} failed", s.failed)
+        } else {
+            String::new()
+        };
+        println!(
+            "    where the time went: {} images: {} built{failed}; {}",
+            stage.as_str(),
+            s.built,
+            phases.join(" · ")
+        );
+    }
+}
+
+/// Runs the workflow with its events rendered and Ctrl-C wired in; returns the run's report
+/// and where image preparation's time went.
 pub async fn execute<E: Engine>(
     engine: Arc<E>,
     work: Work<'_>,
     config: RunConfig,
     images: ImagePolicy<'_>,
-) -> Result<RunReport, RunError> {
+) -> Result<(RunReport, PrepTimes), RunError> {
     let (events, rx) = mpsc::unbounded_channel();
     let (interrupts, irx) = mpsc::unbounded_channel();
     let shown = tokio::spawn(render(rx, interrupts));

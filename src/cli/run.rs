@@ -159,6 +159,13 @@ pub struct ImageArgs {
     /// [default: official; debian for the mini benchmark].
     #[arg(long, env = "SWE_EVAL_FLAVOUR", value_enum)]
     pub flavour: Option<Flavour>,
+    /// Image builds at once [default: half the cores, 1 to 4]. Images are prepared while the
+    /// jobs run (an instance's jobs start as soon as its image is ready), so builds and tests
+    /// share the machine; they are bounded apart because they load it differently: a test is
+    /// mostly CPU, a build mostly the daemon writing layers, git and installers on disk and
+    /// network. --workers bounds the tests.
+    #[arg(long, value_name = "N")]
+    pub build_jobs: Option<usize>,
 }
 
 impl ImageArgs {
@@ -215,6 +222,7 @@ impl ImageArgs {
             namespace: self.namespace.clone(),
             ca_cert: self.ca_cert.clone(),
             flavour: self.flavour,
+            build_jobs: self.build_jobs,
         };
         Ok((choices, self.cache_level))
     }
@@ -246,7 +254,7 @@ async fn run_async(mut args: Args) -> CliResult {
             .unwrap_or_else(|| if mini { "mini".into() } else { time_run_id() });
     let workers = args.workers.unwrap_or_else(runner::default_workers).max(1);
     let (choices, cache_level) = args.images.choices()?;
-    let opts = prepare_options(&args.output, &choices, inputs.mini_mirrors.clone(), workers)?;
+    let opts = prepare_options(&args.output, &choices, inputs.mini_mirrors.clone())?;
 
     let mut config = RunConfig::new(&run_id, args.output.clone());
     config.workers = workers;
@@ -290,8 +298,9 @@ async fn run_on<E: Engine>(
         prepare: opts,
         keep: cache_level,
     };
-    let report = render::execute(engine, work, config, images).await?;
+    let (report, prep) = render::execute(engine, work, config, images).await?;
     print_report(&report);
+    render::print_preparation(&prep);
     let mut mismatches = 0;
     if mini {
         match check_mini(&report, args.strict) {

@@ -93,7 +93,7 @@ async fn run_async(mut args: Args) -> CliResult {
     let predictions = gold_and_empty(&inputs, k);
     let workers = args.workers.unwrap_or_else(runner::default_workers).max(1);
     let (choices, cache_level) = args.images.choices()?;
-    let opts = prepare_options(&args.output, &choices, inputs.mini_mirrors.clone(), workers)?;
+    let opts = prepare_options(&args.output, &choices, inputs.mini_mirrors.clone())?;
     let mut config = RunConfig::new(&args.run_id, args.output.clone());
     config.workers = workers;
     config.dedupe = false;
@@ -113,7 +113,8 @@ async fn run_async(mut args: Args) -> CliResult {
         prepare: &opts,
         keep: cache_level,
     };
-    let report = render::execute(engine, work, config, images).await?;
+    let (report, prep) = render::execute(engine, work, config, images).await?;
+    render::print_preparation(&prep);
 
     let layout = Layout::new(&args.output, &args.run_id);
     let findings = findings(&layout, &inputs.instance_ids)?;

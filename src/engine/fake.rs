@@ -82,6 +82,10 @@ struct State {
     images: BTreeMap<String, BTreeMap<String, String>>,
     pullable: BTreeSet<String>,
     failing_builds: BTreeMap<String, String>,
+    /// (part of a tag, log): builds of tags containing it fail.
+    failing_parts: Vec<(String, String)>,
+    /// (part of a tag, delay): builds of tags containing it take this long.
+    build_delays: Vec<(String, Duration)>,
     rules: Vec<Rule>,
     job_faults: VecDeque<EngineError>,
     containers: Vec<Resource>,
@@ -148,6 +152,19 @@ impl FakeEngine {
     /// Makes the build of `tag` fail with `log`.
     pub fn fail_build(&self, tag: &str, log: &str) -> &Self {
         self.lock().failing_builds.insert(tag.into(), log.into());
+        self
+    }
+
+    /// Makes the build of every tag containing `part` fail with `log`.
+    pub fn fail_builds_containing(&self, part: &str, log: &str) -> &Self {
+        self.lock().failing_parts.push((part.into(), log.into()));
+        self
+    }
+
+    /// Builds of tags containing `part` take `delay` (on tokio's clock; the first rule that
+    /// matches counts).
+    pub fn delay_builds_containing(&self, part: &str, delay: Duration) -> &Self {
+        self.lock().build_delays.push((part.into(), delay));
         self
     }
 
@@ -243,17 +260,32 @@ impl Engine for FakeEngine {
         labels: BTreeMap<String, String>,
         settings: BuildSettings,
     ) -> Result<String, EngineError> {
+        let delay = {
+            let mut s = self.lock();
+            s.calls.push(Call::BuildImage {
+                tag: tag.into(),
+                labels: labels.clone(),
+                network: settings.network,
+            });
+            s.build_delays
+                .iter()
+                .find(|(part, _)| tag.contains(part.as_str()))
+                .map(|(_, d)| *d)
+        };
+        if let Some(d) = delay {
+            tokio::time::sleep(d).await;
+        }
         let mut s = self.lock();
-        s.calls.push(Call::BuildImage {
-            tag: tag.into(),
-            labels: labels.clone(),
-            network: settings.network,
-        });
-        if let Some(log) = s.failing_builds.get(tag) {
+        let failing = s
+            .failing_parts
+            .iter()
+            .find(|(part, _)| tag.contains(part.as_str()))
+            .map(|(_, log)| log.clone());
+        if let Some(log) = s.failing_builds.get(tag).cloned().or(failing) {
             return Err(EngineError::Build {
                 tag: tag.into(),
                 message: "scripted failure".into(),
-                log: log.clone(),
+                log,
             });
         }
         s.images.insert(tag.into(), labels);

@@ -1,12 +1,14 @@
 //! Making the plan's images present: prebuilt ones used or pulled, the rest built, each
-//! base and environment once; a failure fails only the instances that need that image.
+//! base and environment once; a failure fails only the instances that need that image. Each
+//! instance's image is reported through the options' hooks as soon as it is ready or failed
+//! (`build_events`), so a caller can start using it while the others build.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::build_one::{build_one, ensure_base_recipe, failure};
+use super::build_one::{build_one, created, ensure_base_recipe, failure};
 use super::{
-    history, BuildChain, BuildOptions, ImageError, ImageFailure, ImagePlan, InstanceImages, Layer,
-    Prepared,
+    history, BuildChain, BuildEvent, BuildOptions, ImageError, ImageFailure, ImagePlan,
+    InstanceImages, Layer, Prepared,
 };
 use crate::engine::Engine;
 
@@ -15,13 +17,22 @@ use crate::engine::Engine;
 pub async fn ensure<E: Engine>(engine: &E, plan: &ImagePlan, opts: &BuildOptions) -> Prepared {
     let mut out = Prepared::default();
     let mut to_build = Vec::new();
+    let hooks = &opts.hooks;
+    let report = |id: &str, result: &Result<String, ImageFailure>| {
+        hooks.send(BuildEvent::Instance {
+            instance_id: id.to_string(),
+            result: result.clone(),
+        })
+    };
     for inst in &plan.instances {
-        match resolve_prebuilt(engine, inst, &mut out).await {
+        match resolve_prebuilt(engine, inst, opts, &mut out).await {
             Ok(Some(image)) => {
+                report(&inst.instance_id, &Ok(image.clone()));
                 out.images.insert(inst.instance_id.clone(), image);
             }
             Ok(None) => to_build.push(inst),
             Err(f) => {
+                report(&inst.instance_id, &Err(f.clone()));
                 out.failed.insert(inst.instance_id.clone(), f);
             }
         }
@@ -103,8 +114,8 @@ pub async fn ensure<E: Engine>(engine: &E, plan: &ImagePlan, opts: &BuildOptions
         let chain = inst.build.as_ref()?;
         let dep = failed_dep(chain);
         let history = histories.remove(&inst.instance_id);
-        let (permits, created) = (&permits, &created);
-        Some(async move {
+        let (permits, created, report) = (&permits, &created, &report);
+        let job = async move {
             if let Some(f) = dep {
                 return (inst, Err(f));
             }
@@ -139,6 +150,12 @@ pub async fn ensure<E: Engine>(engine: &E, plan: &ImagePlan, opts: &BuildOptions
                 .unwrap_or_else(|p| p.into_inner())
                 .extend(local.created);
             (inst, r)
+        };
+        // Each instance is reported as soon as its image is ready or failed.
+        Some(async move {
+            let (inst, r) = job.await;
+            report(&inst.instance_id, &r);
+            (inst, r)
         })
     });
     let results = futures_util::future::join_all(jobs).await;
@@ -164,6 +181,7 @@ pub async fn ensure<E: Engine>(engine: &E, plan: &ImagePlan, opts: &BuildOptions
 async fn resolve_prebuilt<E: Engine>(
     engine: &E,
     inst: &InstanceImages,
+    opts: &BuildOptions,
     out: &mut Prepared,
 ) -> Result<Option<String>, ImageFailure> {
     // An instance image built by an earlier run is as good as a pulled one. (One that stands
@@ -192,7 +210,7 @@ async fn resolve_prebuilt<E: Engine>(
     };
     match pulled {
         Ok(()) => {
-            out.created.push((image.clone(), Layer::Instance));
+            created(&opts.hooks, out, image, Layer::Instance);
             Ok(Some(image.clone()))
         }
         Err(_) if inst.build.is_some() => Ok(None),
@@ -294,6 +312,7 @@ mod plan_tests {
             base: BaseOptions::default(),
             parallel: 2,
             history_chain: super::history::MAX_CHAIN,
+            hooks: Default::default(),
         }
     }
 

@@ -1,5 +1,6 @@
 //! Building one image (any layer from its Dockerfile and context, or the base from its
-//! recipe), and what building hands back: [`Prepared`] images and each [`ImageFailure`].
+//! recipe), and what building hands back: [`Prepared`] images and each [`ImageFailure`]
+//! (`build_failure.rs`).
 //! [`super::build`] (the plan), [`super::history`] and [`super::envonly`] build through it.
 
 use std::collections::BTreeMap;
@@ -7,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use super::{
     base, base_image_name, build_log_path, context_tar, context_tar_to, ensure_base, labels_for,
-    BaseOptions, BaseRecipe, ImageError, Layer, RepoCache,
+    BaseOptions, BaseRecipe, BuildEvent, BuildHooks, ImageError, ImageFailure, Layer, Phase,
+    RepoCache, Stage,
 };
 use crate::engine::tarball::Entry;
 use crate::engine::{BuildSettings, Engine, TarSource};
@@ -26,21 +28,8 @@ pub struct BuildOptions {
     /// History images in one chain at most before a new root (see [`super::history`]);
     /// [`super::history::MAX_CHAIN`] unless a test wants short chains.
     pub history_chain: usize,
-}
-
-/// Why one instance has no image.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ImageFailure {
-    /// The image that could not be had.
-    pub image: String,
-    /// Its layer.
-    pub layer: Layer,
-    /// Why.
-    pub message: String,
-    /// The saved build log, if there was one.
-    pub log_path: Option<PathBuf>,
-    /// Worth retrying (a daemon hiccup), as opposed to a broken recipe.
-    pub transient: bool,
+    /// Where progress and timings go, and the stop flag (default: nowhere, never).
+    pub hooks: BuildHooks,
 }
 
 /// What [`super::ensure`] prepared.
@@ -85,10 +74,13 @@ pub(super) async fn ensure_base_recipe<E: Engine>(
             let log_path = build_log_path(&opts.logs_dir, Layer::Base, &name);
             let mut bopts = opts.base.clone();
             bopts.log_file = Some(log_path.clone());
+            let started = tokio::time::Instant::now();
             match ensure_base(engine, *release, std::slice::from_ref(alias), &bopts).await {
                 Ok(o) => {
                     if o.built {
-                        out.created.push((name, Layer::Base));
+                        let hooks = &opts.hooks;
+                        hooks.timed(Stage::Base, &name, Phase::Build, started.elapsed(), true);
+                        created(hooks, out, &name, Layer::Base);
                     }
                     Ok(())
                 }
@@ -135,6 +127,13 @@ pub(super) async fn build_one<E: Engine>(
         Ok(false) => {}
         Err(e) => return Err(failure(layer, tag, &e.into(), None)),
     }
+    let hooks = &opts.hooks;
+    if hooks.stopped() {
+        let e = ImageError::Stopped {
+            image: tag.to_string(),
+        };
+        return Err(failure(layer, tag, &e, None));
+    }
     // A context with a folder (a history image's pack: a whole history for a root) can be
     // hundreds of MB: it goes through a temporary file, streamed to the daemon, never whole
     // in memory.
@@ -165,17 +164,24 @@ pub(super) async fn build_one<E: Engine>(
     let log_path = build_log_path(&opts.logs_dir, layer, tag);
     // Builds that need no network run without (hermetic, and no network endpoint to set up).
     let settings = BuildSettings { network };
-    match engine
+    let stage = Stage::of(layer, instance_id);
+    hooks.send(BuildEvent::Started {
+        stage,
+        image: tag.to_string(),
+    });
+    let started = tokio::time::Instant::now();
+    let built = engine
         .build_image_with(tag, ctx, labels_for(layer, instance_id), settings)
-        .await
-    {
+        .await;
+    hooks.timed(stage, tag, Phase::Build, started.elapsed(), built.is_ok());
+    match built {
         Ok(log) => {
             // Kept as the official harness keeps it: what a build left out is named there
             // (a frozen environment's pins that did not install). As for a failed build, a
             // log that cannot be written is absent (its path is not reported), and does not
             // undo the image.
             let _ = base::write_log(&log_path, &log);
-            out.created.push((tag.to_string(), layer));
+            created(hooks, out, tag, layer);
             Ok(())
         }
         Err(e) => {
@@ -187,4 +193,13 @@ pub(super) async fn build_one<E: Engine>(
             Err(failure(layer, tag, &e, saved.then_some(log_path)))
         }
     }
+}
+
+/// Records (and reports) that this preparation made `image`.
+pub(super) fn created(hooks: &BuildHooks, out: &mut Prepared, image: &str, layer: Layer) {
+    out.created.push((image.to_string(), layer));
+    hooks.send(BuildEvent::Created {
+        image: image.to_string(),
+        layer,
+    });
 }

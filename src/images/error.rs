@@ -34,6 +34,12 @@ pub enum ImageError {
         /// What went wrong.
         message: String,
     },
+    /// Preparation was stopped (an interrupt, the deadline) before this image's build started.
+    #[error("{image} not built: image preparation was stopped")]
+    Stopped {
+        /// The image.
+        image: String,
+    },
     /// A cache level name that is not `none`, `base`, `env` or `instance`.
     #[error("unknown cache level `{0}` (expected none, base, env or instance)")]
     CacheLevel(String),

@@ -30,7 +30,9 @@ use futures_util::future::{BoxFuture, FutureExt, Shared};
 use tokio::sync::Semaphore;
 
 use super::build_one::{build_one, failure};
-use super::{content_hash, BuildOptions, ImageError, ImageFailure, Layer, Prepared, RepoCache};
+use super::{
+    content_hash, BuildOptions, ImageError, ImageFailure, Layer, Phase, Prepared, RepoCache, Stage,
+};
 use crate::engine::Engine;
 use crate::repos::{git, git_input, git_input_bytes};
 
@@ -479,8 +481,12 @@ pub async fn plan_builds<'a, E: Engine>(
         let cache = opts.repos.clone();
         let (e2, r2, max) = (env.clone(), repo.clone(), opts.history_chain.max(1));
         let all = commits.clone();
+        let started = tokio::time::Instant::now();
         let planned =
             tokio::task::spawn_blocking(move || plan_chains(&cache, &e2, &r2, &all, max)).await;
+        let ok = planned.as_ref().is_ok_and(|(_, failed)| failed.is_empty());
+        let hooks = &opts.hooks;
+        hooks.timed(Stage::History, &repo, Phase::Fetch, started.elapsed(), ok);
         let (nodes, failed) = match planned {
             Ok(p) => p,
             Err(e) => {
@@ -587,11 +593,22 @@ async fn build_node<E: Engine>(
         parent.cloned(),
         tmp.path().to_path_buf(),
     );
+    if opts.hooks.stopped() {
+        return Err(ctx_fail(ImageError::Stopped {
+            image: node.tag.clone(),
+        }));
+    }
     // git runs for seconds (a root's pack is the whole history): off the async workers.
-    tokio::task::spawn_blocking(move || write_context(&cache, &n, p.as_ref(), &dir))
+    let started = tokio::time::Instant::now();
+    let written = tokio::task::spawn_blocking(move || write_context(&cache, &n, p.as_ref(), &dir))
         .await
-        .map_err(|e| ctx_fail(repo_error(&node.repo, e.to_string())))?
-        .map_err(ctx_fail)?;
+        .map_err(|e| ctx_fail(repo_error(&node.repo, e.to_string())))
+        .and_then(|r| r.map_err(ctx_fail));
+    let took = started.elapsed();
+    let ok = written.is_ok();
+    opts.hooks
+        .timed(Stage::History, &node.tag, Phase::Snapshot, took, ok);
+    written?;
     build_one(
         engine,
         Layer::Instance,
@@ -861,6 +878,7 @@ mod tests {
             base: BaseOptions::default(),
             parallel: 2,
             history_chain: MAX_CHAIN,
+            hooks: Default::default(),
         };
         let e = std::sync::Arc::new(FakeEngine::new());
         e.add_image(&base_image_name(DebianRelease::Bookworm));

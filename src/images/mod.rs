@@ -8,10 +8,14 @@
 //! stands on a history image shared along the repository's commits, see `history`). A row that carries its own
 //! `image` (SWE-bench 5) is run in it as is: nothing is built, it is pulled when missing. A
 //! failed build fails only the instances that need it; its log is saved under
-//! `<output>/logs/build_images/`.
+//! `<output>/logs/build_images/`. Preparation reports each build, each phase's time and each
+//! instance's image as soon as it is ready through [`BuildHooks`] (see `build_events`), which
+//! also stop it.
 
 pub mod base;
 mod build;
+mod build_events;
+mod build_failure;
 mod build_one;
 mod cleanup;
 mod cleanup_report;
@@ -26,7 +30,9 @@ pub mod repo;
 
 pub use base::{base_image_name, ensure_base, BaseOptions, BaseOutcome};
 pub use build::ensure;
-pub use build_one::{BuildOptions, ImageFailure, Prepared};
+pub use build_events::{BuildEvent, BuildHooks, Phase, Stage, StopFlag};
+pub use build_failure::ImageFailure;
+pub use build_one::{BuildOptions, Prepared};
 pub use cleanup::cleanup;
 pub use cleanup_report::CleanupReport;
 pub use context::{context_tar, context_tar_to};

@@ -209,6 +209,7 @@ pub async fn check_spec<E: Engine>(
         base: BaseOptions::logging_under(&opts.build_logs),
         parallel: 1,
         history_chain: images::history::MAX_CHAIN,
+        hooks: Default::default(),
     };
     let mut report = EnvReport {
         env_image: spec.env_image_tag.clone(),

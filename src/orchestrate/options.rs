@@ -21,6 +21,16 @@ pub struct ImageChoices {
     pub ca_cert: Option<PathBuf>,
     /// The image flavour; `None` picks Debian for the mini benchmark, else official.
     pub flavour: Option<Flavour>,
+    /// Image builds at once (`--build-jobs`); `None` for [`default_build_jobs`].
+    pub build_jobs: Option<usize>,
+}
+
+/// Image builds at once by default: half the cores, at least 1 and at most 4. Builds run
+/// beside the jobs (whose default is min(4, cores)), and load the machine differently: a
+/// build is mostly the daemon writing layers and host git and installers on disk and network.
+pub fn default_build_jobs() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (cores / 2).clamp(1, 4)
 }
 
 /// Why the choices cannot be used.
@@ -55,7 +65,6 @@ pub fn prepare_options(
     output: &Path,
     choices: &ImageChoices,
     mini_mirrors: Option<PathBuf>,
-    workers: usize,
 ) -> Result<PrepareOptions, OptionsError> {
     let flavour = match choices.flavour {
         Some(f) => f,
@@ -90,7 +99,7 @@ pub fn prepare_options(
         repos: sources,
         repo_cache: repo_cache_dir(output),
         build_logs: output.join("logs").join("build_images"),
-        parallel: workers,
+        parallel: choices.build_jobs.unwrap_or_else(default_build_jobs).max(1),
     })
 }
 

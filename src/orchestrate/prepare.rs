@@ -1,7 +1,9 @@
 //! From dataset rows to what the runner needs per instance: the test spec (eval script, log
-//! parser) and a ready image, built through the image plan. An instance whose spec or image
-//! cannot be had gets a `Setup` whose image is the reason why, so only its own predictions
-//! fail (as infrastructure errors) and the run goes on.
+//! parser) first, for every instance at once ([`specs`]), then the images, built through the
+//! image plan and reported one by one as each is ready or failed ([`build`]), so the workflow
+//! hands each instance to the runner without waiting for the others. An instance whose spec
+//! or image cannot be had gets a `Setup` whose image is the reason why, so only its own
+//! predictions fail (as infrastructure errors) and the run goes on.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -10,7 +12,9 @@ use std::sync::Arc;
 use crate::dataset::Instance;
 use crate::engine::tarball::Entry;
 use crate::engine::Engine;
-use crate::images::{self, BaseOptions, BuildOptions, PlanOptions, Prepared, RepoCache};
+use crate::images::{
+    self, BaseOptions, BuildHooks, BuildOptions, ImageFailure, PlanOptions, Prepared, RepoCache,
+};
 use crate::repos::RepoSources;
 use crate::spec::{Flavour, SpecOptions, TestSpec};
 
@@ -31,30 +35,25 @@ pub struct PrepareOptions {
     pub repo_cache: PathBuf,
     /// `<output>/logs/build_images`.
     pub build_logs: PathBuf,
-    /// Instance images built at once.
+    /// Image builds at once (`--build-jobs`), apart from the run's workers.
     pub parallel: usize,
 }
 
-/// What was prepared: a setup per instance, and the images created (for cleanup by cache
-/// level).
+/// The test specs of the instances to prepare: those with a spec, and a final setup (whose
+/// image says why there is none) for each without.
 #[derive(Debug, Default)]
-pub struct Prepare {
-    /// What each instance runs in, by instance id.
-    pub setups: HashMap<String, Arc<Setup>>,
-    /// The images this preparation created or holds.
-    pub images: Prepared,
+pub struct Specs {
+    /// Instances with a spec, in the order given.
+    pub ready: Vec<(Instance, TestSpec)>,
+    /// Setups of the instances that have no spec, by instance id: final, nothing to build.
+    pub failed: HashMap<String, Arc<Setup>>,
     /// Spec warnings worth showing (nearest Debian release, best-effort installs, ...).
     pub warnings: Vec<String>,
 }
 
-/// Specs and images for `instances`.
-pub async fn prepare<E: Engine>(
-    engine: &E,
-    instances: &[&Instance],
-    opts: &PrepareOptions,
-) -> Prepare {
-    let mut out = Prepare::default();
-    let mut specs = Vec::new();
+/// The test specs of `instances` (no Docker: cheap, done before any image is prepared).
+pub fn specs(instances: &[&Instance], opts: &PrepareOptions) -> Specs {
+    let mut out = Specs::default();
     let spec_opts = SpecOptions {
         ca_cert: opts.ca_cert.is_some(),
         ..SpecOptions::new(opts.flavour)
@@ -68,10 +67,10 @@ pub async fn prepare<E: Engine>(
                         .iter()
                         .map(|w| (inst.instance_id.clone(), w.clone())),
                 );
-                specs.push((*inst, spec));
+                out.ready.push(((*inst).clone(), spec));
             }
             Err(e) => {
-                out.setups.insert(
+                out.failed.insert(
                     inst.instance_id.clone(),
                     Arc::new(Setup {
                         instance: (*inst).clone(),
@@ -86,6 +85,50 @@ pub async fn prepare<E: Engine>(
     }
     out.warnings
         .extend(crate::spec::group_warnings(&spec_warnings));
+    out
+}
+
+/// What `inst` runs in: `spec`'s script and parser, in `image` (or why there is none).
+pub fn setup(inst: &Instance, spec: &TestSpec, image: Result<String, String>) -> Setup {
+    Setup {
+        instance: inst.clone(),
+        image,
+        eval_script: spec.eval_script.clone(),
+        log_parser: spec.log_parser.clone(),
+        cpus: spec.nano_cpus.map(|n| n as f64 / 1e9),
+    }
+}
+
+/// Why an instance has no image, for its setup (with the build log when there is one).
+pub fn unavailable(failure: Option<&ImageFailure>) -> String {
+    match failure {
+        Some(f) => {
+            let log = f
+                .log_path
+                .as_ref()
+                .map(|p| format!(" (log: {})", p.display()))
+                .unwrap_or_default();
+            format!(
+                "image {} ({} layer) not available: {}{log}",
+                f.image,
+                f.layer.as_str(),
+                f.message
+            )
+        }
+        None => "no image was prepared".to_string(),
+    }
+}
+
+/// Makes the images of `specs` present (built, found or pulled), reporting through `hooks`
+/// as it goes: each instance's image as soon as it is ready or failed, each build and its
+/// phases' times. Failures of the daemon (not of a recipe) get two more tries, after a pause;
+/// until then their instances are reported as transient failures.
+pub async fn build<E: Engine>(
+    engine: &E,
+    specs: &[(Instance, TestSpec)],
+    opts: &PrepareOptions,
+    hooks: BuildHooks,
+) -> Prepared {
     let plan_opts = PlanOptions {
         namespace: opts.namespace.clone(),
         ..Default::default()
@@ -109,65 +152,30 @@ pub async fn prepare<E: Engine>(
         base: BaseOptions::logging_under(&opts.build_logs),
         parallel: opts.parallel.max(1),
         history_chain: images::history::MAX_CHAIN,
+        hooks,
     };
-    out.images = images::ensure(engine, &plan, &build).await;
+    let mut out = images::ensure(engine, &plan, &build).await;
     // Failures of the daemon (not of a recipe) get two more tries, after a pause.
     let mut wait = std::time::Duration::from_secs(2);
     for _ in 0..2 {
         let again: Vec<_> = plan
             .instances
             .iter()
-            .filter(|i| {
-                out.images
-                    .failed
-                    .get(&i.instance_id)
-                    .is_some_and(|f| f.transient)
-            })
+            .filter(|i| out.failed.get(&i.instance_id).is_some_and(|f| f.transient))
             .cloned()
             .collect();
-        if again.is_empty() {
+        if again.is_empty() || build.hooks.stopped() {
             break;
         }
         tokio::time::sleep(wait).await;
         wait *= 2;
         let retry = images::ensure(engine, &images::ImagePlan { instances: again }, &build).await;
         for (id, image) in retry.images {
-            out.images.failed.remove(&id);
-            out.images.images.insert(id, image);
+            out.failed.remove(&id);
+            out.images.insert(id, image);
         }
-        out.images.failed.extend(retry.failed);
-        out.images.created.extend(retry.created);
-    }
-    for (inst, spec) in specs {
-        let image = match out.images.images.get(&inst.instance_id) {
-            Some(img) => Ok(img.clone()),
-            None => Err(match out.images.failed.get(&inst.instance_id) {
-                Some(f) => {
-                    let log = f
-                        .log_path
-                        .as_ref()
-                        .map(|p| format!(" (log: {})", p.display()))
-                        .unwrap_or_default();
-                    format!(
-                        "image {} ({} layer) not available: {}{log}",
-                        f.image,
-                        f.layer.as_str(),
-                        f.message
-                    )
-                }
-                None => "no image was prepared".to_string(),
-            }),
-        };
-        out.setups.insert(
-            inst.instance_id.clone(),
-            Arc::new(Setup {
-                instance: inst.clone(),
-                image,
-                eval_script: spec.eval_script,
-                log_parser: spec.log_parser,
-                cpus: spec.nano_cpus.map(|n| n as f64 / 1e9),
-            }),
-        );
+        out.failed.extend(retry.failed);
+        out.created.extend(retry.created);
     }
     out
 }

@@ -1,21 +1,24 @@
 //! A run from loaded inputs to its report: find what is still to run, prepare (and hold) the
-//! images it needs, execute the plan, release the holds and remove the images the cache level
-//! does not keep. Nothing here prints: every step reports through [`Event`]s, which the
-//! caller renders (the CLI draws a progress bar and prints notices).
+//! images it needs while executing the plan (each instance's jobs join the runner's queue as
+//! soon as its image is ready, through `runner::arrivals`; builds are bounded apart from the
+//! workers), release the holds and remove the images the cache level does not keep. Nothing
+//! here prints: every step reports through [`Event`]s, which the caller renders (the CLI
+//! draws two progress bars, images and jobs, and prints notices).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 
 use super::inputs::needed;
-use super::prepare::{self, Prepare, PrepareOptions};
+use super::prep_times::{self, PrepTimes};
+use super::prepare::{self, PrepareOptions};
 use crate::dataset::Dataset;
 use crate::engine::Engine;
 use crate::images::hold::{self, hold_labels, Holding};
-use crate::images::{self, CacheLevel};
+use crate::images::{self, BuildEvent, BuildHooks, CacheLevel, StopFlag};
 use crate::predictions::Prediction;
-use crate::runner::{self, Plan, RunConfig, RunError, RunEvent, RunReport, Setup};
+use crate::runner::{self, Arrivals, Plan, RunConfig, RunError, RunEvent, RunReport, Setup};
 use crate::spec::Flavour;
 
 /// What the workflow tells its caller, in order.
@@ -34,7 +37,17 @@ pub enum Event {
     Executing,
     /// One of the runner's events.
     Run(RunEvent),
-    /// The runner is done; no [`Event::Run`] follows.
+    /// A build of an image started, or a phase of its preparation ended (image preparation
+    /// runs beside the jobs, between [`Event::Executing`] and [`Event::Executed`]).
+    Build(BuildEvent),
+    /// An instance's image is ready (`ok`) or failed for good: its jobs may start.
+    ImageDone {
+        /// The instance.
+        instance_id: String,
+        /// The image is there.
+        ok: bool,
+    },
+    /// The runner and the preparation are done; no [`Event::Run`] follows.
     Executed,
     /// Images removed because the cache level does not keep them.
     ImagesRemoved {
@@ -83,35 +96,100 @@ pub struct ImagePolicy<'a> {
     pub keep: CacheLevel,
 }
 
-/// Runs `work` on `engine`: prepares the images its pending predictions need (held for
-/// this run), executes the plan (`interrupts` delivers one message per Ctrl-C), then releases
-/// the holds and removes what `images.keep` does not keep, even when the run failed to start.
+/// Runs `work` on `engine`: prepares the images its pending predictions need (held for this
+/// run) while it executes the plan, each instance's jobs joining the runner's queue as soon as
+/// its image is ready (or failed: then they get their infrastructure-error verdicts at once);
+/// then releases the holds and removes what `images.keep` does not keep, even when the run
+/// failed to start. `interrupts` delivers one message per Ctrl-C: the first stops dispatching
+/// and starting builds (running jobs and builds finish), the second kills the jobs and
+/// abandons the builds. Returns the run's report and where preparation's time went.
 pub async fn execute<E: Engine>(
     engine: Arc<E>,
     work: Work<'_>,
     config: RunConfig,
     images: ImagePolicy<'_>,
-    interrupts: UnboundedReceiver<()>,
+    mut interrupts: UnboundedReceiver<()>,
     events: UnboundedSender<Event>,
-) -> Result<RunReport, RunError> {
+) -> Result<(RunReport, PrepTimes), RunError> {
     let pending = runner::pending(&work.predictions, &config);
-    let prepared = prepare_held(
-        engine.clone(),
-        &config.run_id,
-        work.dataset,
-        &pending,
-        &images,
-        &events,
-    )
-    .await;
+    reap_dead_images(&*engine, &events).await;
+    let opts = images.prepare;
+    let needed = needed(work.dataset, &pending);
+    let specs = prepare::specs(&needed, opts);
+    for w in &specs.warnings {
+        notice(&events, Level::Note, w.clone());
+    }
+    if !needed.is_empty() {
+        let _ = events.send(Event::Preparing {
+            instances: needed.len(),
+            flavour: opts.flavour,
+        });
+    }
+    // Until its image is ready, an instance's setup says why it has none.
+    let mut setups = specs.failed.clone();
+    for (inst, spec) in &specs.ready {
+        let not_yet = Err("image not prepared: preparation ended before it was ready".into());
+        let s = prepare::setup(inst, spec, not_yet);
+        setups.insert(inst.instance_id.clone(), Arc::new(s));
+    }
+    let (arrive, arrivals) =
+        runner::arrivals(specs.ready.iter().map(|(i, _)| i.instance_id.clone()));
     let plan = Plan {
-        setups: with_stand_ins(prepared.setups, work.dataset, &work.predictions),
+        setups: with_stand_ins(setups, work.dataset, &work.predictions),
         predictions: work.predictions,
         instance_ids: work.instance_ids,
     };
-    let report = run_plan(engine.clone(), plan, config, interrupts, &events).await;
-    release_and_clean(&*engine, &prepared.images, images.keep, &events).await;
-    report
+    let holding = Holding::new(
+        engine.clone(),
+        hold_labels(&crate::owner::owner_id(), &config.run_id),
+    )
+    .removing(images.keep);
+
+    let _ = events.send(Event::Executing);
+    let (run_interrupts, run_irx) = mpsc::unbounded_channel();
+    let (count_tx, mut count_rx) = tokio::sync::watch::channel(0u32);
+    let stop = StopFlag::default();
+    let preparing = Preparing::default();
+    // Interrupts reach the runner and the preparation both: the first stops starting builds,
+    // the second abandons the ones running.
+    let forward = async {
+        let mut count = 0;
+        while let Some(()) = interrupts.recv().await {
+            count += 1;
+            stop.stop();
+            let _ = run_interrupts.send(());
+            let _ = count_tx.send(count);
+        }
+        std::future::pending::<()>().await;
+    };
+    let prepared = async {
+        let killed = count_rx.wait_for(|n| *n >= 2);
+        tokio::select! {
+            biased;
+            _ = killed => None,
+            p = prepare_streaming(&holding, &specs, opts, &stop, arrive, &preparing, &events) => Some(p),
+        }
+    };
+    let run = forward_run(engine.clone(), plan, arrivals, config, run_irx, &events);
+    let (report, prepared) = tokio::select! {
+        both = async { tokio::join!(run, prepared) } => both,
+        _ = forward => unreachable!("the forwarder never ends"),
+    };
+    let _ = events.send(Event::Executed);
+    // Abandoned by a second interrupt: what it made is known from its events.
+    let prepared = prepared.unwrap_or_else(|| images::Prepared {
+        created: preparing.created(),
+        ..Default::default()
+    });
+    for (id, f) in &prepared.failed {
+        notice(
+            &events,
+            Level::Warning,
+            format!("{id}: image {} failed: {}", f.image, f.message),
+        );
+    }
+    release_and_clean(&*engine, &prepared, images.keep, &events).await;
+    report.map(|r| (r, preparing.times()))
 }
 
 /// Executes a prepared plan, the runner's events passed on as [`Event::Run`] between
@@ -124,6 +202,20 @@ pub async fn run_plan<E: Engine>(
     events: &UnboundedSender<Event>,
 ) -> Result<RunReport, RunError> {
     let _ = events.send(Event::Executing);
+    let report = forward_run(engine, plan, Arrivals::none(), config, interrupts, events).await;
+    let _ = events.send(Event::Executed);
+    report
+}
+
+/// The runner on `plan`, its events passed on as [`Event::Run`].
+async fn forward_run<E: Engine>(
+    engine: Arc<E>,
+    plan: Plan,
+    arrivals: Arrivals,
+    config: RunConfig,
+    interrupts: UnboundedReceiver<()>,
+    events: &UnboundedSender<Event>,
+) -> Result<RunReport, RunError> {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let out = events.clone();
     let forward = tokio::spawn(async move {
@@ -131,26 +223,157 @@ pub async fn run_plan<E: Engine>(
             let _ = out.send(Event::Run(e));
         }
     });
-    let report = runner::run(engine, plan, config, interrupts, tx).await;
+    let report = runner::run_arriving(engine, plan, arrivals, config, interrupts, tx).await;
     // The runner dropped its sender: the forwarder ends once every event is passed on.
     let _ = forward.await;
-    let _ = events.send(Event::Executed);
     report
 }
 
-/// Prepares the images `preds` need, each found or made held for run `run_id` (see
-/// `images::hold`) until [`release_and_clean`]; the holds of images made that `images.keep`
-/// does not keep say so, for the case the run dies before its cleanup. First, the images
-/// runs that died left for removal go ([`hold::reap_dead`]).
-pub async fn prepare_held<E: Engine>(
-    engine: Arc<E>,
-    run_id: &str,
-    ds: &Dataset,
-    preds: &[&Prediction],
-    images: &ImagePolicy<'_>,
+/// What a preparation in progress has told so far (kept outside it, so a preparation
+/// abandoned midway still says what it made and how long it took).
+#[derive(Default)]
+struct Preparing {
+    state: std::sync::Mutex<(Vec<(String, images::Layer)>, PrepTimes)>,
+}
+
+impl Preparing {
+    fn lock(&self) -> std::sync::MutexGuard<'_, (Vec<(String, images::Layer)>, PrepTimes)> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+    fn created(&self) -> Vec<(String, images::Layer)> {
+        self.lock().0.clone()
+    }
+    fn times(&self) -> PrepTimes {
+        self.lock().1.clone()
+    }
+}
+
+/// Prepares the images of `specs`, handing each instance's final setup to the runner
+/// (`arrive`) as soon as its image is ready or has failed for good, and passing builds and
+/// their times on as events (and into `timings.jsonl` beside the build logs). Stops starting
+/// builds once `stop` is set or the runner takes no more setups.
+async fn prepare_streaming<E: Engine>(
+    engine: &E,
+    specs: &prepare::Specs,
+    opts: &PrepareOptions,
+    stop: &StopFlag,
+    arrive: runner::Arrive,
+    preparing: &Preparing,
     events: &UnboundedSender<Event>,
-) -> Prepare {
-    let reaped = hold::reap_dead(&*engine, &crate::owner::owner_id()).await;
+) -> images::Prepared {
+    if specs.ready.is_empty() {
+        return images::Prepared::default();
+    }
+    let started = tokio::time::Instant::now();
+    let by_id: HashMap<&str, &(crate::dataset::Instance, crate::spec::TestSpec)> = specs
+        .ready
+        .iter()
+        .map(|s| (s.0.instance_id.as_str(), s))
+        .collect();
+    let mut delivered: HashSet<String> = HashSet::new();
+    let deliver = |id: &str, image: Result<String, String>, delivered: &mut HashSet<String>| {
+        let Some((inst, spec)) = by_id.get(id) else {
+            return;
+        };
+        if !delivered.insert(id.to_string()) {
+            return;
+        }
+        let ok = image.is_ok();
+        arrive.send(Arc::new(prepare::setup(inst, spec, image)));
+        let _ = events.send(Event::ImageDone {
+            instance_id: id.to_string(),
+            ok,
+        });
+        let mut state = preparing.lock();
+        if ok {
+            state.1.ready += 1;
+        } else {
+            state.1.failed += 1;
+        }
+    };
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let building = prepare::build(
+        engine,
+        &specs.ready,
+        opts,
+        BuildHooks::new(tx, stop.clone()),
+    );
+    let timings = opts.build_logs.join("timings.jsonl");
+    let consuming = async {
+        let mut log = None;
+        let mut runner_gone = false;
+        loop {
+            let ev = tokio::select! {
+                ev = rx.recv() => ev,
+                _ = arrive.closed(), if !runner_gone => {
+                    // The runner stopped dispatching: no build is worth starting.
+                    runner_gone = true;
+                    stop.stop();
+                    continue;
+                }
+            };
+            let Some(ev) = ev else { break };
+            preparing.lock().1.add(&ev);
+            if let Some(line) = prep_times::log_line(&ev) {
+                append_line(&mut log, &timings, &line);
+            }
+            match ev {
+                BuildEvent::Instance {
+                    instance_id,
+                    result,
+                } => match result {
+                    Ok(image) => deliver(&instance_id, Ok(image), &mut delivered),
+                    // Retried once this round of builds is over.
+                    Err(f) if f.transient => {}
+                    Err(f) => deliver(
+                        &instance_id,
+                        Err(prepare::unavailable(Some(&f))),
+                        &mut delivered,
+                    ),
+                },
+                BuildEvent::Created { image, layer } => preparing.lock().0.push((image, layer)),
+                ev @ (BuildEvent::Started { .. } | BuildEvent::Timed { .. }) => {
+                    let _ = events.send(Event::Build(ev));
+                }
+            }
+        }
+    };
+    let (prepared, ()) = tokio::join!(building, consuming);
+    // What is left: failures that stayed transient, instances no build reported.
+    for (inst, _) in &specs.ready {
+        let id = inst.instance_id.as_str();
+        let image = match prepared.images.get(id) {
+            Some(image) => Ok(image.clone()),
+            None => Err(prepare::unavailable(prepared.failed.get(id))),
+        };
+        deliver(id, image, &mut delivered);
+    }
+    preparing.lock().1.wall = started.elapsed();
+    prepared
+}
+
+/// Appends `line` to the file at `path`, opened on first use; a log that cannot be written
+/// is skipped (the timings are in the closing report too).
+fn append_line(file: &mut Option<std::fs::File>, path: &std::path::Path, line: &str) {
+    use std::io::Write;
+    if file.is_none() {
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        *file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .ok();
+    }
+    if let Some(f) = file {
+        let _ = writeln!(f, "{line}");
+    }
+}
+
+/// Removes the images runs that died left for removal ([`hold::reap_dead`]), saying so.
+async fn reap_dead_images<E: Engine>(engine: &E, events: &UnboundedSender<Event>) {
+    let reaped = hold::reap_dead(engine, &crate::owner::owner_id()).await;
     if !reaped.removed.is_empty() {
         notice(
             events,
@@ -169,29 +392,6 @@ pub async fn prepare_held<E: Engine>(
             format!("leftover image {image} of a run that died not removed: {e}"),
         );
     }
-    let opts = images.prepare;
-    let needed = needed(ds, preds);
-    if needed.is_empty() {
-        return Prepare::default();
-    }
-    let _ = events.send(Event::Preparing {
-        instances: needed.len(),
-        flavour: opts.flavour,
-    });
-    let holding =
-        Holding::new(engine, hold_labels(&crate::owner::owner_id(), run_id)).removing(images.keep);
-    let prepared = prepare::prepare(&holding, &needed, opts).await;
-    for w in &prepared.warnings {
-        notice(events, Level::Note, w.clone());
-    }
-    for (id, f) in &prepared.images.failed {
-        notice(
-            events,
-            Level::Warning,
-            format!("{id}: image {} failed: {}", f.image, f.message),
-        );
-    }
-    prepared
 }
 
 /// Releases this process's image holds, then removes the images `prepared` created that

@@ -1,6 +1,7 @@
 //! The dispatcher: one task that owns the run state, `select!`s over finished jobs,
-//! interrupts and the deadline, writes every verdict and emits every event; and the turning
-//! of predictions into jobs (resume, empty patches, shared identical patches).
+//! interrupts, the deadline and setups arriving (images prepared while the run executes, see
+//! `arrivals.rs`), writes every verdict and emits every event; and the turning of predictions
+//! into jobs (resume, empty patches, shared identical patches).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
@@ -13,6 +14,7 @@ use crate::engine::{Engine, LABEL_OWNER, LABEL_RUN_ID, LABEL_TOOL};
 use crate::grading::Mode;
 use crate::predictions::Prediction;
 
+use super::arrivals::Arrivals;
 use super::reap::{reap, Reap};
 use super::store::{self, Category, Layout, Verdict};
 use super::{
@@ -23,6 +25,20 @@ use super::{
 pub async fn run<E: Engine>(
     engine: Arc<E>,
     plan: Plan,
+    config: RunConfig,
+    interrupts: mpsc::UnboundedReceiver<()>,
+    events: mpsc::UnboundedSender<RunEvent>,
+) -> Result<RunReport, RunError> {
+    run_arriving(engine, plan, Arrivals::none(), config, interrupts, events).await
+}
+
+/// Runs `plan` while the setups of the instances `arrivals` awaits are still being prepared:
+/// their jobs join the queue as each setup arrives, the others run meanwhile. The channel is
+/// closed as soon as dispatching stops.
+pub async fn run_arriving<E: Engine>(
+    engine: Arc<E>,
+    mut plan: Plan,
+    mut arrivals: Arrivals,
     config: RunConfig,
     mut interrupts: mpsc::UnboundedReceiver<()>,
     events: mpsc::UnboundedSender<RunEvent>,
@@ -50,9 +66,21 @@ pub async fn run<E: Engine>(
         at_start: true,
     });
 
-    let (queue, planned) = make_jobs(&plan, &config, &layout, &mut st, &emit);
+    let (jobs, planned) = make_jobs(&plan, &config, &layout, &mut st, &emit);
     emit(planned);
-    let mut queue: VecDeque<Arc<job::Job>> = queue.into();
+    let mut queue: VecDeque<Arc<job::Job>> = VecDeque::new();
+    // Jobs of instances whose setup has not arrived yet, by instance.
+    let mut waiting: HashMap<String, Vec<job::Job>> = HashMap::new();
+    let mut ready = Vec::new();
+    for j in jobs {
+        let id = &j.setup.instance.instance_id;
+        if arrivals.awaited.contains(id) {
+            waiting.entry(id.clone()).or_default().push(j);
+        } else {
+            ready.push(j);
+        }
+    }
+    enqueue(&mut queue, ready);
 
     let job_cfg = Arc::new(job_config::JobConfig {
         run_id: config.run_id.clone(),
@@ -78,7 +106,11 @@ pub async fn run<E: Engine>(
     tokio::pin!(deadline);
 
     loop {
-        if (queue.is_empty() || !dispatching) && running.is_empty() {
+        if !dispatching || (waiting.is_empty() && arrivals.awaited.is_empty()) {
+            // No setup is wanted any more: the preparing side may stop.
+            arrivals.rx = None;
+        }
+        if ((queue.is_empty() && waiting.is_empty()) || !dispatching) && running.is_empty() {
             break;
         }
         tokio::select! {
@@ -88,6 +120,7 @@ pub async fn run<E: Engine>(
                 st.interrupts += 1;
                 emit(RunEvent::Interrupted { count: st.interrupts });
                 dispatching = false;
+                arrivals.rx = None;
                 if st.interrupts >= 2 {
                     st.killed = true;
                     running.abort_all();
@@ -105,6 +138,29 @@ pub async fn run<E: Engine>(
             _ = &mut deadline, if dispatching && config.deadline.is_some() => {
                 dispatching = false;
                 emit(RunEvent::DeadlinePassed);
+            }
+            arrived = recv(&mut arrivals.rx), if arrivals.rx.is_some() => {
+                match arrived {
+                    Some(setup) => {
+                        let id = setup.instance.instance_id.clone();
+                        arrivals.awaited.remove(&id);
+                        plan.setups.insert(id.clone(), setup.clone());
+                        let jobs = waiting.remove(&id).unwrap_or_default();
+                        let jobs = jobs.into_iter().map(|mut j| {
+                            j.setup = setup.clone();
+                            j
+                        });
+                        enqueue(&mut queue, jobs.collect());
+                    }
+                    None => {
+                        // The preparing side is gone: what it never sent runs with the plan's
+                        // setup, whose image says why there is none.
+                        arrivals.rx = None;
+                        arrivals.awaited.clear();
+                        let left: Vec<job::Job> = waiting.drain().flat_map(|(_, j)| j).collect();
+                        enqueue(&mut queue, left);
+                    }
+                }
             }
             Some(res) = running.join_next_with_id(), if !running.is_empty() => {
                 match res {
@@ -141,6 +197,7 @@ pub async fn run<E: Engine>(
         }
     }
     st.interrupted = st.interrupts > 0;
+    drop(arrivals);
 
     // Jobs remove their own containers; whatever is still there (a daemon that restarted
     // mid-job, a killed job) goes now. What cannot be removed is reported as unstopped.
@@ -195,6 +252,22 @@ pub async fn run<E: Engine>(
     report.not_run = st.planned.saturating_sub(st.verdicts.len());
     report.problems = st.problems;
     Ok(report)
+}
+
+/// The next setup of `rx`; `None` when its sender is gone (or there is no channel).
+async fn recv(
+    rx: &mut Option<mpsc::UnboundedReceiver<Arc<super::Setup>>>,
+) -> Option<Arc<super::Setup>> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => None,
+    }
+}
+
+/// Puts jobs whose setup is ready on the queue, in job order.
+fn enqueue(queue: &mut VecDeque<Arc<job::Job>>, mut jobs: Vec<job::Job>) {
+    jobs.sort_by_key(|j| j.seq);
+    queue.extend(jobs.into_iter().map(Arc::new));
 }
 
 /// The dispatcher's state; nothing else touches it.
@@ -273,7 +346,7 @@ fn make_jobs(
     layout: &Layout,
     st: &mut State,
     emit: &impl Fn(RunEvent),
-) -> (Vec<Arc<job::Job>>, RunEvent) {
+) -> (Vec<job::Job>, RunEvent) {
     let mut groups: Vec<job::Job> = Vec::new();
     // (instance, patch hash, and the prediction itself when identical patches do not share).
     type GroupKey = (String, String, Option<(String, u32)>);
@@ -345,7 +418,7 @@ fn make_jobs(
         jobs: groups.len(),
         shared,
     };
-    (groups.into_iter().map(Arc::new).collect(), planned)
+    (groups, planned)
 }
 
 fn empty_verdict(p: &Prediction, hash: &str, run_id: &str) -> Verdict {

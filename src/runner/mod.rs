@@ -18,9 +18,13 @@
 //!   finished is written. Each container is labelled with its run id and owning process; at
 //!   start the containers of processes that are gone (a run killed with SIGKILL) are reaped,
 //!   at the end this process's own.
+//! - **Images still being prepared.** With [`run_arriving`], the jobs of instances whose setup
+//!   is still on its way wait outside the queue and join it when it arrives (`arrivals.rs`),
+//!   so jobs run while other images build; the channel closes when dispatching stops.
 //! - **Memory.** Logs go to disk as each job ends; the dispatcher keeps only verdicts (a few
 //!   hundred bytes each) and the queue of jobs (their patches).
 
+mod arrivals;
 mod dispatch;
 pub mod driver;
 mod events;
@@ -32,7 +36,8 @@ mod reap;
 pub mod store;
 pub mod summary;
 
-pub use dispatch::run;
+pub use arrivals::{arrivals, Arrivals, Arrive};
+pub use dispatch::{run, run_arriving};
 pub use driver::PatchMode;
 pub use events::{RunError, RunEvent, RunReport};
 pub(crate) use plan::Key;

@@ -660,3 +660,134 @@ fn a_job_gets_at_least_the_cpus_its_spec_asks_for() {
     wide.cpus = None;
     assert_eq!(two.limits(&wide).cpus, None, "no limit stays no limit");
 }
+
+/// Runs `plan` with `awaited` instances' setups sent by `send` while it executes.
+async fn arriving(
+    engine: &FakeEngine,
+    plan: Plan,
+    awaited: &[&str],
+    cfg: RunConfig,
+    send: impl std::future::Future<Output = ()>,
+    arrive_to: impl FnOnce(Arrive),
+) -> (RunReport, Vec<RunEvent>) {
+    let (arrive, arrivals) = arrivals(awaited.iter().map(|s| s.to_string()));
+    arrive_to(arrive);
+    let (_itx, irx) = mpsc::unbounded_channel();
+    let (etx, mut erx) = mpsc::unbounded_channel();
+    let running = run_arriving(Arc::new(engine.clone()), plan, arrivals, cfg, irx, etx);
+    let (report, ()) = tokio::join!(running, send);
+    let mut events = Vec::new();
+    while let Ok(e) = erx.try_recv() {
+        events.push(e);
+    }
+    (report.unwrap(), events)
+}
+
+#[tokio::test(start_paused = true)]
+async fn jobs_of_an_awaited_instance_wait_for_its_setup_and_the_others_run_meanwhile() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = fake();
+    e.set_job_delay(Duration::from_secs(1));
+    // b's setup in the plan says it has no image yet; the real one arrives after 30 s.
+    let setups = vec![
+        setup("a", Ok(IMAGE)),
+        setup("b", Err("not prepared yet")),
+        setup("c", Err("not prepared yet")),
+    ];
+    let preds = vec![
+        pred("a", "m", 0, "GOOD"),
+        pred("b", "m", 0, "GOOD"),
+        pred("c", "m", 0, "GOOD"),
+    ];
+    let (tx, rx) = tokio::sync::oneshot::channel::<Arrive>();
+    let send = async move {
+        let arrive = rx.await.unwrap();
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        assert!(arrive.send(setup("b", Ok(IMAGE)).1));
+        // c's image failed: its prediction gets its infrastructure error at once.
+        assert!(arrive.send(setup("c", Err("image build failed: boom")).1));
+        arrive.closed().await;
+    };
+    let (r, events) = arriving(
+        &e,
+        plan(setups, preds),
+        &["b", "c"],
+        config(dir.path(), "r"),
+        send,
+        |a| tx.send(a).unwrap(),
+    )
+    .await;
+    let started: Vec<&str> = events
+        .iter()
+        .filter_map(|ev| match ev {
+            RunEvent::JobStarted { instance_id } => Some(instance_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(started, ["a", "b", "c"], "a first: b and c were awaited");
+    let cat = |id| verdict(dir.path(), "r", "m", id, 0).category;
+    assert_eq!(cat("a"), Category::Resolved);
+    assert_eq!(
+        cat("b"),
+        Category::Resolved,
+        "run with the setup that arrived"
+    );
+    assert_eq!(cat("c"), Category::InfraError);
+    assert!(verdict(dir.path(), "r", "m", "c", 0)
+        .reason
+        .unwrap()
+        .contains("boom"));
+    assert_eq!(r.jobs_run, 2);
+    assert_eq!(e.jobs().len(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn awaited_setups_never_sent_give_infra_verdicts_and_an_interrupt_closes_the_channel() {
+    // The preparing side goes away without sending b: b runs with the plan's setup.
+    let dir = tempfile::tempdir().unwrap();
+    let e = fake();
+    let setups = vec![setup("a", Ok(IMAGE)), setup("b", Err("image not prepared"))];
+    let preds = vec![pred("a", "m", 0, "GOOD"), pred("b", "m", 0, "GOOD")];
+    let (r, _) = arriving(
+        &e,
+        plan(setups.clone(), preds.clone()),
+        &["b"],
+        config(dir.path(), "r"),
+        async {},
+        drop,
+    )
+    .await;
+    assert_eq!(r.count(Category::InfraError), 1);
+    assert_eq!(r.not_run, 0);
+
+    // Interrupted while b is awaited: the preparing side learns it (the channel closes),
+    // and b is not run.
+    let dir = tempfile::tempdir().unwrap();
+    let e = fake();
+    e.set_job_delay(Duration::from_secs(5));
+    let (arrive, arrivals) = arrivals(["b".to_string()]);
+    let (itx, irx) = mpsc::unbounded_channel();
+    let (etx, _erx) = mpsc::unbounded_channel();
+    let running = run_arriving(
+        Arc::new(e.clone()),
+        plan(setups, preds),
+        arrivals,
+        config(dir.path(), "r"),
+        irx,
+        etx,
+    );
+    let preparing = async {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(!arrive.is_closed());
+        itx.send(()).unwrap();
+        arrive.closed().await;
+        assert!(
+            !arrive.send(setup("b", Ok(IMAGE)).1),
+            "no more setups taken"
+        );
+    };
+    let (r, ()) = tokio::join!(running, preparing);
+    let r = r.unwrap();
+    assert!(r.interrupted);
+    assert_eq!((r.jobs_run, r.not_run), (1, 1));
+}

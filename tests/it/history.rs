@@ -201,6 +201,7 @@ async fn instance_images_share_history_layers_and_hold_nothing_newer_than_their_
         parallel: 2,
         // Short chains: c1 - c2 - c3 is full (a root counts two packs), so c4 starts a new one.
         history_chain: 4,
+        hooks: Default::default(),
     };
     let prepared = ensure(&e, &plan, &opts).await;
     assert!(prepared.failed.is_empty(), "{:?}", prepared.failed);

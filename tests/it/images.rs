@@ -171,6 +171,7 @@ async fn env_and_instance_images_from_a_local_repo_and_a_failed_build_fails_only
         base: BaseOptions::default(),
         parallel: 2,
         history_chain: swe_eval::images::history::MAX_CHAIN,
+        hooks: Default::default(),
     };
     let prepared = ensure(&e, &plan, &opts).await;
 
@@ -348,6 +349,7 @@ async fn a_prebuilt_row_image_is_pulled_through_a_namespace_override() {
         base: BaseOptions::default(),
         parallel: 1,
         history_chain: swe_eval::images::history::MAX_CHAIN,
+        hooks: Default::default(),
     };
     let prepared = ensure(&e, &plan, &opts).await;
     assert_eq!(

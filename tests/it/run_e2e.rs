@@ -56,12 +56,16 @@ fn swe_eval(dir: &Path, args: &[&str]) -> Run {
 
 /// A run's standard output (its closing report) as a reviewed snapshot holds it: the wall time
 /// and the run's folder redacted, and the engine-retry line (which depends on the daemon's
-/// luck) left out.
+/// luck) and the image preparation lines (which depend on what the daemon already holds) left
+/// out.
 fn closing_report(stdout: &str, dir: &Path) -> String {
     let secs = regex::Regex::new(r"containers run, \d+\.\d s").unwrap();
     stdout
         .lines()
         .filter(|l| !l.starts_with("  engine retries:"))
+        .filter(|l| {
+            !l.starts_with("  image preparation:") && !l.starts_with("    where the time went:")
+        })
         .map(|l| {
             let l = secs.replace(l, "containers run, [secs] s");
             l.replace(&dir.display().to_string(), "[dir]")
