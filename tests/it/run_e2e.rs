@@ -361,3 +361,137 @@ fn validate_flags_a_gold_patch_that_does_not_resolve() {
         "a flagged instance is not a clean result\n{text}"
     );
 }
+
+/// Image preparation overlaps the jobs on the real engine: the mini benchmark's gold patches,
+/// with instance ids of this process only (so their instance images are built here, never
+/// found from another run), one build at a time: the first jobs are dispatched before the last
+/// instance image starts building, every prediction still gets its verdict, and the instance
+/// images built are removed at the end (cache level `env`).
+#[test]
+fn the_first_jobs_run_while_later_instance_images_build() {
+    use std::sync::Arc;
+    use swe_eval::dataset::Dataset;
+    use swe_eval::images::{BuildEvent, CacheLevel, Phase, Stage};
+    use swe_eval::orchestrate::{
+        execute, load_inputs, prepare_options, Event, ImageChoices, ImagePolicy, Work,
+    };
+    use swe_eval::predictions::Prediction;
+    use swe_eval::runner::{RunConfig, RunEvent};
+
+    let _turn = crate::common::mini_images_turn();
+    let Some(rt) = daemon() else { return };
+    if !crate::common::require_program("git") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let inputs = load_inputs(None, "test", None, &[], &out).unwrap();
+    let ours = |id: &str| format!("{id}-overlap{}", std::process::id());
+    let instances = inputs
+        .instance_ids
+        .iter()
+        .map(|id| {
+            let mut i = inputs.dataset.get(id).unwrap().clone();
+            i.instance_id = ours(id);
+            i
+        })
+        .collect();
+    let dataset = Dataset::new(instances);
+    let predictions: Vec<Prediction> = inputs
+        .predictions
+        .iter()
+        .filter(|p| p.model_name_or_path == "mini-gold")
+        .map(|p| Prediction {
+            instance_id: ours(&p.instance_id),
+            ..p.clone()
+        })
+        .collect();
+    assert_eq!(predictions.len(), 8, "one gold patch per mini instance");
+    let choices = ImageChoices {
+        build_jobs: Some(1),
+        ..Default::default()
+    };
+    let opts = prepare_options(&out, &choices, inputs.mini_mirrors.clone()).unwrap();
+    let mut config = RunConfig::new("overlap", out.clone());
+    config.workers = 2;
+    config.timeout = std::time::Duration::from_secs(120);
+    let work = Work {
+        dataset: &dataset,
+        predictions,
+        instance_ids: inputs.instance_ids.iter().map(|id| ours(id)).collect(),
+    };
+    let images = ImagePolicy {
+        prepare: &opts,
+        keep: CacheLevel::Env,
+    };
+    let (etx, mut erx) = tokio::sync::mpsc::unbounded_channel();
+    let (_itx, irx) = tokio::sync::mpsc::unbounded_channel();
+    let engine = Arc::new(rt.block_on(DockerEngine::connect()).unwrap());
+    let (report, times) = rt
+        .block_on(execute(engine.clone(), work, config, images, irx, etx))
+        .unwrap();
+    let mut events = Vec::new();
+    while let Ok(e) = erx.try_recv() {
+        events.push(e);
+    }
+
+    let instance_builds: Vec<(usize, String)> = events
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| match e {
+            Event::Build(BuildEvent::Started {
+                stage: Stage::Instance,
+                image,
+            }) => Some((i, image.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        instance_builds.len(),
+        8,
+        "every instance image built by this run: {instance_builds:?}"
+    );
+    let first_job = events
+        .iter()
+        .position(|e| matches!(e, Event::Run(RunEvent::JobStarted { .. })))
+        .expect("jobs ran");
+    let (last_build, _) = instance_builds.last().unwrap();
+    assert!(
+        first_job < *last_build,
+        "the first job (event {first_job}) was dispatched before the last instance image started building (event {last_build})"
+    );
+    let ok_builds = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                Event::Build(BuildEvent::Timed {
+                    stage: Stage::Instance,
+                    phase: Phase::Build,
+                    ok: true,
+                    ..
+                })
+            )
+        })
+        .count();
+    assert_eq!(ok_builds, 8);
+    assert_eq!((times.ready, times.failed), (8, 0));
+    assert_eq!(times.stages[&Stage::Instance].built, 8);
+
+    assert_eq!(report.verdicts_written(), 8, "{report:?}");
+    assert_eq!(report.count(Category::InfraError), 0, "{report:?}");
+    assert_eq!(report.not_run, 0);
+    for (_, image) in &instance_builds {
+        assert!(
+            !rt.block_on(engine.image_exists(image)).unwrap(),
+            "{image} removed at cache level env"
+        );
+    }
+    eprintln!(
+        "overlap: {} of 8 instance image builds started after the first job was dispatched",
+        instance_builds
+            .iter()
+            .filter(|(i, _)| *i > first_job)
+            .count()
+    );
+}
