@@ -5,7 +5,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::build_one::{build_one, created, ensure_base_recipe, failure};
+use futures_util::StreamExt;
+
+use super::build_one::{build_env, build_one, created, ensure_base_recipe, failure};
 use super::{
     history, BuildChain, BuildEvent, BuildOptions, ImageError, ImageFailure, ImagePlan,
     InstanceImages, Layer, Prepared,
@@ -13,7 +15,9 @@ use super::{
 use crate::engine::Engine;
 
 /// Makes every image of `plan` present: prebuilt ones used or pulled, the rest built (each
-/// base and environment once). A failure fails only the instances that need that image.
+/// base and environment once; each environment's images in a pipeline of their own, so an
+/// instance's image is ready once its own environment and history are). A failure fails only
+/// the instances that need that image.
 pub async fn ensure<E: Engine>(engine: &E, plan: &ImagePlan, opts: &BuildOptions) -> Prepared {
     let mut out = Prepared::default();
     let mut to_build = Vec::new();
@@ -38,63 +42,127 @@ pub async fn ensure<E: Engine>(engine: &E, plan: &ImagePlan, opts: &BuildOptions
         }
     }
 
-    // Bases and environments, each once, in order; a failure is remembered by image name.
-    let mut layer_failures: BTreeMap<String, ImageFailure> = BTreeMap::new();
+    // Bases, each once, in order (few, and usually there already).
+    let mut base_failures: BTreeMap<String, ImageFailure> = BTreeMap::new();
     let mut done: BTreeSet<String> = BTreeSet::new();
     for inst in &to_build {
         let Some(chain) = &inst.build else { continue };
         let base_name = chain.base.image().to_string();
-        if !done.contains(&base_name) && !layer_failures.contains_key(&base_name) {
+        if !done.contains(&base_name) && !base_failures.contains_key(&base_name) {
             match ensure_base_recipe(engine, &chain.base, opts, &mut out).await {
                 Ok(()) => {
                     done.insert(base_name.clone());
                 }
                 Err(f) => {
-                    layer_failures.insert(base_name.clone(), f);
-                }
-            }
-        }
-        let env = &chain.env;
-        if done.contains(&base_name)
-            && !done.contains(&env.tag)
-            && !layer_failures.contains_key(&env.tag)
-        {
-            match build_one(
-                engine,
-                Layer::Env,
-                &env.tag,
-                &env.dockerfile,
-                &env.files,
-                None,
-                true,
-                None,
-                opts,
-                &mut out,
-            )
-            .await
-            {
-                Ok(()) => {
-                    done.insert(env.tag.clone());
-                }
-                Err(f) => {
-                    layer_failures.insert(env.tag.clone(), f);
+                    base_failures.insert(base_name.clone(), f);
                 }
             }
         }
     }
 
-    // The repository histories of the instances whose images take theirs from one, once per
-    // commit, chain by chain.
-    let failed_dep = |chain: &BuildChain| {
-        [chain.base.image(), chain.env.tag.as_str()]
-            .into_iter()
-            .find_map(|dep| layer_failures.get(dep).cloned())
+    // Then one pipeline per environment: its image, its histories, its instance images. A
+    // few pipelines at a time, so the first instances are ready after their own environment,
+    // not after every environment; one bound for every build.
+    let mut groups: Vec<(&str, Vec<&InstanceImages>)> = Vec::new();
+    for inst in to_build {
+        let Some(chain) = &inst.build else { continue };
+        match groups.iter_mut().find(|(env, _)| *env == chain.env.tag) {
+            Some((_, members)) => members.push(inst),
+            None => groups.push((&chain.env.tag, vec![inst])),
+        }
+    }
+    let parallel = opts.parallel.max(1);
+    let permits = tokio::sync::Semaphore::new(parallel);
+    let created = std::sync::Mutex::new(Vec::new());
+    let shared = Pipeline {
+        engine,
+        opts,
+        permits: &permits,
+        created: &created,
+        report: &report,
     };
-    let wanted: Vec<history::Wanted> = to_build
+    let pipelines = groups.into_iter().map(|(_, members)| {
+        let base = members
+            .first()
+            .and_then(|i| i.build.as_ref())
+            .and_then(|c| base_failures.get(c.base.image()).cloned());
+        environment_pipeline(&shared, members, base)
+    });
+    let results: Vec<_> = futures_util::stream::iter(pipelines)
+        .buffer_unordered(parallel)
+        .collect()
+        .await;
+    out.created.extend(std::mem::take(
+        &mut *created.lock().unwrap_or_else(|p| p.into_inner()),
+    ));
+    for (inst, r) in results.into_iter().flatten() {
+        match r {
+            Ok(image) => {
+                out.images.insert(inst.instance_id.clone(), image);
+            }
+            Err(f) => {
+                out.failed.insert(inst.instance_id.clone(), f);
+            }
+        }
+    }
+    out
+}
+
+/// What every environment's pipeline shares: the engine, the options, the one bound on
+/// builds, the images made, and where each instance is reported.
+struct Pipeline<'a, E, R> {
+    engine: &'a E,
+    opts: &'a BuildOptions,
+    permits: &'a tokio::sync::Semaphore,
+    created: &'a std::sync::Mutex<Vec<(String, Layer)>>,
+    report: &'a R,
+}
+
+/// The images of `members` (instances on one environment image): the environment, then the
+/// repository histories they stand on (once per commit, chain by chain), then each instance
+/// image once its history image is there, each reported as soon as it is ready or failed.
+/// `base` is the failure of their base image, if it failed.
+async fn environment_pipeline<'a, E: Engine, R: Fn(&str, &Result<String, ImageFailure>)>(
+    sh: &Pipeline<'a, E, R>,
+    members: Vec<&'a InstanceImages>,
+    base: Option<ImageFailure>,
+) -> Vec<(&'a InstanceImages, Result<String, ImageFailure>)> {
+    let (engine, opts) = (sh.engine, sh.opts);
+    let fail_all = |f: ImageFailure| {
+        members
+            .iter()
+            .map(|inst| {
+                (sh.report)(&inst.instance_id, &Err(f.clone()));
+                (*inst, Err(f.clone()))
+            })
+            .collect::<Vec<_>>()
+    };
+    if let Some(f) = base {
+        return fail_all(f);
+    }
+    let Some(env) = members
+        .first()
+        .and_then(|i| i.build.as_ref())
+        .map(|c| &c.env)
+    else {
+        return Vec::new();
+    };
+    let built = {
+        let _permit = sh.permits.acquire().await.expect("never closed");
+        let mut local = Prepared::default();
+        let r = build_env(engine, env, opts, &mut local).await;
+        lock(sh.created).extend(local.created);
+        r
+    };
+    if let Err(f) = built {
+        return fail_all(f);
+    }
+
+    let wanted: Vec<history::Wanted> = members
         .iter()
         .filter_map(|inst| {
             let chain = inst.build.as_ref()?;
-            (chain.instance.needs_repo && failed_dep(chain).is_none()).then(|| {
+            chain.instance.needs_repo.then(|| {
                 (
                     inst.instance_id.clone(),
                     chain.env.tag.clone(),
@@ -104,21 +172,13 @@ pub async fn ensure<E: Engine>(engine: &E, plan: &ImagePlan, opts: &BuildOptions
             })
         })
         .collect();
-    // One bound for every build from here on: history images and instance images.
-    let permits = tokio::sync::Semaphore::new(opts.parallel.max(1));
-    let created = std::sync::Mutex::new(Vec::new());
-    let mut histories = history::plan_builds(engine, &wanted, opts, &permits, &created).await;
+    let mut histories = history::plan_builds(engine, &wanted, opts, sh.permits, sh.created).await;
 
     // Instance images: each once its history image is there, a few at a time.
-    let jobs = to_build.into_iter().filter_map(|inst| {
+    let jobs = members.into_iter().filter_map(|inst| {
         let chain = inst.build.as_ref()?;
-        let dep = failed_dep(chain);
         let history = histories.remove(&inst.instance_id);
-        let (permits, created, report) = (&permits, &created, &report);
         let job = async move {
-            if let Some(f) = dep {
-                return (inst, Err(f));
-            }
             let from = match history {
                 Some((name, pending)) => {
                     // Built by an earlier run on the same history image: nothing to wait for.
@@ -139,41 +199,26 @@ pub async fn ensure<E: Engine>(engine: &E, plan: &ImagePlan, opts: &BuildOptions
                 }
                 None => None,
             };
-            let _permit = permits
-                .acquire()
-                .await
-                .expect("the semaphore is never closed");
+            let _permit = sh.permits.acquire().await.expect("never closed");
             let mut local = Prepared::default();
             let r = build_instance(engine, inst, chain, from.as_deref(), opts, &mut local).await;
-            created
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .extend(local.created);
+            lock(sh.created).extend(local.created);
             (inst, r)
         };
         // Each instance is reported as soon as its image is ready or failed.
         Some(async move {
             let (inst, r) = job.await;
-            report(&inst.instance_id, &r);
+            (sh.report)(&inst.instance_id, &r);
             (inst, r)
         })
     });
     let results = futures_util::future::join_all(jobs).await;
     drop(histories);
-    out.created.extend(std::mem::take(
-        &mut *created.lock().unwrap_or_else(|p| p.into_inner()),
-    ));
-    for (inst, r) in results {
-        match r {
-            Ok(image) => {
-                out.images.insert(inst.instance_id.clone(), image);
-            }
-            Err(f) => {
-                out.failed.insert(inst.instance_id.clone(), f);
-            }
-        }
-    }
-    out
+    results
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A prebuilt image present or pulled: `Ok(Some)`; none to be had but a chain to build:
@@ -393,6 +438,52 @@ mod plan_tests {
         assert!(
             !again.created.iter().any(|(n, _)| n == "env-1"),
             "env-1 cached"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_instance_is_ready_after_its_own_environment_not_after_every_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let e = FakeEngine::new();
+        e.add_image(&base_image_name(DebianRelease::Bookworm));
+        e.delay_builds_containing("env-", std::time::Duration::from_secs(600));
+        let plan = ImagePlan {
+            instances: vec![
+                inst("a", None, Some(chain("env-1", "inst-a", false))),
+                inst("b", None, Some(chain("env-2", "inst-b", false))),
+                inst("c", None, Some(chain("env-1", "inst-c", false))),
+            ],
+        };
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut o = opts(tmp.path());
+        o.parallel = 1;
+        o.hooks = crate::images::BuildHooks::new(tx, Default::default());
+        let got = ensure(&e, &plan, &o).await;
+        assert_eq!(got.images.len(), 3);
+        drop(o);
+        let mut order = Vec::new();
+        while let Some(ev) = rx.recv().await {
+            match ev {
+                BuildEvent::Started { image, .. } => order.push(format!("build {image}")),
+                BuildEvent::Instance { instance_id, .. } => {
+                    order.push(format!("ready {instance_id}"))
+                }
+                _ => {}
+            }
+        }
+        assert_eq!(
+            order,
+            [
+                "build env-1",
+                "build inst-a",
+                "ready a",
+                "build inst-c",
+                "ready c",
+                "build env-2",
+                "build inst-b",
+                "ready b"
+            ],
+            "one build at a time, env-1's instances before env-2 is built"
         );
     }
 

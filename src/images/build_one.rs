@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use super::{
     base, base_image_name, build_log_path, context_tar, context_tar_to, ensure_base, labels_for,
-    BaseOptions, BaseRecipe, BuildEvent, BuildHooks, ImageError, ImageFailure, Layer, Phase,
-    RepoCache, Stage,
+    BaseOptions, BaseRecipe, BuildEvent, BuildHooks, EnvRecipe, ImageError, ImageFailure, Layer,
+    Phase, RepoCache, Stage,
 };
 use crate::engine::tarball::Entry;
 use crate::engine::{BuildSettings, Engine, TarSource};
@@ -107,6 +107,29 @@ pub(super) async fn ensure_base_recipe<E: Engine>(
             Err(e) => Err(failure(Layer::Base, tag, &e.into(), None)),
         },
     }
+}
+
+/// Builds the environment image `env` (with the network: its installs fetch packages).
+pub(super) async fn build_env<E: Engine>(
+    engine: &E,
+    env: &EnvRecipe,
+    opts: &BuildOptions,
+    out: &mut Prepared,
+) -> Result<(), ImageFailure> {
+    let (dockerfile, files) = (&env.dockerfile, &env.files);
+    build_one(
+        engine,
+        Layer::Env,
+        &env.tag,
+        dockerfile,
+        files,
+        None,
+        true,
+        None,
+        opts,
+        out,
+    )
+    .await
 }
 
 #[allow(clippy::too_many_arguments)]

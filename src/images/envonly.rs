@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::build_one::{build_one, ensure_base_recipe};
+use super::build_one::{build_env, ensure_base_recipe};
 use super::{BuildChain, BuildOptions, ImageFailure, Layer, Prepared};
 use crate::engine::Engine;
 
@@ -27,19 +27,7 @@ pub async fn ensure_env<E: Engine>(
     let env = &chain.env;
     let before = out.created.len();
     let t0 = Instant::now();
-    build_one(
-        engine,
-        Layer::Env,
-        &env.tag,
-        &env.dockerfile,
-        &env.files,
-        None,
-        true,
-        None,
-        opts,
-        out,
-    )
-    .await?;
+    build_env(engine, env, opts, out).await?;
     let built = out.created[before..]
         .iter()
         .any(|(t, l)| *l == Layer::Env && *t == env.tag);
