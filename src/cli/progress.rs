@@ -208,6 +208,7 @@ pub async fn show_to(
             }
             RunEvent::DeadlinePassed => notice("deadline passed: finishing running jobs".into()),
             RunEvent::Problem { message } => notice(format!("warning: {message}")),
+            RunEvent::Note { message } => notice(format!("note: {message}")),
             RunEvent::Reaped {
                 count,
                 at_start: true,

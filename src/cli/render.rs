@@ -10,7 +10,7 @@ use tokio::task::JoinHandle;
 use super::progress::Feed;
 use crate::engine::Engine;
 use crate::orchestrate::{self, Event, ImagePolicy, Level, Notice, PrepTimes, Work};
-use crate::runner::{Category, RunConfig, RunError, RunReport};
+use crate::runner::{Category, RunConfig, RunError, RunReport, TimeSpent};
 
 /// Renders `events` until the channel closes. While the plan executes, the progress bar is
 /// drawn and each Ctrl-C or SIGTERM is sent to `interrupts`; outside it, both keep their
@@ -159,6 +159,9 @@ pub fn print_report(r: &RunReport) {
     if r.infra_retries > 0 {
         println!("  engine retries: {}", r.infra_retries);
     }
+    if let Some(line) = time_line(&r.time) {
+        println!("{line}");
+    }
     if r.interrupted {
         println!(
             "  interrupted{}: {} predictions not run; run again with --run-id {} to finish",
@@ -175,6 +178,31 @@ pub fn print_report(r: &RunReport) {
     for f in &r.files {
         println!("  wrote {}", f.display());
     }
+}
+
+/// Where the jobs' time went, in one line (`None` when no job ran).
+fn time_line(t: &TimeSpent) -> Option<String> {
+    if t.jobs == 0 {
+        return None;
+    }
+    let total = t.start + t.run + t.removal;
+    let run = if t.split == t.jobs {
+        format!(
+            "apply {:.1} s · before the tests {:.1} s · tests {:.1} s · after the tests {:.1} s",
+            t.apply, t.before_tests, t.tests, t.after_tests
+        )
+    } else if t.split > 0 {
+        format!(
+            "run {:.1} s (of which, in the {} jobs timed part by part: apply {:.1} s · before the tests {:.1} s · tests {:.1} s · after the tests {:.1} s)",
+            t.run, t.split, t.apply, t.before_tests, t.tests, t.after_tests
+        )
+    } else {
+        format!("run {:.1} s", t.run)
+    };
+    Some(format!(
+        "  where the jobs' time went ({} jobs, {total:.1} s in containers): start {:.1} s · {run} · removal {:.1} s",
+        t.jobs, t.start, t.removal
+    ))
 }
 
 /// Where image preparation's time went, after the run's closing lines: the wall time, then
@@ -224,4 +252,35 @@ pub async fn execute<E: Engine>(
     let report = orchestrate::execute(engine, work, config, images, irx, events).await;
     let _ = shown.await;
     report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn where_the_time_went_names_the_parts_that_were_timed() {
+        assert_eq!(time_line(&TimeSpent::default()), None, "no job ran");
+        let mut t = TimeSpent {
+            jobs: 2,
+            start: 0.3,
+            run: 10.0,
+            removal: 0.2,
+            split: 2,
+            apply: 0.4,
+            before_tests: 1.6,
+            tests: 7.9,
+            after_tests: 0.1,
+        };
+        assert_eq!(
+            time_line(&t).unwrap(),
+            "  where the jobs' time went (2 jobs, 10.5 s in containers): start 0.3 s · apply 0.4 s · \
+             before the tests 1.6 s · tests 7.9 s · after the tests 0.1 s · removal 0.2 s"
+        );
+        t.split = 0;
+        assert_eq!(
+            time_line(&t).unwrap(),
+            "  where the jobs' time went (2 jobs, 10.5 s in containers): start 0.3 s · run 10.0 s · removal 0.2 s"
+        );
+    }
 }

@@ -259,6 +259,7 @@ async fn run_async(mut args: Args) -> CliResult {
     let mut config = RunConfig::new(&run_id, args.output.clone());
     config.workers = workers;
     config.strict = args.strict;
+    config.durations = Some(crate::orchestrate::durations_file(&args.output));
     config.network = args.network;
     config.timeout = Duration::from_secs(args.timeout.unwrap_or(if mini {
         crate::mini::DEFAULT_TIMEOUT_SECS

@@ -97,6 +97,7 @@ async fn run_async(mut args: Args) -> CliResult {
     let mut config = RunConfig::new(&args.run_id, args.output.clone());
     config.workers = workers;
     config.dedupe = false;
+    config.durations = Some(crate::orchestrate::durations_file(&args.output));
     config.run_empty = true;
     config.timeout = Duration::from_secs(args.timeout.unwrap_or(if mini {
         crate::mini::DEFAULT_TIMEOUT_SECS

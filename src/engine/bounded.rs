@@ -3,6 +3,7 @@
 //! the setup and patch-application output; the tail keeps the test summary and the markers.
 
 use std::collections::VecDeque;
+use std::time::Duration;
 
 /// The sink: the first bytes, the last bytes, and a count of those dropped between them.
 #[derive(Debug)]
@@ -68,9 +69,71 @@ impl HeadTail {
     }
 }
 
+/// When each of a few texts first appeared in a stream, for a job's phase timings (the
+/// runner watches its driver's markers). Texts split across chunks are found: the last bytes
+/// of each chunk are kept to be searched with the next. The cost is one scan of each chunk
+/// per text not yet seen.
+#[derive(Debug)]
+pub struct Watch {
+    needles: Vec<Vec<u8>>,
+    seen: Vec<Option<Duration>>,
+    carry: Vec<u8>,
+}
+
+impl Watch {
+    /// Watches for `texts` (empty ones are never seen).
+    pub fn new(texts: &[String]) -> Self {
+        Watch {
+            needles: texts.iter().map(|t| t.as_bytes().to_vec()).collect(),
+            seen: vec![None; texts.len()],
+            carry: Vec::new(),
+        }
+    }
+
+    /// Feeds the next chunk, which arrived `at` (time since the job started).
+    pub fn feed(&mut self, chunk: &[u8], at: Duration) {
+        let longest = self.needles.iter().map(Vec::len).max().unwrap_or(0);
+        if longest == 0 || self.seen.iter().all(Option::is_some) {
+            return;
+        }
+        let mut hay = std::mem::take(&mut self.carry);
+        hay.extend_from_slice(chunk);
+        for (needle, seen) in self.needles.iter().zip(&mut self.seen) {
+            if seen.is_none()
+                && !needle.is_empty()
+                && hay.windows(needle.len()).any(|w| w == needle.as_slice())
+            {
+                *seen = Some(at);
+            }
+        }
+        let keep = (longest - 1).min(hay.len());
+        self.carry = hay[hay.len() - keep..].to_vec();
+    }
+
+    /// When each text was first seen, in the order given.
+    pub fn finish(self) -> Vec<Option<Duration>> {
+        self.seen
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn watch_finds_texts_across_chunks_at_their_first_arrival() {
+        let texts = ["START".to_string(), "END".to_string(), "never".to_string()];
+        let mut w = Watch::new(&texts);
+        let ms = Duration::from_millis;
+        w.feed(b"setup ... ST", ms(10));
+        w.feed(b"ART tests", ms(20));
+        w.feed(b"START again E", ms(30));
+        w.feed(b"ND", ms(40));
+        assert_eq!(w.finish(), [Some(ms(20)), Some(ms(40)), None]);
+        let mut none = Watch::new(&[]);
+        none.feed(b"anything", ms(1));
+        assert!(none.finish().is_empty());
+    }
 
     #[test]
     fn keeps_everything_under_the_limit() {

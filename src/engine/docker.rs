@@ -20,7 +20,7 @@ use bollard::query_parameters::{
 use bollard::Docker;
 use futures_util::{FutureExt, StreamExt};
 
-use super::bounded::HeadTail;
+use super::bounded::{HeadTail, Watch};
 use super::{
     tarball, BuildSettings, Engine, EngineError, EngineInfo, JobOutput, JobSpec, Resource,
     TarSource, LABEL_TOOL,
@@ -206,6 +206,7 @@ impl DockerEngine {
         out.setup = started.duration_since(t0);
 
         let mut buf = HeadTail::new(job.max_output_bytes);
+        let mut watch = Watch::new(&job.watch);
         let wait_opts = WaitContainerOptionsBuilder::default()
             .condition("not-running")
             .build();
@@ -254,7 +255,11 @@ impl DockerEngine {
                     deadline.as_mut().reset(tokio::time::Instant::now() + KILL_GRACE);
                 }
                 chunk = stream.next(), if stream_open => match chunk {
-                    Some(Ok(o)) => buf.push(&o.into_bytes()),
+                    Some(Ok(o)) => {
+                        let bytes = o.into_bytes();
+                        watch.feed(&bytes, started.elapsed());
+                        buf.push(&bytes);
+                    }
                     Some(Err(e)) => { log_error = Some(e.to_string()); stream_open = false; }
                     None => stream_open = false,
                 },
@@ -267,7 +272,11 @@ impl DockerEngine {
             let drain = async {
                 while let Some(chunk) = stream.next().await {
                     match chunk {
-                        Ok(o) => buf.push(&o.into_bytes()),
+                        Ok(o) => {
+                            let bytes = o.into_bytes();
+                            watch.feed(&bytes, started.elapsed());
+                            buf.push(&bytes);
+                        }
                         Err(e) => {
                             log_error = Some(e.to_string());
                             break;
@@ -277,6 +286,7 @@ impl DockerEngine {
             };
             let _ = tokio::time::timeout(DRAIN_GRACE, drain).await;
         }
+        out.seen = watch.finish();
         let (output, dropped) = buf.finish();
         out.output = output;
         out.truncated_bytes = dropped;

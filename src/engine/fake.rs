@@ -475,6 +475,7 @@ mod tests {
             network: false,
             timeout: Duration::from_secs(1),
             max_output_bytes: 8,
+            watch: Vec::new(),
         }
     }
 

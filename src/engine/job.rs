@@ -61,6 +61,9 @@ pub struct JobSpec {
     pub timeout: Duration,
     /// At most this many bytes of output are kept (head and tail), however much is printed.
     pub max_output_bytes: usize,
+    /// Texts whose first appearance in the output is timed ([`JobOutput::seen`]), where the
+    /// engine reads the output as it is printed (Docker); others leave them unseen.
+    pub watch: Vec<String>,
 }
 
 /// What a job produced.
@@ -84,6 +87,9 @@ pub struct JobOutput {
     pub teardown: Duration,
     /// The cluster node that ran the job (Swarm); `None` on a single daemon.
     pub node: Option<String>,
+    /// For each of [`JobSpec::watch`], when it first arrived, from the start of the run; empty
+    /// or `None` where the engine did not see it as it was printed.
+    pub seen: Vec<Option<Duration>>,
 }
 
 impl JobOutput {

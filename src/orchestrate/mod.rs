@@ -28,7 +28,9 @@ pub mod workflow;
 mod workflow_tests;
 
 pub use inputs::{load_inputs, InputError, Inputs};
-pub use options::{default_build_jobs, prepare_options, ImageChoices, OptionsError};
+pub use options::{
+    default_build_jobs, durations_file, prepare_options, ImageChoices, OptionsError,
+};
 pub use outcome::{outcome, Outcome, Troubles};
 pub use prep_times::PrepTimes;
 pub use prepare::PrepareOptions;

@@ -103,22 +103,30 @@ pub fn prepare_options(
     })
 }
 
-/// The bare repository cache: `$SWE_EVAL_CACHE/repos`, else `$XDG_CACHE_HOME/swe-eval/repos`,
-/// else `~/.cache/swe-eval/repos`, else under the output folder.
+/// The bare repository cache: `<cache>/repos` (see [`cache_dir`]).
 fn repo_cache_dir(output: &Path) -> PathBuf {
+    cache_dir(output).join("repos")
+}
+
+/// Earlier runs' job durations, which order the next run's jobs longest first:
+/// `<cache>/durations.json` (see [`cache_dir`]).
+pub fn durations_file(output: &Path) -> PathBuf {
+    cache_dir(output).join("durations.json")
+}
+
+/// swe-eval's cache: `$SWE_EVAL_CACHE`, else `$XDG_CACHE_HOME/swe-eval`, else
+/// `~/.cache/swe-eval`, else `.cache` under the output folder.
+fn cache_dir(output: &Path) -> PathBuf {
     if let Some(d) = std::env::var_os("SWE_EVAL_CACHE") {
-        return PathBuf::from(d).join("repos");
+        return PathBuf::from(d);
     }
     if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
-        return PathBuf::from(d).join("swe-eval").join("repos");
+        return PathBuf::from(d).join("swe-eval");
     }
     if let Some(h) = std::env::var_os("HOME") {
-        return PathBuf::from(h)
-            .join(".cache")
-            .join("swe-eval")
-            .join("repos");
+        return PathBuf::from(h).join(".cache").join("swe-eval");
     }
-    output.join(".cache").join("repos")
+    output.join(".cache")
 }
 
 /// `owner/name=PATH` with PATH made absolute when it is a local path that exists.

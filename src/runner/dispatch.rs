@@ -15,6 +15,7 @@ use crate::grading::Mode;
 use crate::predictions::Prediction;
 
 use super::arrivals::Arrivals;
+use super::order::{self, Durations};
 use super::reap::{reap, Reap};
 use super::store::{self, Category, Layout, Verdict};
 use super::{
@@ -68,6 +69,11 @@ pub async fn run_arriving<E: Engine>(
 
     let (jobs, planned) = make_jobs(&plan, &config, &layout, &mut st, &emit);
     emit(planned);
+    // Jobs start longest expected first, by the durations earlier runs left.
+    let hints = match &config.durations {
+        Some(path) => order::hints(path, &jobs, &emit),
+        None => Durations::default(),
+    };
     let mut queue: VecDeque<Arc<job::Job>> = VecDeque::new();
     // Jobs of instances whose setup has not arrived yet, by instance.
     let mut waiting: HashMap<String, Vec<job::Job>> = HashMap::new();
@@ -80,7 +86,7 @@ pub async fn run_arriving<E: Engine>(
             ready.push(j);
         }
     }
-    enqueue(&mut queue, ready);
+    enqueue(&mut queue, ready, &hints);
 
     let job_cfg = Arc::new(job_config::JobConfig {
         run_id: config.run_id.clone(),
@@ -150,7 +156,7 @@ pub async fn run_arriving<E: Engine>(
                             j.setup = setup.clone();
                             j
                         });
-                        enqueue(&mut queue, jobs.collect());
+                        enqueue(&mut queue, jobs.collect(), &hints);
                     }
                     None => {
                         // The preparing side is gone: what it never sent runs with the plan's
@@ -158,7 +164,7 @@ pub async fn run_arriving<E: Engine>(
                         arrivals.rx = None;
                         arrivals.awaited.clear();
                         let left: Vec<job::Job> = waiting.drain().flat_map(|(_, j)| j).collect();
-                        enqueue(&mut queue, left);
+                        enqueue(&mut queue, left, &hints);
                     }
                 }
             }
@@ -208,6 +214,13 @@ pub async fn run_arriving<E: Engine>(
             at_start: false,
         });
     }
+    if let Some(path) = &config.durations {
+        if let Err(e) = super::Durations::remember(path, &st.observed) {
+            emit(RunEvent::Note {
+                message: format!("job durations not kept for the next run's order: {e}"),
+            });
+        }
+    }
     // What the engine added for the jobs (Swarm: registry names of pushed images) goes before
     // the caller cleans up the images.
     st.problems.extend(engine.finish_run().await);
@@ -242,6 +255,7 @@ pub async fn run_arriving<E: Engine>(
         files,
         wall: started.elapsed(),
         network: config.network,
+        time: std::mem::take(&mut st.time),
         ..Default::default()
     };
     for v in st.verdicts.values() {
@@ -264,10 +278,12 @@ async fn recv(
     }
 }
 
-/// Puts jobs whose setup is ready on the queue, in job order.
-fn enqueue(queue: &mut VecDeque<Arc<job::Job>>, mut jobs: Vec<job::Job>) {
+/// Puts jobs whose setup is ready on the queue: longest expected first by `hints`, else (and
+/// among equals) in job order.
+fn enqueue(queue: &mut VecDeque<Arc<job::Job>>, mut jobs: Vec<job::Job>, hints: &Durations) {
     jobs.sort_by_key(|j| j.seq);
     queue.extend(jobs.into_iter().map(Arc::new));
+    order::arrange(queue.make_contiguous(), hints);
 }
 
 /// The dispatcher's state; nothing else touches it.
@@ -281,6 +297,10 @@ struct State {
     interrupts: u32,
     interrupted: bool,
     killed: bool,
+    /// (instance, seconds its container ran) of the jobs that ran to a verdict, for the next
+    /// run's order.
+    observed: Vec<(String, f64)>,
+    time: super::TimeSpent,
 }
 
 impl State {
@@ -295,6 +315,8 @@ impl State {
             interrupts: 0,
             interrupted: false,
             killed: false,
+            observed: Vec::new(),
+            time: Default::default(),
         }
     }
 
@@ -305,8 +327,15 @@ impl State {
             self.problem(format!("log files not written, verdict dropped: {e}"), emit);
             return true;
         }
-        if let Some(first) = done.verdicts.first() {
-            self.infra_retries += first.1.infra_retries;
+        if let Some((_, first)) = done.verdicts.first() {
+            self.infra_retries += first.infra_retries;
+            if first.run_secs > 0.0 || first.setup_secs > 0.0 {
+                self.time.add(first);
+            }
+            if first.category != Category::InfraError && first.run_secs > 0.0 {
+                self.observed
+                    .push((first.instance_id.clone(), first.run_secs));
+            }
         }
         for (dir, v) in done.verdicts {
             if let Err(e) = store::write_verdict(&dir, &v) {
@@ -448,6 +477,10 @@ fn empty_verdict(p: &Prediction, hash: &str, run_id: &str) -> Verdict {
         run_secs: 0.0,
         teardown_secs: 0.0,
         total_secs: 0.0,
+        apply_secs: None,
+        before_tests_secs: None,
+        tests_secs: None,
+        after_tests_secs: None,
         shared_from: None,
     }
 }

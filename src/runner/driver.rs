@@ -99,6 +99,11 @@ pub fn render(nonce: &str, mode: PatchMode, strict_remove: bool) -> String {
     s
 }
 
+/// The line the driver prints when the eval script starts (`mark eval start`).
+pub fn eval_start_mark(nonce: &str) -> String {
+    format!(">>>>> swe-eval {nonce} eval start")
+}
+
 /// What the apply step did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Apply {

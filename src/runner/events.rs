@@ -49,6 +49,12 @@ pub enum RunEvent {
         /// What went wrong.
         message: String,
     },
+    /// Something worth telling that is not a problem (how jobs are ordered, a cache not
+    /// updated).
+    Note {
+        /// What to tell.
+        message: String,
+    },
     /// Containers removed by a reap (`at_start` or at the end).
     Reaped {
         /// How many containers.
@@ -96,6 +102,54 @@ pub struct RunReport {
     pub files: Vec<PathBuf>,
     /// The run's wall-clock time.
     pub wall: Duration,
+    /// Where the time of the jobs this run ran went.
+    pub time: TimeSpent,
+}
+
+/// Where the jobs' time went: seconds summed over the jobs a run ran (resumed and shared
+/// verdicts ran nothing), from each verdict's timings.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TimeSpent {
+    /// Jobs counted.
+    pub jobs: usize,
+    /// Creating and starting containers.
+    pub start: f64,
+    /// Containers running (the sum of the four parts below, for the jobs that have them).
+    pub run: f64,
+    /// Reading the rest of the output and removing containers.
+    pub removal: f64,
+    /// Jobs whose run is split into the parts below (the engine timed their markers).
+    pub split: usize,
+    /// The driver and the apply step.
+    pub apply: f64,
+    /// The eval script before its tests (test files, eval-time reinstall).
+    pub before_tests: f64,
+    /// The tests themselves.
+    pub tests: f64,
+    /// After the tests until the container exited.
+    pub after_tests: f64,
+}
+
+impl TimeSpent {
+    /// Counts one job's verdict.
+    pub fn add(&mut self, v: &Verdict) {
+        self.jobs += 1;
+        self.start += v.setup_secs;
+        self.run += v.run_secs;
+        self.removal += v.teardown_secs;
+        if let (Some(a), Some(b), Some(t), Some(e)) = (
+            v.apply_secs,
+            v.before_tests_secs,
+            v.tests_secs,
+            v.after_tests_secs,
+        ) {
+            self.split += 1;
+            self.apply += a;
+            self.before_tests += b;
+            self.tests += t;
+            self.after_tests += e;
+        }
+    }
 }
 
 impl RunReport {

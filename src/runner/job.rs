@@ -135,6 +135,10 @@ pub async fn execute<E: Engine>(engine: Arc<E>, job: Arc<Job>, cfg: Arc<JobConfi
         total.as_secs_f64()
     );
 
+    let phases = output
+        .as_ref()
+        .map(|o| Phases::of(o, !matches!(apply, Apply::Failed)))
+        .unwrap_or_default();
     let first = &job.members[0];
     let mut verdicts = Vec::with_capacity(job.members.len());
     let mut write_error = None;
@@ -168,6 +172,10 @@ pub async fn execute<E: Engine>(engine: Arc<E>, job: Arc<Job>, cfg: Arc<JobConfi
             run_secs: timing.1,
             teardown_secs: timing.2,
             total_secs: total.as_secs_f64(),
+            apply_secs: phases.apply,
+            before_tests_secs: phases.before_tests,
+            tests_secs: phases.tests,
+            after_tests_secs: phases.after_tests,
             shared_from: (i > 0).then(|| format!("{}/{}", first.model, first.sample)),
         };
         if write_error.is_none() {
@@ -259,6 +267,64 @@ fn job_spec(job: &Job, cfg: &JobConfig, image: &str, nonce: &str, attempt: u32) 
         network: cfg.network,
         timeout: cfg.timeout,
         max_output_bytes: cfg.max_output_bytes,
+        watch: vec![
+            driver::eval_start_mark(nonce),
+            driver::START_TEST_OUTPUT.to_string(),
+            driver::END_TEST_OUTPUT.to_string(),
+        ],
+    }
+}
+
+/// A run's parts, from when the engine saw the watched markers arrive (see [`job_spec`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(super) struct Phases {
+    pub apply: Option<f64>,
+    pub before_tests: Option<f64>,
+    pub tests: Option<f64>,
+    pub after_tests: Option<f64>,
+}
+
+impl Phases {
+    /// The parts of `out`'s run. `eval_ran`: the driver went on to the eval script (a failed
+    /// apply ends the job there: the whole run is the apply step). A job killed at its
+    /// deadline spent the rest of its run in the part it was in. Parts whose markers were not
+    /// seen, or were seen out of order (a patch's code printing a marker early), stay `None`.
+    pub(super) fn of(out: &JobOutput, eval_ran: bool) -> Phases {
+        if out.seen.is_empty() {
+            return Phases::default();
+        }
+        let run = out.run.as_secs_f64();
+        // Output read after the exit (the stream drained late) counts as at the exit.
+        let at = |i: usize| {
+            out.seen
+                .get(i)
+                .copied()
+                .flatten()
+                .map(|d| d.as_secs_f64().min(run))
+        };
+        if !eval_ran {
+            return Phases {
+                apply: Some(run),
+                before_tests: Some(0.0),
+                tests: Some(0.0),
+                after_tests: Some(0.0),
+            };
+        }
+        let killed = |x: Option<f64>| x.or(out.timed_out.then_some(run));
+        let eval = killed(at(0));
+        // A test marker seen before the eval script started was printed by something else.
+        let start = killed(at(1).filter(|s| eval.is_some_and(|e| *s >= e)));
+        let end = killed(at(2));
+        let span = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) if b >= a => Some(b - a),
+            _ => None,
+        };
+        Phases {
+            apply: eval,
+            before_tests: span(eval, start),
+            tests: span(start, end),
+            after_tests: span(end, Some(run)),
+        }
     }
 }
 
@@ -297,4 +363,62 @@ fn write_logs(
         w(crate::report::REPORT_FILE, report.as_bytes())?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn out(run_ms: u64, seen: &[Option<u64>], timed_out: bool) -> JobOutput {
+        JobOutput {
+            run: Duration::from_millis(run_ms),
+            seen: seen.iter().map(|s| s.map(Duration::from_millis)).collect(),
+            timed_out,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_run_splits_at_the_markers_it_saw_in_order() {
+        let p = Phases::of(
+            &out(10_000, &[Some(500), Some(2_500), Some(9_000)], false),
+            true,
+        );
+        assert_eq!(
+            p,
+            Phases {
+                apply: Some(0.5),
+                before_tests: Some(2.0),
+                tests: Some(6.5),
+                after_tests: Some(1.0),
+            }
+        );
+        // Killed at the deadline inside the tests: the rest of the run was the tests.
+        let p = Phases::of(&out(10_000, &[Some(500), Some(2_500), None], true), true);
+        assert_eq!(
+            (p.before_tests, p.tests, p.after_tests),
+            (Some(2.0), Some(7.5), Some(0.0))
+        );
+        // An end marker missing without a kill: the tests' end is not known.
+        let p = Phases::of(&out(10_000, &[Some(500), Some(2_500), None], false), true);
+        assert_eq!((p.tests, p.after_tests), (None, None));
+        // A patch's code printing the test marker before the eval script: no split there.
+        let p = Phases::of(
+            &out(10_000, &[Some(500), Some(100), Some(9_000)], false),
+            true,
+        );
+        assert_eq!((p.before_tests, p.tests), (None, None));
+        // A patch that did not apply: the whole run is the apply step.
+        let p = Phases::of(&out(300, &[None, None, None], false), false);
+        assert_eq!((p.apply, p.tests), (Some(0.3), Some(0.0)));
+        // Output that arrived after the exit counts as at the exit.
+        let p = Phases::of(
+            &out(1_000, &[Some(100), Some(200), Some(1_200)], false),
+            true,
+        );
+        assert_eq!((p.tests, p.after_tests), (Some(0.8), Some(0.0)));
+        // An engine that does not watch (Swarm): nothing split.
+        assert_eq!(Phases::of(&out(300, &[], false), true), Phases::default());
+    }
 }

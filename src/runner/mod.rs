@@ -21,6 +21,8 @@
 //! - **Images still being prepared.** With [`run_arriving`], the jobs of instances whose setup
 //!   is still on its way wait outside the queue and join it when it arrives (`arrivals.rs`),
 //!   so jobs run while other images build; the channel closes when dispatching stops.
+//! - **Order.** Jobs start longest expected first, from the durations of earlier runs kept in
+//!   the cache (see `order.rs`), so a long job is not left for last.
 //! - **Memory.** Logs go to disk as each job ends; the dispatcher keeps only verdicts (a few
 //!   hundred bytes each) and the queue of jobs (their patches).
 
@@ -31,6 +33,7 @@ mod events;
 mod grade;
 mod job;
 mod job_config;
+mod order;
 mod plan;
 mod reap;
 pub mod store;
@@ -39,7 +42,8 @@ pub mod summary;
 pub use arrivals::{arrivals, Arrivals, Arrive};
 pub use dispatch::{run, run_arriving};
 pub use driver::PatchMode;
-pub use events::{RunError, RunEvent, RunReport};
+pub use events::{RunError, RunEvent, RunReport, TimeSpent};
+pub use order::Durations;
 pub(crate) use plan::Key;
 pub use plan::{default_workers, pending, Plan, RunConfig, Setup};
 pub use store::{Category, Layout, Verdict};

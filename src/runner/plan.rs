@@ -72,6 +72,9 @@ pub struct RunConfig {
     pub run_empty: bool,
     /// Stop dispatching new jobs after this long (running jobs finish).
     pub deadline: Option<Duration>,
+    /// The file of earlier runs' job durations, read to start the longest jobs first and
+    /// updated at the end (see [`super::Durations`]); `None`: plan order, nothing kept.
+    pub durations: Option<PathBuf>,
 }
 
 impl RunConfig {
@@ -91,6 +94,7 @@ impl RunConfig {
             dedupe: true,
             run_empty: false,
             deadline: None,
+            durations: None,
         }
     }
 }

@@ -89,6 +89,20 @@ pub struct Verdict {
     pub teardown_secs: f64,
     /// Seconds for the whole job.
     pub total_secs: f64,
+    /// Seconds of the run before the eval script started: the driver and the apply step
+    /// (`None` where the engine did not time the output as it came: Swarm, older verdicts).
+    #[serde(default)]
+    pub apply_secs: Option<f64>,
+    /// Seconds of the eval script before its tests: checking out the test files, applying the
+    /// test patch, the eval-time reinstall.
+    #[serde(default)]
+    pub before_tests_secs: Option<f64>,
+    /// Seconds between the official `Start Test Output` and `End Test Output` markers.
+    #[serde(default)]
+    pub tests_secs: Option<f64>,
+    /// Seconds from the end of the tests to the container's exit.
+    #[serde(default)]
+    pub after_tests_secs: Option<f64>,
     /// `model/sample` of the prediction whose identical patch actually ran, when this one
     /// shared its verdict instead of running.
     pub shared_from: Option<String>,

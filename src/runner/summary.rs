@@ -234,6 +234,10 @@ const CSV_HEADER: &[&str] = &[
     "run_secs",
     "teardown_secs",
     "total_secs",
+    "apply_secs",
+    "before_tests_secs",
+    "tests_secs",
+    "after_tests_secs",
     "shared_from",
 ];
 

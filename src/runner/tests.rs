@@ -791,3 +791,70 @@ async fn awaited_setups_never_sent_give_infra_verdicts_and_an_interrupt_closes_t
     assert!(r.interrupted);
     assert_eq!((r.jobs_run, r.not_run), (1, 1));
 }
+
+#[tokio::test]
+async fn jobs_start_longest_first_by_earlier_durations_which_the_run_updates() {
+    let dir = tempfile::tempdir().unwrap();
+    let durations = dir.path().join("cache").join("durations.json");
+    std::fs::create_dir_all(durations.parent().unwrap()).unwrap();
+    std::fs::write(
+        &durations,
+        r#"{"a": 1.0, "b": 9.0, "c": 5.0, "other": 3.0}"#,
+    )
+    .unwrap();
+    let e = FakeEngine::new();
+    e.add_image(IMAGE);
+    e.on_image(IMAGE, |job| {
+        let mut out = answer(job)?;
+        out.run = Duration::from_millis(2500);
+        Ok(out)
+    });
+    let mut cfg = config(dir.path(), "r");
+    cfg.workers = 1;
+    cfg.durations = Some(durations.clone());
+    let ids = ["a", "b", "c"];
+    let p = plan(
+        ids.iter().map(|id| setup(id, Ok(IMAGE))).collect(),
+        ids.iter().map(|id| pred(id, "m", 0, "GOOD")).collect(),
+    );
+    let (report, events) = go(&e, p, cfg).await;
+    assert_eq!(report.count(Category::Resolved), 3);
+    let started = started_order(&events);
+    assert_eq!(started, ["b", "c", "a"], "longest expected first");
+    assert!(events.iter().any(|ev| matches!(ev,
+        RunEvent::Note { message } if message.starts_with("longest jobs first: 3 of 3"))));
+    let (kept, bad) = Durations::load(&durations);
+    assert_eq!(bad, None);
+    assert_eq!(
+        (kept.get("a"), kept.get("b"), kept.get("other")),
+        (Some(2.5), Some(2.5), Some(3.0)),
+        "this run's figures replace the old ones; others are kept"
+    );
+
+    // Without the file's records (a bad file), the plan's order, with a note saying why.
+    std::fs::write(&durations, "garbage").unwrap();
+    let mut cfg = config(dir.path(), "r2");
+    cfg.workers = 1;
+    cfg.durations = Some(durations.clone());
+    let p = plan(
+        ids.iter().map(|id| setup(id, Ok(IMAGE))).collect(),
+        ids.iter().map(|id| pred(id, "m", 0, "GOOD")).collect(),
+    );
+    let (report, events) = go(&e, p, cfg).await;
+    assert_eq!(report.count(Category::Resolved), 3);
+    assert!(events.iter().any(|ev| matches!(ev,
+        RunEvent::Note { message } if message.contains("not used (plan order kept)"))));
+    let started = started_order(&events);
+    assert_eq!(started, ["a", "b", "c"]);
+}
+
+/// The instances of the jobs, in the order they started.
+fn started_order(events: &[RunEvent]) -> Vec<&str> {
+    events
+        .iter()
+        .filter_map(|ev| match ev {
+            RunEvent::JobStarted { instance_id } => Some(instance_id.as_str()),
+            _ => None,
+        })
+        .collect()
+}

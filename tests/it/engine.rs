@@ -68,6 +68,7 @@ pub fn job(image: &str, run: &str, script: &str) -> JobSpec {
         network: false,
         timeout: Duration::from_secs(60),
         max_output_bytes: 1 << 20,
+        watch: Vec::new(),
     }
 }
 

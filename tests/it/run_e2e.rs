@@ -54,12 +54,13 @@ fn swe_eval(dir: &Path, args: &[&str]) -> Run {
     }
 }
 
-/// A run's standard output (its closing report) as a reviewed snapshot holds it: the wall time
-/// and the run's folder redacted, and the engine-retry line (which depends on the daemon's
-/// luck) and the image preparation lines (which depend on what the daemon already holds) left
-/// out.
+/// A run's standard output (its closing report) as a reviewed snapshot holds it: the wall time,
+/// the seconds of where the jobs' time went and the run's folder redacted, and the
+/// engine-retry line (which depends on the daemon's luck) and the image preparation lines
+/// (which depend on what the daemon already holds) left out.
 fn closing_report(stdout: &str, dir: &Path) -> String {
     let secs = regex::Regex::new(r"containers run, \d+\.\d s").unwrap();
+    let any_secs = regex::Regex::new(r"\d+\.\d s").unwrap();
     stdout
         .lines()
         .filter(|l| !l.starts_with("  engine retries:"))
@@ -68,6 +69,11 @@ fn closing_report(stdout: &str, dir: &Path) -> String {
         })
         .map(|l| {
             let l = secs.replace(l, "containers run, [secs] s");
+            let l = if l.starts_with("  where the jobs' time went") {
+                any_secs.replace_all(&l, "[secs] s")
+            } else {
+                l
+            };
             l.replace(&dir.display().to_string(), "[dir]")
         })
         .collect::<Vec<_>>()
@@ -195,6 +201,35 @@ fn check_official_files(results: &Path, run_id: &str) {
         if let Some(n) = resolved {
             assert_eq!(s.resolved_instances, n, "{}", path.display());
         }
+    }
+    // Each job's run is split into its parts where the engine timed the markers (Docker), and
+    // the parts add up to the run.
+    let ran: Vec<&Verdict> = got
+        .values()
+        .filter(|v| v.applied_with.is_some() && !v.timed_out && v.shared_from.is_none())
+        .collect();
+    assert!(!ran.is_empty());
+    for v in ran {
+        let parts = [
+            v.apply_secs,
+            v.before_tests_secs,
+            v.tests_secs,
+            v.after_tests_secs,
+        ];
+        assert!(
+            parts.iter().all(Option::is_some),
+            "{} {}: parts {parts:?}",
+            v.instance_id,
+            v.model
+        );
+        let sum: f64 = parts.iter().flatten().sum();
+        assert!(
+            (sum - v.run_secs).abs() < 0.01,
+            "{}: parts {parts:?} add to {sum}, run {}",
+            v.instance_id,
+            v.run_secs
+        );
+        assert!(v.tests_secs.unwrap() > 0.0, "{}", v.instance_id);
     }
     let csv = std::fs::read_to_string(layout.csv_path()).unwrap();
     assert_eq!(

@@ -614,6 +614,7 @@ fn check_inputs(registry: &str) {
         network: false,
         timeout: Duration::from_secs(120),
         max_output_bytes: 1 << 20,
+        watch: Vec::new(),
     };
     let out = rt
         .block_on(async {
@@ -674,6 +675,7 @@ fn probe_job(name: &str, command: &str, network: bool, target: &str) -> JobSpec 
         network,
         timeout: Duration::from_secs(120),
         max_output_bytes: 1 << 20,
+        watch: Vec::new(),
     }
 }
 

@@ -175,6 +175,7 @@ mod tests {
             network: false,
             timeout: Duration::from_secs(60),
             max_output_bytes: 8 << 20,
+            watch: Vec::new(),
         }
     }
 

@@ -1,0 +1,240 @@
+//! The order in which jobs start: longest expected first.
+//!
+//! With `-j N` workers the run's wall time is at least the longest chain of jobs one worker
+//! runs; a long job started last leaves the other workers idle while it finishes (8 sympy
+//! instances of 2-11 s on 2 workers: 27 s in dataset order, 23 s longest first). How long an
+//! instance's tests take is known only from an earlier run, so the runner keeps, per instance,
+//! the container time of its last run in a small file of the cache ([`Durations`]; by default
+//! `~/.cache/swe-eval/durations.json`), reads it before dispatching and updates it at the end.
+//! Jobs whose instance has no record are taken as long as the median of those that have (so
+//! they are neither all first nor all last); with no record at all the order is the plan's.
+//! The file is a hint: a missing, unreadable or malformed one orders nothing and fails nothing,
+//! and two runs writing it at once may each lose the other's figures.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::job::Job;
+use super::RunEvent;
+
+/// Seconds an instance's job took in its last run, by instance id.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Durations(BTreeMap<String, f64>);
+
+impl Durations {
+    /// Reads `path`. A file that is missing is no record; one that cannot be read or parsed is
+    /// no record too, with the reason (for a note).
+    pub fn load(path: &Path) -> (Durations, Option<String>) {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return (Durations::default(), None)
+            }
+            Err(e) => {
+                return (
+                    Durations::default(),
+                    Some(format!("{}: {e}", path.display())),
+                )
+            }
+        };
+        match serde_json::from_str::<BTreeMap<String, serde_json::Value>>(&text) {
+            Ok(map) => (
+                Durations(
+                    map.into_iter()
+                        .filter_map(|(k, v)| {
+                            v.as_f64()
+                                .filter(|s| s.is_finite() && *s >= 0.0)
+                                .map(|s| (k, s))
+                        })
+                        .collect(),
+                ),
+                None,
+            ),
+            Err(e) => (
+                Durations::default(),
+                Some(format!(
+                    "{}: not a JSON object of seconds ({e})",
+                    path.display()
+                )),
+            ),
+        }
+    }
+
+    /// The record of `instance_id`, if any.
+    pub fn get(&self, instance_id: &str) -> Option<f64> {
+        self.0.get(instance_id).copied()
+    }
+
+    /// Records `secs` for `instance_id` (the newest figure wins).
+    pub fn set(&mut self, instance_id: &str, secs: f64) {
+        if secs.is_finite() && secs >= 0.0 {
+            self.0.insert(instance_id.to_string(), secs);
+        }
+    }
+
+    /// How many instances have a record.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// No record at all.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The median record, if any.
+    fn median(&self) -> Option<f64> {
+        let mut v: Vec<f64> = self.0.values().copied().collect();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        Some(v[v.len() / 2])
+    }
+
+    /// Merges `observed` into the file at `path` (read again just before, so records of other
+    /// instances written meanwhile are kept) and writes it atomically.
+    pub fn remember(path: &Path, observed: &[(String, f64)]) -> Result<(), String> {
+        if observed.is_empty() {
+            return Ok(());
+        }
+        let (mut all, _) = Durations::load(path);
+        for (id, secs) in observed {
+            all.set(id, *secs);
+        }
+        let rounded: BTreeMap<&String, f64> = all
+            .0
+            .iter()
+            .map(|(k, v)| (k, (v * 1000.0).round() / 1000.0))
+            .collect();
+        let mut text = serde_json::to_string_pretty(&rounded).map_err(|e| e.to_string())?;
+        text.push('\n');
+        crate::fsutil::write_atomic(path, text.as_bytes()).map_err(|e| e.to_string())
+    }
+}
+
+/// Orders `jobs` longest expected first (stable: equal expectations keep the plan's order).
+pub fn arrange(jobs: &mut [Arc<Job>], hints: &Durations) {
+    let Some(median) = hints.median() else {
+        return;
+    };
+    let expected = |j: &Arc<Job>| hints.get(&j.setup.instance.instance_id).unwrap_or(median);
+    jobs.sort_by(|a, b| expected(b).total_cmp(&expected(a)));
+}
+
+/// Reads the durations at `path` for ordering `jobs`, saying so (or why not) in a note.
+pub(super) fn hints(path: &Path, jobs: &[Job], emit: &impl Fn(RunEvent)) -> Durations {
+    let (hints, bad) = Durations::load(path);
+    if let Some(why) = bad {
+        emit(RunEvent::Note {
+            message: format!("earlier job durations not used (plan order kept): {why}"),
+        });
+    }
+    let known = jobs
+        .iter()
+        .filter(|j| hints.get(&j.setup.instance.instance_id).is_some())
+        .count();
+    if known > 0 && jobs.len() > 1 {
+        emit(RunEvent::Note {
+            message: format!(
+                "longest jobs first: {known} of {} instances timed by earlier runs ({})",
+                jobs.len(),
+                path.display()
+            ),
+        });
+    }
+    hints
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::{PatchMode, Setup};
+
+    fn job(seq: usize, id: &str) -> Arc<Job> {
+        let instance: crate::dataset::Instance = serde_json::from_value(serde_json::json!({
+            "instance_id": id, "repo": "o/r", "base_commit": "c", "patch": "",
+            "FAIL_TO_PASS": [], "PASS_TO_PASS": [],
+        }))
+        .unwrap();
+        Arc::new(Job {
+            seq,
+            setup: Arc::new(Setup {
+                instance,
+                image: Ok("img".into()),
+                eval_script: String::new(),
+                log_parser: "pytest".into(),
+                cpus: None,
+            }),
+            patch: String::new(),
+            patch_hash: String::new(),
+            mode: PatchMode::Apply,
+            members: Vec::new(),
+        })
+    }
+
+    fn ids(jobs: &[Arc<Job>]) -> Vec<&str> {
+        jobs.iter()
+            .map(|j| j.setup.instance.instance_id.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn longest_expected_first_and_unknown_ones_as_the_median() {
+        let mut jobs = vec![
+            job(0, "a"),
+            job(1, "b"),
+            job(2, "c"),
+            job(3, "new"),
+            job(4, "d"),
+        ];
+        let mut d = Durations::default();
+        d.set("a", 2.0);
+        d.set("b", 11.0);
+        d.set("c", 4.0);
+        d.set("d", 9.0);
+        arrange(&mut jobs, &d);
+        // Median of 2, 4, 9, 11 taken as the upper middle: 9; "new" ties with d and keeps
+        // its place before it.
+        assert_eq!(ids(&jobs), ["b", "new", "d", "c", "a"]);
+    }
+
+    #[test]
+    fn no_record_keeps_the_plans_order() {
+        let mut jobs = vec![job(0, "z"), job(1, "a"), job(2, "m")];
+        arrange(&mut jobs, &Durations::default());
+        assert_eq!(ids(&jobs), ["z", "a", "m"]);
+    }
+
+    #[test]
+    fn the_file_is_merged_and_a_bad_one_is_no_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cache").join("durations.json");
+        assert_eq!(Durations::load(&path), (Durations::default(), None));
+        Durations::remember(&path, &[("a".into(), 3.25), ("b".into(), 1.0)]).unwrap();
+        Durations::remember(&path, &[("b".into(), 7.5)]).unwrap();
+        let (d, note) = Durations::load(&path);
+        assert_eq!(note, None);
+        assert_eq!(
+            (d.get("a"), d.get("b"), d.len()),
+            (Some(3.25), Some(7.5), 2)
+        );
+
+        std::fs::write(&path, "not json").unwrap();
+        let (d, note) = Durations::load(&path);
+        assert!(d.is_empty());
+        assert!(note.unwrap().contains("durations.json"));
+        // Negative, infinite and non-number entries are dropped, the rest kept.
+        std::fs::write(&path, r#"{"a": -1, "b": "x", "c": 2.5}"#).unwrap();
+        let (d, _) = Durations::load(&path);
+        assert_eq!(
+            (d.get("a"), d.get("b"), d.get("c")),
+            (None, None, Some(2.5))
+        );
+        // A bad file is replaced by the new records, not an error.
+        std::fs::write(&path, "[1, 2]").unwrap();
+        Durations::remember(&path, &[("x".into(), 1.5)]).unwrap();
+        assert_eq!(Durations::load(&path).0.get("x"), Some(1.5));
+    }
+}
