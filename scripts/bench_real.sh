@@ -99,7 +99,7 @@ LIMIT=$(echo "scale=2; $OWN / $WORKERS" | bc)
         "$T_OFF" "$T_OURS" "$(echo "scale=4; $T_OURS / $LIMIT" | bc)"
     printf 'swe-eval, no durations known (rows order): %.1f s (%.2fx the limit)\n' \
         "$T_COLD" "$(echo "scale=4; $T_COLD / $LIMIT" | bc)"
-    grep -h 'where the time went' "$OUT/swe-eval.log" "$OUT/swe-eval-cold.log" || true
+    grep -h 'time went' "$OUT/swe-eval.log" "$OUT/swe-eval-cold.log" || true
     echo "swe-eval against the official harness, same images and eval scripts:"
     python3 "$HERE/compare_official.py" "$OUT/swe-eval/logs/run_evaluation/bench-swe-eval" \
         "$OUT/official/logs/run_evaluation/bench-official" --ids "$IDS" || true

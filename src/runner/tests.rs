@@ -858,3 +858,38 @@ fn started_order(events: &[RunEvent]) -> Vec<&str> {
         })
         .collect()
 }
+
+#[tokio::test(start_paused = true)]
+async fn jobs_whose_images_arrive_later_join_the_queue_in_longest_first_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let durations = dir.path().join("durations.json");
+    std::fs::write(&durations, r#"{"a": 1.0, "b": 9.0, "c": 5.0, "d": 7.0}"#).unwrap();
+    let e = fake();
+    e.set_job_delay(Duration::from_secs(10));
+    let setups = vec![
+        setup("a", Ok(IMAGE)),
+        setup("b", Ok(IMAGE)),
+        setup("c", Err("not prepared yet")),
+        setup("d", Ok(IMAGE)),
+    ];
+    let preds = ["a", "b", "c", "d"]
+        .map(|id| pred(id, "m", 0, "GOOD"))
+        .to_vec();
+    let (tx, rx) = tokio::sync::oneshot::channel::<Arrive>();
+    let send = async move {
+        let arrive = rx.await.unwrap();
+        // c arrives while b (the longest ready one) runs: it goes before a, after d.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(arrive.send(setup("c", Ok(IMAGE)).1));
+        arrive.closed().await;
+    };
+    let mut cfg = config(dir.path(), "r");
+    cfg.workers = 1;
+    cfg.durations = Some(durations);
+    let (r, events) = arriving(&e, plan(setups, preds), &["c"], cfg, send, |a| {
+        tx.send(a).unwrap()
+    })
+    .await;
+    assert_eq!(r.count(Category::Resolved), 4);
+    assert_eq!(started_order(&events), ["b", "d", "c", "a"]);
+}
