@@ -1,8 +1,8 @@
 """Shared steps of the mini benchmark's generator and test oracle (no Docker).
 
-These follow the official SWE-bench harness (4.1.0, with v5's reset between apply attempts):
-apply the model patch with `git apply -v`, `git apply -v --reject`, then
-`patch --batch --fuzz=5 -p1`; reset the test files the test patch touches to the base commit;
+These follow the official SWE-bench harness 4.1.0: apply the model patch with `git apply -v`,
+`git apply -v --reject`, then `patch --batch --fuzz=5 -p1`, each on the tree the one before
+left (no reset between them; the first that exits 0 wins); reset the test files the test patch touches to the base commit;
 apply the test patch; run `pytest -rA <those files>`; parse with swebench's pytest parser and
 grade with its grading functions.
 
@@ -129,7 +129,6 @@ def apply_model_patch(repo_dir, patch):
     for cmd in attempts:
         if run(cmd, cwd=repo_dir, check=False).returncode == 0:
             return " ".join(cmd[:-1])
-        reset_tree(repo_dir)
     return None
 
 
