@@ -18,4 +18,6 @@ pub struct ImageFailure {
     pub log_path: Option<PathBuf>,
     /// Worth retrying (a daemon hiccup), as opposed to a broken recipe.
     pub transient: bool,
+    /// Not tried: preparation was stopped before this image's build started.
+    pub stopped: bool,
 }

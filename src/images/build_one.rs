@@ -59,6 +59,7 @@ pub(super) fn failure(
         message: e.to_string(),
         log_path,
         transient,
+        stopped: matches!(e, ImageError::Stopped { .. }),
     }
 }
 

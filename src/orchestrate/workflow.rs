@@ -181,13 +181,6 @@ pub async fn execute<E: Engine>(
         created: preparing.created(),
         ..Default::default()
     });
-    for (id, f) in &prepared.failed {
-        notice(
-            &events,
-            Level::Warning,
-            format!("{id}: image {} failed: {}", f.image, f.message),
-        );
-    }
     release_and_clean(&*engine, &prepared, images.keep, &events).await;
     report.map(|r| (r, preparing.times()))
 }
@@ -271,7 +264,12 @@ async fn prepare_streaming<E: Engine>(
         .map(|s| (s.0.instance_id.as_str(), s))
         .collect();
     let mut delivered: HashSet<String> = HashSet::new();
-    let deliver = |id: &str, image: Result<String, String>, delivered: &mut HashSet<String>| {
+    let mut stopped = 0;
+    // Hands an instance's final setup to the runner, once; a failure is said at once (those
+    // that preparation's stop left unbuilt are counted, and said in one line at the end).
+    let mut deliver = |id: &str,
+                       image: Result<String, &images::ImageFailure>,
+                       delivered: &mut HashSet<String>| {
         let Some((inst, spec)) = by_id.get(id) else {
             return;
         };
@@ -279,6 +277,15 @@ async fn prepare_streaming<E: Engine>(
             return;
         }
         let ok = image.is_ok();
+        let image = image.map_err(|f| {
+            if f.stopped {
+                stopped += 1;
+            } else {
+                let message = format!("{id}: image {} failed: {}", f.image, f.message);
+                notice(events, Level::Warning, message);
+            }
+            prepare::unavailable(Some(f))
+        });
         arrive.send(Arc::new(prepare::setup(inst, spec, image)));
         let _ = events.send(Event::ImageDone {
             instance_id: id.to_string(),
@@ -325,11 +332,7 @@ async fn prepare_streaming<E: Engine>(
                     Ok(image) => deliver(&instance_id, Ok(image), &mut delivered),
                     // Retried once this round of builds is over.
                     Err(f) if f.transient => {}
-                    Err(f) => deliver(
-                        &instance_id,
-                        Err(prepare::unavailable(Some(&f))),
-                        &mut delivered,
-                    ),
+                    Err(f) => deliver(&instance_id, Err(&f), &mut delivered),
                 },
                 BuildEvent::Created { image, layer } => preparing.lock().0.push((image, layer)),
                 ev @ (BuildEvent::Started { .. } | BuildEvent::Timed { .. }) => {
@@ -340,13 +343,26 @@ async fn prepare_streaming<E: Engine>(
     };
     let (prepared, ()) = tokio::join!(building, consuming);
     // What is left: failures that stayed transient, instances no build reported.
+    let never = images::ImageFailure {
+        image: "(none)".into(),
+        layer: images::Layer::Instance,
+        message: "no image was prepared".into(),
+        log_path: None,
+        transient: false,
+        stopped: false,
+    };
     for (inst, _) in &specs.ready {
         let id = inst.instance_id.as_str();
         let image = match prepared.images.get(id) {
             Some(image) => Ok(image.clone()),
-            None => Err(prepare::unavailable(prepared.failed.get(id))),
+            None => Err(prepared.failed.get(id).unwrap_or(&never)),
         };
         deliver(id, image, &mut delivered);
+    }
+    if stopped > 0 {
+        let message =
+            format!("{stopped} instance image(s) not built: image preparation was stopped");
+        notice(events, Level::Note, message);
     }
     preparing.lock().1.wall = started.elapsed();
     prepared

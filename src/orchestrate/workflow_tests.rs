@@ -233,10 +233,12 @@ async fn a_failed_image_gives_its_predictions_infra_verdicts_and_the_others_run(
         ev,
         Event::ImageDone { instance_id, ok: false } if *instance_id == victim
     )));
-    assert!(events.iter().any(|ev| matches!(
-        ev,
-        Event::Notice(n) if n.message.contains(&victim) && n.message.contains("failed")
-    )));
+    let said = position(&events, |ev| {
+        matches!(ev, Event::Notice(n) if n.message.contains(&victim) && n.message.contains("failed"))
+    })
+    .expect("the failure is said");
+    let executed = position(&events, |ev| matches!(ev, Event::Executed)).unwrap();
+    assert!(said < executed, "said as it happens, not after the run");
 }
 
 #[tokio::test(start_paused = true)]
@@ -279,9 +281,17 @@ async fn first_interrupt_while_images_build_stops_builds_and_finishes_running_jo
     assert!(times.failed > 0, "the images never built count as failed");
     // Nothing is left: jobs finished (their verdicts written), images removed, holds gone.
     assert_eq!(report.verdicts_written() + report.not_run, 22, "{report:?}");
-    assert!(events
+    let stopped: Vec<&Event> = events
         .iter()
-        .any(|ev| matches!(ev, Event::Notice(n) if n.message.contains("preparation was stopped"))));
+        .filter(
+            |ev| matches!(ev, Event::Notice(n) if n.message.contains("preparation was stopped")),
+        )
+        .collect();
+    assert_eq!(
+        stopped.len(),
+        1,
+        "the builds not started, said in one line: {stopped:?}"
+    );
     assert_eq!(leftovers(&e).await, Vec::<String>::new());
 }
 
