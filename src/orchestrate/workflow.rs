@@ -119,9 +119,10 @@ pub async fn execute<E: Engine>(
     for w in &specs.warnings {
         notice(&events, Level::Note, w.clone());
     }
-    if !needed.is_empty() {
+    // (An instance without a spec has no image to prepare: its setup is final already.)
+    if !specs.ready.is_empty() {
         let _ = events.send(Event::Preparing {
-            instances: needed.len(),
+            instances: specs.ready.len(),
             flavour: opts.flavour,
         });
     }
