@@ -109,7 +109,8 @@ fn repo_cache_dir(output: &Path) -> PathBuf {
 }
 
 /// Earlier runs' job durations, which order the next run's jobs longest first:
-/// `<cache>/durations.json` (see [`cache_dir`]).
+/// `<cache>/durations.json` (`<cache>`: `$SWE_EVAL_CACHE`, else `$XDG_CACHE_HOME/swe-eval`,
+/// else `~/.cache/swe-eval`, else `.cache` under the output folder).
 pub fn durations_file(output: &Path) -> PathBuf {
     cache_dir(output).join("durations.json")
 }
