@@ -937,12 +937,20 @@ b = re.sub(r"(?m)#.*$", "", m.group(1)) if m else ""
 r = re.search(r"requires\s*=\s*\[((?:[^\]\"']|\"[^\"]*\"|'[^']*')*)\]", b, re.S)
 print("\n".join(re.findall(r"[\"']([^\"']+)[\"']", r.group(1))) if r else "")"#;
 
+/// Installs the repository's build requirements into the environment, the packages already
+/// there held at their versions (official builds put build requirements in an isolated
+/// environment, so they never change the test environment: `oldest-supported-numpy` would
+/// otherwise downgrade its numpy, and the install then fetch the newest one the project allows).
+/// Requirements that cannot be had without changing an installed package are left out, named.
 fn build_requirements(setuptools: &str) -> String {
     let reader = BUILD_REQUIREMENTS_READER;
     format!(
         "if [ -f pyproject.toml ]; then python - > /tmp/swe_build_reqs.txt <<'EOF_SWE_BUILD'\n{reader}\nEOF_SWE_BUILD\n\
-         echo {setuptools} > /tmp/swe_build_constraints.txt\n\
-         if [ -s /tmp/swe_build_reqs.txt ]; then python -m pip install -r /tmp/swe_build_reqs.txt -c /tmp/swe_build_constraints.txt || echo 'swe-eval: build requirements not all installed'; fi\n\
+         {{ echo {setuptools}; python -m pip freeze --all | grep -E '^[A-Za-z0-9._-]+==' | grep -v -i -E '^(pip|setuptools)==' || true; }} > /tmp/swe_build_constraints.txt\n\
+         if [ -s /tmp/swe_build_reqs.txt ] && ! python -m pip install -r /tmp/swe_build_reqs.txt -c /tmp/swe_build_constraints.txt; then\n  \
+         swe_left=\"\"; while read -r req; do python -m pip install \"$req\" -c /tmp/swe_build_constraints.txt || swe_left=\"$swe_left $req\"; done < /tmp/swe_build_reqs.txt\n  \
+         echo \"swe-eval: build requirements not installed (they would change the environment's packages):$swe_left\"\n\
+         fi\n\
          fi"
     )
 }

@@ -962,3 +962,87 @@ fn tox_current_env_gets_the_environment_through_the_system_python() {
         .install_repo_script
         .contains("swe_eval_testbed.pth"));
 }
+
+/// The Debian instance build installs the repository's build requirements with the
+/// environment's packages held at their versions; one that would change them is left out and
+/// named (run by bash with a stand-in `python` that plays pip: the whole set conflicts,
+/// `oldest-supported-numpy` alone does).
+#[test]
+fn build_requirements_keep_the_environments_packages() {
+    if !common::require_program("bash") {
+        return;
+    }
+    let mut inst = synthetic("pytest-dev/pytest", "4.5");
+    inst.instance_id = "pytest-dev__pytest-5262".to_string();
+    let ts = TestSpec::new(&inst, Flavour::Debian).unwrap();
+    let script = &ts.install_repo_script;
+    let start = script
+        .find("if [ -f pyproject.toml ]")
+        .unwrap_or_else(|| panic!("a build requirements step: {script}"));
+    let end = start + script[start..].find("\nfi\nfi").expect("its end") + "\nfi\nfi".len();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let block = script[start..end].replace("/tmp/", &format!("{}/", d.display()));
+    std::fs::write(d.join("pyproject.toml"), "").unwrap();
+    std::fs::create_dir(d.join("bin")).unwrap();
+    let python = d.join("bin/python");
+    std::fs::write(
+        &python,
+        r#"#!/bin/bash
+echo "$*" >> "$CALLS"
+case "$1 $2 $3" in
+  "- "*) cat > /dev/null; printf 'setuptools\noldest-supported-numpy\ncython==0.29.30\n' ;;
+  "-m pip freeze") printf 'numpy==1.25.2\npip==24.0\nsetuptools==68.0.0\nrepo @ file:///testbed\nPyYAML==6.0.1\n' ;;
+  "-m pip install") case "$4" in -r|oldest-supported-numpy) exit 1 ;; esac ;;
+esac
+"#,
+    )
+    .unwrap();
+    std::fs::set_permissions(&python, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let calls = d.join("calls.log");
+    let out = std::process::Command::new("bash")
+        .args(["-euo", "pipefail", "-c", &block])
+        .current_dir(d)
+        .env("PATH", format!("{}:/usr/bin:/bin", d.join("bin").display()))
+        .env("CALLS", &calls)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let constraints = std::fs::read_to_string(d.join("swe_build_constraints.txt")).unwrap();
+    assert_eq!(
+        constraints, "setuptools==68.0.0\nnumpy==1.25.2\nPyYAML==6.0.1\n",
+        "the setuptools pin, then every installed package at its version but pip's and \
+         setuptools' own (and no URL line)"
+    );
+    let cons = d.join("swe_build_constraints.txt");
+    let installs: Vec<String> = std::fs::read_to_string(&calls)
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("-m pip install"))
+        .map(str::to_string)
+        .collect();
+    let c = cons.display();
+    assert_eq!(
+        installs,
+        [
+            format!(
+                "-m pip install -r {}/swe_build_reqs.txt -c {c}",
+                d.display()
+            ),
+            format!("-m pip install setuptools -c {c}"),
+            format!("-m pip install oldest-supported-numpy -c {c}"),
+            format!("-m pip install cython==0.29.30 -c {c}"),
+        ]
+    );
+    assert!(
+        stdout.contains(
+            "swe-eval: build requirements not installed (they would change the environment's packages): oldest-supported-numpy\n"
+        ),
+        "{stdout}"
+    );
+}
