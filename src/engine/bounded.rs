@@ -96,18 +96,25 @@ impl Watch {
         if longest == 0 || self.seen.iter().all(Option::is_some) {
             return;
         }
-        let mut hay = std::mem::take(&mut self.carry);
-        hay.extend_from_slice(chunk);
+        // A text split across chunks lies in the carried tail and the chunk's first bytes; the
+        // chunk itself is searched in place, not copied.
+        let mut edge = std::mem::take(&mut self.carry);
+        edge.extend_from_slice(&chunk[..(longest - 1).min(chunk.len())]);
+        let contains = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).any(|w| w == needle);
         for (needle, seen) in self.needles.iter().zip(&mut self.seen) {
             if seen.is_none()
                 && !needle.is_empty()
-                && hay.windows(needle.len()).any(|w| w == needle.as_slice())
+                && (contains(&edge, needle) || contains(chunk, needle))
             {
                 *seen = Some(at);
             }
         }
-        let keep = (longest - 1).min(hay.len());
-        self.carry = hay[hay.len() - keep..].to_vec();
+        let keep = longest - 1;
+        self.carry = if chunk.len() >= keep {
+            chunk[chunk.len() - keep..].to_vec()
+        } else {
+            edge[edge.len().saturating_sub(keep)..].to_vec()
+        };
     }
 
     /// When each text was first seen, in the order given.
@@ -130,6 +137,12 @@ mod tests {
         w.feed(b"START again E", ms(30));
         w.feed(b"ND", ms(40));
         assert_eq!(w.finish(), [Some(ms(20)), Some(ms(40)), None]);
+        // A text split over chunks shorter than itself.
+        let mut w = Watch::new(&["START".to_string()]);
+        for (i, piece) in ["S", "TA", "RT"].iter().enumerate() {
+            w.feed(piece.as_bytes(), ms(i as u64));
+        }
+        assert_eq!(w.finish(), [Some(ms(2))]);
         let mut none = Watch::new(&[]);
         none.feed(b"anything", ms(1));
         assert!(none.finish().is_empty());

@@ -215,7 +215,7 @@ pub async fn run_arriving<E: Engine>(
         });
     }
     if let Some(path) = &config.durations {
-        if let Err(e) = super::Durations::remember(path, &st.observed) {
+        if let Err(e) = Durations::remember(path, &st.observed) {
             emit(RunEvent::Note {
                 message: format!("job durations not kept for the next run's order: {e}"),
             });

@@ -114,7 +114,7 @@ pub struct TimeSpent {
     pub jobs: usize,
     /// Creating and starting containers.
     pub start: f64,
-    /// Containers running (the sum of the four parts below, for the jobs that have them).
+    /// Containers running (for the `split` jobs, the four parts below add up to their share).
     pub run: f64,
     /// Reading the rest of the output and removing containers.
     pub removal: f64,

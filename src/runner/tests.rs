@@ -717,13 +717,7 @@ async fn jobs_of_an_awaited_instance_wait_for_its_setup_and_the_others_run_meanw
         |a| tx.send(a).unwrap(),
     )
     .await;
-    let started: Vec<&str> = events
-        .iter()
-        .filter_map(|ev| match ev {
-            RunEvent::JobStarted { instance_id } => Some(instance_id.as_str()),
-            _ => None,
-        })
-        .collect();
+    let started = started_order(&events);
     assert_eq!(started, ["a", "b", "c"], "a first: b and c were awaited");
     let cat = |id| verdict(dir.path(), "r", "m", id, 0).category;
     assert_eq!(cat("a"), Category::Resolved);
