@@ -17,6 +17,11 @@
 //! Chains are cut (a new root) after [`MAX_CHAIN`] history images or packs, for overlay's
 //! layer limit and git's automatic repack (see the constant).
 //!
+//! A commit whose tree has gitlinks also gets, in the same layers, each submodule the run's
+//! sources can give, as `git submodule update --init` leaves it, with only its gitlink commit's
+//! history (see [`submodules`]); a history image stands only on a parent whose submodules it
+//! holds at the same or later commits.
+//!
 //! All git work happens on the host against the bare cache of [`RepoCache`]; the image builds
 //! need no network. A history image is built once its parent is, siblings in parallel, and an
 //! instance image as soon as its own history image is (builds share one bound); a history
@@ -30,6 +35,7 @@ use futures_util::future::{BoxFuture, FutureExt, Shared};
 use tokio::sync::Semaphore;
 
 use super::build_one::{build_one, failure};
+use super::submodules::{self, Submodule};
 use super::{
     content_hash, BuildOptions, ImageError, ImageFailure, Layer, Phase, Prepared, RepoCache, Stage,
 };
@@ -47,17 +53,21 @@ pub const MAX_CHAIN: usize = 40;
 /// What a history image holds for the same commits, in words; part of its name, so an image
 /// of an earlier layout is never reused. Changed whenever [`write_context`] or
 /// [`dockerfile`] changes what ends up in the image.
-const LAYOUT: &str = "layout 2: the trees a setup commit rewrites in a pack of their own";
+const LAYOUT: &str =
+    "layout 3: submodules the sources give, as `git submodule update --init` leaves them";
 
 /// Where the repository lives in every image (the official `/testbed`).
 const REPO_DIR: &str = "/testbed";
 
 /// Files a history step makes writable by all, as the repo script's `chmod -R 777` would, but
-/// touching (and so copying up) only those not already so. (The index's stat data of the files
-/// a step writes goes stale when Docker commits the layer, which gives them new inodes and
-/// ctimes: the repo script refreshes it before its forced checkout, which would otherwise
-/// rewrite them all.)
-const CHMOD_NEW: &str = "find /testbed ! -type l ! -perm 777 -exec chmod 777 {} +";
+/// touching (and so copying up) only those not already so, and none in the work trees of the
+/// submodules it holds (`{prune}`: [`submodules::prune_args`]; the official chmod came before
+/// the submodule was cloned). (The index's stat data of the files a step writes goes stale
+/// when Docker commits the layer, which gives them new inodes and ctimes: the repo script
+/// refreshes it before its forced checkout, which would otherwise rewrite them all.)
+fn chmod_new(prune: &str) -> String {
+    format!("find {REPO_DIR} {prune}! -type l ! -perm 777 -exec chmod 777 {{}} +")
+}
 
 /// One history image: the repository at `commit` on environment `env`.
 #[derive(Debug, Clone, PartialEq)]
@@ -78,6 +88,8 @@ pub struct HistoryNode {
     pub packs: usize,
     /// `(ref name, object id)` of the tags kept, sorted.
     pub tags: Vec<(String, String)>,
+    /// The commit's gitlinks: the submodules held (checked out) and those left out.
+    pub submodules: Vec<Submodule>,
 }
 
 /// The history images of one repository on one environment image, parents first; commits
@@ -118,18 +130,32 @@ pub fn plan_chains(
     known.sort();
     let mut nodes: Vec<HistoryNode> = Vec::new();
     let mut counts: Vec<u64> = Vec::new();
+    let mut fetched = submodules::Fetched::new();
     for (n, c) in &known {
-        let tags = match kept_tags(&bare, c) {
+        let read = kept_tags(&bare, c).and_then(|tags| {
+            let subs = submodules::read(cache, &bare, repo, c, &mut fetched, kept_tags)?;
+            Ok((tags, subs))
+        });
+        let (tags, subs) = match read {
             Ok(t) => t,
             Err(m) => {
                 failed.insert(c.clone(), repo_error(repo, m));
                 continue;
             }
         };
-        // The nearest planned ancestor: of those with fewer commits, the one with the most.
-        let nearest = (0..nodes.len())
-            .rev()
-            .find(|&i| counts[i] < *n && is_ancestor(&bare, &nodes[i].commit, c));
+        let sub_ancestor = |r: &str, a: &str, b: &str| {
+            fetched
+                .get(&(r.to_string(), b.to_string()))
+                .and_then(|f| f.as_ref().ok())
+                .is_some_and(|sub_bare| is_ancestor(sub_bare, a, b))
+        };
+        // The nearest planned ancestor: of those with fewer commits, the one with the most
+        // whose submodules this commit holds at the same or later commits.
+        let nearest = (0..nodes.len()).rev().find(|&i| {
+            counts[i] < *n
+                && is_ancestor(&bare, &nodes[i].commit, c)
+                && submodules::fits(&nodes[i].submodules, &subs, sub_ancestor)
+        });
         let mut node = HistoryNode {
             tag: String::new(),
             env: env.to_string(),
@@ -139,6 +165,7 @@ pub fn plan_chains(
             depth: 1,
             packs: 2,
             tags,
+            submodules: subs,
         };
         if let Some(i) = nearest.filter(|&i| nodes[i].depth < max_chain) {
             // A step has a second pack when it adds trees a setup commit could rewrite.
@@ -156,11 +183,14 @@ pub fn plan_chains(
         }
         // Named by everything it is built from: its Dockerfile (the parent's name, so the
         // whole chain, and the recipe), the tags it keeps and the layout of its packs.
-        let tag_text: String = node
+        let mut tag_text: String = node
             .tags
             .iter()
             .map(|(r, o)| format!("{o} {r}\n"))
             .collect();
+        for s in &node.submodules {
+            tag_text.extend(s.tags.iter().map(|(r, o)| format!("{o} {} {r}\n", s.name)));
+        }
         let recipe = dockerfile(&node, node.parent.map(|i| &nodes[i]));
         let hash = content_hash(&[recipe.as_bytes(), tag_text.as_bytes(), LAYOUT.as_bytes()]);
         node.tag = format!(
@@ -187,7 +217,7 @@ fn is_ancestor(bare: &Path, a: &str, b: &str) -> bool {
 
 /// The tags to keep at `commit`: those pointing at it or an ancestor whose commit is dated no
 /// later than it (committer dates compared as the repo script compares them, `%ci` strings).
-fn kept_tags(bare: &Path, commit: &str) -> Result<Vec<(String, String)>, String> {
+pub(super) fn kept_tags(bare: &Path, commit: &str) -> Result<Vec<(String, String)>, String> {
     let date = git(&["show", "-s", "--format=%ci", commit], Some(bare))?;
     let date = date.trim();
     let out = git(
@@ -378,6 +408,8 @@ pub fn write_context(
         std::fs::write(&p, text).map_err(|e| io(&p, e))
     };
     write("packed-refs", &refs)?;
+    let before = parent.map_or(&[][..], |p| &p.submodules[..]);
+    submodules::write_context(cache, &node.submodules, before, &gitdir).map_err(fail)?;
     if parent.is_none() {
         write("HEAD", &format!("{}\n", node.commit))?;
         write(
@@ -420,11 +452,14 @@ pub fn dockerfile(node: &HistoryNode, parent: Option<&HistoryNode>) -> String {
             format!("-c core.fileMode=false -c advice.detachedHead=false checkout -q --detach {c}"),
         ),
     };
+    let before = parent.map_or(&[][..], |p| &p.submodules[..]);
     format!(
         "# swe-eval history image: {repo} at {c} ({kind})\n\
          FROM {from}\n\
          COPY git/ {REPO_DIR}/.git/\n\
-         RUN cd {REPO_DIR} && git -c core.logAllRefUpdates=false {checkout} && {CHMOD_NEW}\n",
+         RUN cd {REPO_DIR} && git -c core.logAllRefUpdates=false {checkout} && {chmod}{subs}\n",
+        chmod = chmod_new(&submodules::prune_args(REPO_DIR, &node.submodules)),
+        subs = submodules::run_steps(&node.submodules, before),
         repo = node.repo,
         kind = if parent.is_some() {
             "objects since its parent"
@@ -830,6 +865,340 @@ mod tests {
             .collect();
         packed.sort_by_key(|p| p.len());
         assert_eq!(packed, [ids(&split.fixed), rest]);
+    }
+
+    /// A commit in `dir` dated `day` (so the tag rule sees known dates).
+    fn dated_commit(dir: &Path, msg: &str, day: u32) -> String {
+        let date = format!("2020-01-{day:02} 12:00:00 +0000");
+        let out = std::process::Command::new("git")
+            .current_dir(dir)
+            .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c"])
+            .args([
+                "core.hooksPath=/dev/null",
+                "commit",
+                "-q",
+                "--allow-empty",
+                "-m",
+                msg,
+            ])
+            .env("GIT_COMMITTER_DATE", &date)
+            .env("GIT_AUTHOR_DATE", &date)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        git_ok(dir, &["rev-parse", "HEAD"])
+    }
+
+    /// `helpers`: h1 (hv1) - h2 (hv2) - h3 (hv3), each adding a file. `sup`: s1 (gitlink
+    /// `helpers` at h1, and `vendored` whose URL is no GitHub address), s2 (helpers at h2),
+    /// s3 (helpers back at h1), s4 (helpers at h2, its repository given by a source that
+    /// does not exist).
+    fn with_submodule(root: &Path) -> (std::path::PathBuf, BTreeMap<&'static str, String>) {
+        let (h, sup) = (root.join("helpers"), root.join("sup"));
+        let mut c = BTreeMap::new();
+        std::fs::create_dir_all(&h).unwrap();
+        git_ok(&h, &["init", "-q", "-b", "main"]);
+        for (i, name) in ["h1", "h2", "h3"].into_iter().enumerate() {
+            std::fs::write(h.join(format!("{name}.py")), name).unwrap();
+            git_ok(&h, &["add", "."]);
+            c.insert(name, dated_commit(&h, name, i as u32 + 1));
+            git_ok(&h, &["tag", &format!("hv{}", i + 1)]);
+        }
+        std::fs::create_dir_all(&sup).unwrap();
+        git_ok(&sup, &["init", "-q", "-b", "main"]);
+        let modules = |helpers_url: &str| {
+            format!(
+                "[submodule \"helpers\"]\n\tpath = helpers\n\turl = {helpers_url}\n\
+                 [submodule \"vendored\"]\n\tpath = third/vendored\n\turl = https://example.invalid/v.git\n"
+            )
+        };
+        let link = |sup: &Path, path: &str, commit: &str| {
+            let info = format!("160000,{commit},{path}");
+            git_ok(sup, &["update-index", "--add", "--cacheinfo", &info]);
+        };
+        std::fs::write(sup.join("main.py"), "x").unwrap();
+        std::fs::write(
+            sup.join(".gitmodules"),
+            modules("https://github.com/o/helpers.git"),
+        )
+        .unwrap();
+        git_ok(&sup, &["add", "."]);
+        link(&sup, "helpers", &c["h1"]);
+        link(&sup, "third/vendored", &c["h1"]);
+        c.insert("s1", dated_commit(&sup, "s1", 10));
+        link(&sup, "helpers", &c["h2"]);
+        c.insert("s2", dated_commit(&sup, "s2", 11));
+        link(&sup, "helpers", &c["h1"]);
+        c.insert("s3", dated_commit(&sup, "s3", 12));
+        link(&sup, "helpers", &c["h2"]);
+        std::fs::write(sup.join(".gitmodules"), modules("../missing.git")).unwrap();
+        git_ok(&sup, &["add", ".gitmodules"]);
+        c.insert("s4", dated_commit(&sup, "s4", 13));
+        (root.to_path_buf(), c)
+    }
+
+    /// The object ids of the packs under `dir`.
+    fn packed(dir: &Path) -> BTreeSet<String> {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return BTreeSet::new();
+        };
+        entries
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "idx"))
+            .flat_map(|p| {
+                git_ok(Path::new("/"), &["verify-pack", "-v", &p.to_string_lossy()])
+                    .lines()
+                    .filter_map(|l| l.split(' ').next().map(str::to_string))
+                    .filter(|w| w.len() == 40)
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    /// Runs `node`'s Dockerfile `RUN` line in `work` (its `/testbed`) after copying the context
+    /// over `work/.git`, as the image build does.
+    fn build_here(
+        cache: &RepoCache,
+        node: &HistoryNode,
+        parent: Option<&HistoryNode>,
+        work: &Path,
+    ) {
+        let ctx = tempfile::tempdir().unwrap();
+        write_context(cache, node, parent, ctx.path()).unwrap();
+        let copied = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(ctx.path().join("git/."))
+            .arg(work.join(".git"))
+            .output()
+            .unwrap();
+        assert!(copied.status.success(), "{copied:?}");
+        let recipe = dockerfile(node, parent);
+        let run = recipe
+            .lines()
+            .find_map(|l| l.strip_prefix("RUN "))
+            .unwrap()
+            .replace(REPO_DIR, &work.to_string_lossy());
+        let out = std::process::Command::new("sh")
+            .args(["-c", &run])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{run}: {out:?}");
+    }
+
+    #[test]
+    fn submodules_the_sources_give_are_checked_out_at_their_gitlink_with_nothing_newer() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (root, c) = with_submodule(tmp.path());
+        let mut s = RepoSources::default();
+        s.add_override(&format!("o/sup={}", root.join("sup").display()))
+            .unwrap();
+        s.add_override(&format!("o/helpers={}", root.join("helpers").display()))
+            .unwrap();
+        s.add_override(&format!("o/missing={}", root.join("nowhere").display()))
+            .unwrap();
+        let cache = RepoCache::new(tmp.path().join("cache"), s);
+        let commits: BTreeSet<String> = ["s1", "s2", "s3", "s4"]
+            .iter()
+            .map(|n| c[n].clone())
+            .collect();
+        let (nodes, failed) = plan_chains(&cache, "env:1", "o/sup", &commits, MAX_CHAIN);
+        assert!(
+            failed.is_empty(),
+            "a submodule left out fails nothing: {failed:?}"
+        );
+        let by = |n: &str| nodes.iter().position(|x| x.commit == c[n]).unwrap();
+        let (s1, s2, s3, s4) = (by("s1"), by("s2"), by("s3"), by("s4"));
+        let helpers = |i: usize| {
+            nodes[i]
+                .submodules
+                .iter()
+                .find(|s| s.path == "helpers")
+                .unwrap()
+        };
+        let held = helpers(s1);
+        assert_eq!(
+            (held.name.as_str(), held.url.as_str(), held.repo.as_deref()),
+            (
+                "helpers",
+                "https://github.com/o/helpers.git",
+                Some("o/helpers")
+            )
+        );
+        assert_eq!(
+            (held.commit.as_str(), held.left_out.as_deref()),
+            (c["h1"].as_str(), None)
+        );
+        let tag_names =
+            |i: usize| -> Vec<&str> { helpers(i).tags.iter().map(|t| t.0.as_str()).collect() };
+        assert_eq!(tag_names(s1), ["refs/tags/hv1"]);
+        assert_eq!(
+            tag_names(s2),
+            ["refs/tags/hv1", "refs/tags/hv2"],
+            "hv3 is newer"
+        );
+        let vendored = nodes[s1]
+            .submodules
+            .iter()
+            .find(|s| s.path == "third/vendored")
+            .unwrap();
+        assert!(
+            vendored
+                .left_out
+                .as_deref()
+                .unwrap()
+                .contains("example.invalid"),
+            "{vendored:?}"
+        );
+        let missing = helpers(s4);
+        assert_eq!(missing.repo.as_deref(), Some("o/missing"), "relative URL");
+        assert_eq!(missing.url, "https://github.com/o/missing.git");
+        assert!(
+            missing
+                .left_out
+                .as_deref()
+                .unwrap()
+                .contains("cannot be had"),
+            "{missing:?}"
+        );
+
+        assert_eq!(nodes[s2].parent, Some(s1), "the gitlink moved forward");
+        assert_eq!(
+            nodes[s3].parent,
+            Some(s1),
+            "s2's helpers (h2) is newer than s3's (h1): on s1, which has h1"
+        );
+        assert_eq!(
+            nodes[s4].parent, None,
+            "every ancestor's image holds the helpers s4 leaves out: a new root"
+        );
+
+        // The recipe names what it leaves out and keeps submodule work trees out of the chmod.
+        let recipe = dockerfile(&nodes[s1], None);
+        assert!(
+            recipe.contains("-path /testbed/helpers -prune -o ! -type l"),
+            "{recipe}"
+        );
+        assert!(
+            recipe.contains("swe-eval: submodule third/vendored"),
+            "{recipe}"
+        );
+        let recipe = dockerfile(&nodes[s4], None);
+        assert!(recipe.contains("swe-eval: submodule helpers (https://github.com/o/missing.git)"));
+
+        // Contexts: the root's submodule pack is h1's history; the step adds h2 alone.
+        let ctx = tempfile::tempdir().unwrap();
+        write_context(&cache, &nodes[s1], None, ctx.path()).unwrap();
+        let module = ctx.path().join("git/modules/helpers");
+        let history = |r: &str| -> BTreeSet<String> {
+            git_ok(&root.join("helpers"), &["rev-list", "--objects", r])
+                .lines()
+                .map(|l| l[..40].to_string())
+                .collect()
+        };
+        let hv1 = git_ok(&root.join("helpers"), &["rev-parse", "hv1"]);
+        assert_eq!(packed(&module.join("objects/pack")), history(&c["h1"]));
+        assert_eq!(
+            std::fs::read_to_string(module.join("HEAD")).unwrap(),
+            format!("{}\n", c["h1"])
+        );
+        assert_eq!(
+            std::fs::read_to_string(module.join("packed-refs")).unwrap(),
+            format!("{hv1} refs/tags/hv1\n")
+        );
+        let config = std::fs::read_to_string(module.join("config")).unwrap();
+        assert!(
+            config.contains("\tworktree = ../../../helpers\n"),
+            "{config}"
+        );
+        assert!(
+            config.contains("\turl = \"https://github.com/o/helpers.git\"\n"),
+            "{config}"
+        );
+        assert!(!ctx.path().join("git/modules/vendored").exists());
+        let step = tempfile::tempdir().unwrap();
+        write_context(&cache, &nodes[s2], Some(&nodes[s1]), step.path()).unwrap();
+        let module = step.path().join("git/modules/helpers");
+        let added: BTreeSet<String> = history(&c["h2"])
+            .difference(&history(&c["h1"]))
+            .cloned()
+            .collect();
+        assert_eq!(packed(&module.join("objects/pack")), added);
+        assert!(!module.join("HEAD").exists() && !module.join("config").exists());
+
+        // Built in place with the host's git: `git submodule status` and `git status` as after
+        // `git submodule update --init`, then the step moves the submodule forward.
+        let work = tmp.path().join("home/testbed");
+        std::fs::create_dir_all(work.join(".git")).unwrap();
+        build_here(&cache, &nodes[s1], None, &work);
+        // Untrimmed: the blank prefix is the point.
+        let status = git(&["submodule", "status"], Some(&work)).unwrap();
+        assert_eq!(
+            status.lines().collect::<Vec<_>>(),
+            [
+                format!(" {} helpers (hv1)", c["h1"]),
+                format!("-{} third/vendored", c["h1"])
+            ],
+            "{status}"
+        );
+        assert_eq!(
+            git_ok(
+                &work,
+                &["-c", "core.fileMode=false", "status", "--porcelain"]
+            ),
+            ""
+        );
+        assert_eq!(
+            git_ok(&work, &["config", "submodule.helpers.url"]),
+            "https://github.com/o/helpers.git"
+        );
+        let sub = work.join("helpers");
+        assert!(sub.join("h1.py").exists() && !sub.join("h2.py").exists());
+        build_here(&cache, &nodes[s2], Some(&nodes[s1]), &work);
+        let status = git(&["submodule", "status", "helpers"], Some(&work)).unwrap();
+        assert_eq!(status, format!(" {} helpers (hv2)\n", c["h2"]));
+        assert_eq!(
+            git_ok(
+                &work,
+                &["-c", "core.fileMode=false", "status", "--porcelain"]
+            ),
+            ""
+        );
+        assert!(sub.join("h2.py").exists());
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(sub.join("h1.py"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_ne!(
+            mode & 0o777,
+            0o777,
+            "the step's chmod left the submodule's files alone"
+        );
+        assert_eq!(
+            std::fs::metadata(work.join("main.py"))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777,
+            0o777
+        );
+        let reachable = git_ok(&sub, &["rev-list", "--all"]);
+        assert_eq!(reachable.lines().count(), 2, "h1 and h2: {reachable}");
+        let objects: BTreeSet<String> = git_ok(
+            &sub,
+            &[
+                "cat-file",
+                "--batch-all-objects",
+                "--batch-check=%(objectname)",
+            ],
+        )
+        .lines()
+        .map(str::to_string)
+        .collect();
+        let hv2 = git_ok(&root.join("helpers"), &["rev-parse", "hv2"]);
+        let mut allowed = history(&c["h2"]);
+        allowed.extend([hv1, hv2]);
+        assert!(objects.is_subset(&allowed), "nothing of h3 in the image");
     }
 
     #[tokio::test]

@@ -27,6 +27,7 @@ pub mod hold;
 mod naming;
 mod plan;
 pub mod repo;
+pub mod submodules;
 
 pub use base::{base_image_name, ensure_base, BaseOptions, BaseOutcome};
 pub use build::ensure;

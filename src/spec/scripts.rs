@@ -853,8 +853,12 @@ impl Debian {
             format!("git -c core.fileMode=false reset --hard {base}"),
             "git clean -fdxq".to_string(),
             // `chmod -R 777` touching only what is not so already: the history image's files
-            // are, and a chmod would copy every one of them up into this layer.
-            format!("find {REPO_DIR} ! -type l ! -perm 777 -exec chmod 777 {{}} +"),
+            // are, and a chmod would copy every one of them up into this layer. Not in the
+            // work tree of a checked-out submodule (the history image holds those the sources
+            // give): the official chmod ran before its clone, and a mode change would show it
+            // modified.
+            format!(r#"swe_subs=(); while IFS= read -r -d '' p; do if [ -e "{REPO_DIR}/$p/.git" ]; then swe_subs+=(-path "{REPO_DIR}/$p" -prune -o); fi; done < <(git ls-files -s -z | {{ grep -z '^160000 ' || true; }} | cut -z -f2-)"#),
+            format!(r#"find {REPO_DIR} "${{swe_subs[@]}}" ! -type l ! -perm 777 -exec chmod 777 {{}} +"#),
         ];
         l.extend(prune_history(base, false));
         if self.venv {

@@ -396,3 +396,246 @@ async fn instance_images_share_history_layers_and_hold_nothing_newer_than_their_
     }
     e.remove_image(&env).await.unwrap();
 }
+
+/// `helpers`: h1 (hv1) - h2 (hv2) - h3 (hv3), dated 2020-01-01 to 03.
+fn helpers_repo(root: &Path) -> (std::path::PathBuf, Vec<String>) {
+    let h = root.join("helpers");
+    std::fs::create_dir_all(&h).unwrap();
+    git(&h, &["init", "-q", "-b", "main"]);
+    let commits = (1..=3)
+        .map(|i| {
+            std::fs::write(h.join(format!("h{i}.py")), format!("H = {i}\n")).unwrap();
+            let c = commit(&h, &format!("h{i}"), i);
+            git(&h, &["tag", &format!("hv{i}")]);
+            c
+        })
+        .collect();
+    (h, commits)
+}
+
+/// The mini benchmark's `calc` (run here as `swe-eval-mini/subm`, so that this test's images
+/// have names of their own) with two commits on its first task's base: s1 adds submodule
+/// `helpers` (URL on GitHub, given here by `--repo`) at h1 and `third/vendored` (URL nowhere
+/// the sources reach), s2 moves `helpers` to h2. Returns the clone and (s1, s2).
+fn calc_with_submodules(
+    root: &Path,
+    base: &str,
+    h: &[String],
+) -> (std::path::PathBuf, [String; 2]) {
+    let bench = swe_eval::mini::materialize(&root.join("mini")).unwrap();
+    let calc = root.join("calc");
+    let bundle = bench.mirrors.join(swe_eval::mini::mirror_file_name("calc"));
+    let out = Command::new("git")
+        .args(["clone", "-q"])
+        .arg(&bundle)
+        .arg(&calc)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    git(&calc, &["checkout", "-q", "-B", "with-submodules", base]);
+    std::fs::write(
+        calc.join(".gitmodules"),
+        "[submodule \"helpers\"]\n\tpath = helpers\n\turl = https://github.com/swe-eval-mini/helpers.git\n\
+         [submodule \"vendored\"]\n\tpath = third/vendored\n\turl = https://example.invalid/vendored.git\n",
+    )
+    .unwrap();
+    git(&calc, &["add", ".gitmodules"]);
+    let link = |path: &str, c: &str| {
+        let info = format!("160000,{c},{path}");
+        git(&calc, &["update-index", "--add", "--cacheinfo", &info]);
+    };
+    link("helpers", &h[0]);
+    link("third/vendored", &h[0]);
+    git(&calc, &["commit", "-q", "-m", "s1: submodules"]);
+    let s1 = git(&calc, &["rev-parse", "HEAD"]);
+    link("helpers", &h[1]);
+    git(&calc, &["commit", "-q", "-m", "s2: helpers moved on"]);
+    let s2 = git(&calc, &["rev-parse", "HEAD"]);
+    (calc, [s1, s2])
+}
+
+/// A submodule whose repository the sources give is in the instance image as `git submodule
+/// update --init` leaves it, through the real Debian recipe (history image, then the repo
+/// script with its chmod and setup commit): `git submodule status` with a blank prefix,
+/// `git status` clean, the superproject's config naming it, its git directory under
+/// `.git/modules` holding its gitlink commit's history and nothing newer, its files at git's
+/// modes; one the sources cannot give is left uninitialized and named in the build log; the
+/// step to a later gitlink checks it out on its parent's image.
+#[tokio::test]
+async fn submodules_from_the_sources_are_in_the_image_as_git_submodule_update_leaves_them() {
+    use swe_eval::dataset::Instance;
+    use swe_eval::images::{plan, PlanOptions};
+    use swe_eval::spec::{Flavour, SpecOptions, TestSpec};
+    let Some(e) = engine().await else { return };
+    base_image().await;
+    // Leftovers of a run that died before its cleanup (this test's own names), cleared first.
+    for reference in [
+        "swe-eval.history.swe-eval-mini__subm",
+        "swe-eval.eval.*.swe-eval-mini__subm-*",
+    ] {
+        let out = Command::new("docker")
+            .args(["images", "--format", "{{.Repository}}:{{.Tag}}", "--filter"])
+            .arg(format!("reference={reference}"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        for image in String::from_utf8_lossy(&out.stdout).lines() {
+            e.remove_image(image).await.unwrap();
+        }
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (helpers, h) = helpers_repo(tmp.path());
+    let row = swe_eval::mini::DATASET
+        .lines()
+        .find(|l| l.contains("\"swe-eval-mini__calc-1\""))
+        .unwrap();
+    let mut row: serde_json::Value = serde_json::from_str(row).unwrap();
+    let base = row["base_commit"].as_str().unwrap().to_string();
+    let (calc, s) = calc_with_submodules(tmp.path(), &base, &h);
+    let specs: Vec<TestSpec> = s
+        .iter()
+        .enumerate()
+        .map(|(i, commit)| {
+            row["instance_id"] = format!("swe-eval-mini__subm-{}", i + 1).into();
+            row["repo"] = "swe-eval-mini/subm".into();
+            row["base_commit"] = commit.clone().into();
+            let inst: Instance = serde_json::from_value(row.clone()).unwrap();
+            TestSpec::with_options(&inst, &SpecOptions::new(Flavour::Debian)).unwrap()
+        })
+        .collect();
+    let mut sources = RepoSources::default();
+    for (repo, dir) in [("subm", &calc), ("helpers", &helpers)] {
+        sources
+            .add_override(&format!("swe-eval-mini/{repo}={}", dir.display()))
+            .unwrap();
+    }
+    let logs = tmp.path().join("out/logs/build_images");
+    let opts = BuildOptions {
+        logs_dir: logs.clone(),
+        repos: RepoCache::new(tmp.path().join("repo-cache"), sources),
+        base: BaseOptions::default(),
+        parallel: 2,
+        history_chain: swe_eval::images::history::MAX_CHAIN,
+        hooks: Default::default(),
+    };
+    let prepared = ensure(&e, &plan(&specs, &PlanOptions::default()), &opts).await;
+    assert!(prepared.failed.is_empty(), "{:?}", prepared.failed);
+
+    let objects = |r: &str| -> BTreeSet<String> {
+        git(&helpers, &["rev-list", "--objects", r])
+            .lines()
+            .map(|l| l[..40].to_string())
+            .collect()
+    };
+    for (i, spec) in specs.iter().enumerate() {
+        let id = &spec.instance_id;
+        let out = e
+            .run_job(job(
+                &prepared.images[id],
+                &run_id(&format!("subm-{i}")),
+                "cd /testbed && git submodule status && echo --- && git status --porcelain \
+                 && echo --- && git config submodule.helpers.url && git config submodule.helpers.active \
+                 && cat helpers/.git && stat -c %a helpers/h1.py && git -C helpers rev-parse HEAD \
+                 && git -C helpers tag -l | xargs && git -C helpers for-each-ref --format='%(refname)' | xargs \
+                 && echo --- && git -C helpers rev-list --all && echo --- \
+                 && git -C helpers cat-file --batch-all-objects --batch-check='%(objectname)' \
+                 && echo --- && ls -A third/vendored | wc -l",
+            ))
+            .await
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.output).into_owned();
+        assert_eq!(out.exit_code, Some(0), "{id}: {text}");
+        let parts: Vec<&str> = text.split("---\n").collect();
+        let gitlink = &h[i];
+        assert_eq!(
+            parts[0],
+            format!(
+                " {gitlink} helpers (hv{})\n-{} third/vendored\n",
+                i + 1,
+                h[0]
+            ),
+            "{id}: helpers initialized and up to date, vendored not"
+        );
+        assert_eq!(
+            parts[1], "",
+            "{id}: git status clean after the setup commit"
+        );
+        let info: Vec<&str> = parts[2].lines().collect();
+        let tags: Vec<String> = (1..=i + 1).map(|t| format!("hv{t}")).collect();
+        assert_eq!(
+            info,
+            [
+                "https://github.com/swe-eval-mini/helpers.git",
+                "true",
+                "gitdir: ../.git/modules/helpers",
+                "644",
+                gitlink.as_str(),
+                &tags.join(" "),
+                &tags
+                    .iter()
+                    .map(|t| format!("refs/tags/{t}"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ],
+            "{id}"
+        );
+        let reachable: BTreeSet<&str> = parts[3].lines().collect();
+        let history = git(&helpers, &["rev-list", gitlink]);
+        assert_eq!(
+            reachable,
+            history.lines().collect(),
+            "{id}: only the gitlink's history"
+        );
+        let mut allowed = objects(gitlink);
+        allowed.extend(tags.iter().map(|t| git(&helpers, &["rev-parse", t])));
+        for o in parts[4].lines() {
+            assert!(
+                allowed.contains(o),
+                "{id}: object {o} is not in the gitlink's history"
+            );
+        }
+        assert_eq!(parts[5].trim(), "0", "{id}: vendored left as it was");
+    }
+
+    // s2's history image is a step on s1's (its gitlink moved forward): two layers more.
+    let (l1, l2) = (
+        layers(&prepared.images[&specs[0].instance_id]),
+        layers(&prepared.images[&specs[1].instance_id]),
+    );
+    assert_eq!(shared(&l1, &l2), layers(&specs[0].env_image_tag).len() + 2);
+
+    // Each history image's build log names the submodule it left out.
+    let mut named = 0;
+    for entry in walk(&logs) {
+        let text = std::fs::read_to_string(&entry).unwrap_or_default();
+        if text
+            .contains("swe-eval: submodule third/vendored (https://example.invalid/vendored.git)")
+        {
+            named += 1;
+        }
+    }
+    assert!(
+        named >= 1,
+        "no build log under {} names vendored",
+        logs.display()
+    );
+
+    let errors = cleanup(&e, &prepared, CacheLevel::Env).await.errors;
+    assert!(errors.is_empty(), "{errors:?}");
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
