@@ -399,9 +399,9 @@ pub fn run_steps(subs: &[Submodule], parent: &[Submodule]) -> String {
             None => {
                 let up = "../".repeat(path.split('/').count());
                 out.push_str(&format!(
-                    " && git config submodule.{name}.active true\
-                     && git config submodule.{name}.url {url}\
-                     && mkdir -p {path} && echo 'gitdir: {up}.git/modules/{name}' > {path}/.git\
+                    " && git config submodule.{name}.active true \
+                     && git config submodule.{name}.url {url} \
+                     && mkdir -p {path} && echo 'gitdir: {up}.git/modules/{name}' > {path}/.git \
                      && git -C {path} -c core.logAllRefUpdates=false reset -q --hard {c}",
                     url = sh_quote(&s.url),
                 ));
@@ -510,10 +510,14 @@ mod tests {
             " && git -C moved -c core.logAllRefUpdates=false -c advice.detachedHead=false checkout -q --detach m2"
         ));
         assert!(
-            steps.contains("git config submodule.deps/new.url 'https://github.com/o/it'\\''s.git'")
+            steps.contains(
+                " && git config submodule.deps/new.active true \
+             && git config submodule.deps/new.url 'https://github.com/o/it'\\''s.git' \
+             && mkdir -p deps/new && echo 'gitdir: ../../.git/modules/deps/new' > deps/new/.git \
+             && git -C deps/new -c core.logAllRefUpdates=false reset -q --hard n1"
+            ),
+            "{steps}"
         );
-        assert!(steps.contains("echo 'gitdir: ../../.git/modules/deps/new' > deps/new/.git"));
-        assert!(steps.contains("git -C deps/new -c core.logAllRefUpdates=false reset -q --hard n1"));
         assert!(steps.contains(
             "echo 'swe-eval: submodule gone (https://github.com/o/gone.git) at g1 not checked out: no'"
         ));
