@@ -248,7 +248,7 @@ fn print_env(env: &crate::orchestrate::check_env::EnvReport) {
             }
             for s in &env.substituted {
                 eprintln!(
-                    "  substituted (no wheel for python {}): {s}",
+                    "  substituted for python {} (no wheel, or too old to run there): {s}",
                     env.debian_python
                 );
             }

@@ -52,7 +52,8 @@ pub struct EnvReport {
     pub check: Option<EnvCheck>,
     /// Python packages the plan knew it could not install (part of `check.missing`).
     pub unavailable: Vec<String>,
-    /// Pins replaced for want of a wheel, `name frozen -> chosen` (part of `check.different`).
+    /// Pins replaced for want of a wheel or as too old to run on the image's Python, `name
+    /// frozen -> chosen` (part of `check.different`).
     pub substituted: Vec<String>,
 }
 

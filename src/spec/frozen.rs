@@ -19,6 +19,7 @@ use std::sync::OnceLock;
 
 use serde::Deserialize;
 
+use super::frozen_too_old::{too_old_table, TooOldTable};
 use super::frozen_wheels::{wheel_table, Substitution, WheelTable};
 pub use super::pkgname::normalize_name;
 use super::DebianRelease;
@@ -243,6 +244,23 @@ impl EnvPlan {
                     frozen: std::mem::replace(&mut pin.version, chosen.clone()),
                     chosen,
                     python: python.to_string(),
+                    too_old: false,
+                });
+            }
+        }
+    }
+
+    /// Replaces each pin `table` says is too old to run on `python` (`major.minor`) by the
+    /// first release that runs there, and records it in `substituted`.
+    pub fn replace_too_old(&mut self, table: &TooOldTable, python: &str) {
+        for pin in &mut self.pins {
+            if let Some(chosen) = table.replacement(&pin.name, &pin.version, python) {
+                self.substituted.push(Substitution {
+                    name: pin.name.clone(),
+                    frozen: std::mem::replace(&mut pin.version, chosen.clone()),
+                    chosen,
+                    python: python.to_string(),
+                    too_old: true,
                 });
             }
         }
@@ -324,6 +342,7 @@ impl FrozenEnv {
     pub fn plan(&self, repo: &str, release: DebianRelease) -> EnvPlan {
         let mut plan = self.plan_with(conda_map(), repo, release);
         plan.replace_wheelless(wheel_table(), &release.python_version());
+        plan.replace_too_old(too_old_table(), &release.python_version());
         plan
     }
 }
@@ -960,7 +979,8 @@ mod data_tests {
                     want(&[
                         "cython 0.27.3 -> 0.29.21 on 3.9",
                         "numpy 1.16.0 -> 1.19.3 on 3.9",
-                        "pyerfa 1.7.0 -> 1.7.1 on 3.9"
+                        "pyerfa 1.7.0 -> 1.7.1 on 3.9",
+                        "hypothesis 3.44.2 -> 4.19.0 on 3.9"
                     ])
                 ),
             ])
@@ -973,6 +993,16 @@ mod data_tests {
             w.iter()
                 .any(|w| w.contains("no wheel for python 3.11")
                     && w.contains("numpy 1.23.0 -> 1.23.2")),
+            "{w:?}"
+        );
+        let old = frozen_env("astropy__astropy-7166").unwrap();
+        let w = super::super::scripts::frozen_warnings(
+            &old.plan("astropy/astropy", DebianRelease::Bullseye),
+        );
+        assert!(
+            w.iter().any(|w| w.contains("do not run on python 3.9")
+                && w.contains("(src/spec/too_old.json): hypothesis 3.44.2 -> 4.19.0")
+                && !w.contains("numpy")),
             "{w:?}"
         );
     }

@@ -47,6 +47,9 @@ pub struct Substitution {
     pub chosen: String,
     /// The Python (`major.minor`) the wheel is for.
     pub python: String,
+    /// The frozen release does not run on that Python (`too_old.json`, see
+    /// [`super::frozen_too_old`]), rather than having no wheel for it.
+    pub too_old: bool,
 }
 
 impl std::fmt::Display for Substitution {

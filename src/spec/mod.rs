@@ -17,6 +17,7 @@ pub mod docker;
 mod error;
 mod flavour;
 pub mod frozen;
+pub mod frozen_too_old;
 pub mod frozen_wheels;
 mod names;
 mod options;

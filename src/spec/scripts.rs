@@ -1025,10 +1025,19 @@ pub(super) fn frozen_warnings(plan: &EnvPlan) -> Vec<String> {
             plan.unmapped.join(", ")
         ));
     }
-    if let Some(first) = plan.substituted.first() {
-        let names: Vec<String> = plan.substituted.iter().map(|s| s.to_string()).collect();
+    let (too_old, wheelless): (Vec<_>, Vec<_>) = plan.substituted.iter().partition(|s| s.too_old);
+    if let Some(first) = wheelless.first() {
+        let names: Vec<String> = wheelless.iter().map(|s| s.to_string()).collect();
         w.push(format!(
             "frozen environment: no wheel for python {} at the frozen version, the nearest release with one installed instead (src/spec/wheels.json): {}",
+            first.python,
+            names.join(", ")
+        ));
+    }
+    if let Some(first) = too_old.first() {
+        let names: Vec<String> = too_old.iter().map(|s| s.to_string()).collect();
+        w.push(format!(
+            "frozen environment: releases that do not run on python {}, the first that does installed instead (src/spec/too_old.json): {}",
             first.python,
             names.join(", ")
         ));
