@@ -24,7 +24,9 @@
 # Steps: (1) `swe-eval run` over IDS with `--cache-level instance` builds the instance images
 # (and is the warm-up); (2) scripts/bench_real/rows.py writes SWE-bench 5 rows naming those
 # images and the eval scripts that run used; (3) scripts/bench_real/own_time.py measures each
-# eval script alone in a container, one at a time (the tests' own time); (4) the timed runs,
+# eval script alone in a container, one at a time (the tests' own time), then the same
+# containers WORKERS at a time with plain `docker run` and no harness, longest first (what
+# running them side by side costs on this machine, whatever runs them); (4) the timed runs,
 # official first, then swe-eval on the rows, each timed by /usr/bin/time; (5) the comparison.
 # swe-eval starts the longest jobs first by the durations earlier runs left in its cache (step
 # 1 leaves them for these instances); a second swe-eval run with an empty cache
@@ -70,6 +72,8 @@ say "2/5 SWE-bench 5 rows naming the images and eval scripts"
 
 say "3/5 the tests' own time (one container at a time)"
 "$SB5_PY" "$HERE/bench_real/own_time.py" "$OUT/rows.jsonl" "$OUT/preds.jsonl" | tee "$OUT/own_time.txt" >&2
+"$SB5_PY" "$HERE/bench_real/own_time.py" "$OUT/rows.jsonl" "$OUT/preds.jsonl" --jobs "$WORKERS" \
+    --order "$OUT/own_time.txt" | tee "$OUT/plain_parallel.txt" >&2
 
 say "4/5 timed runs: official, then swe-eval"
 mkdir -p "$OUT/official"
@@ -91,6 +95,8 @@ OWN=$(awk '$1 == "total" { print $2 }' "$OUT/own_time.txt")
 T_OFF=$(awk '$1 == "official" { print $2 }' "$OUT/times.tsv")
 T_OURS=$(awk '$1 == "swe-eval" { print $2 }' "$OUT/times.tsv")
 T_COLD=$(awk '$1 == "swe-eval-cold" { print $2 }' "$OUT/times.tsv")
+T_PLAIN=$(awk '$1 == "wall" { print $2 }' "$OUT/plain_parallel.txt")
+OWN_PAR=$(awk '$1 == "total" { print $2 }' "$OUT/plain_parallel.txt")
 LIMIT=$(echo "scale=2; $OWN / $WORKERS" | bc)
 {
     echo "instances $N, workers $WORKERS"
@@ -99,6 +105,8 @@ LIMIT=$(echo "scale=2; $OWN / $WORKERS" | bc)
         "$T_OFF" "$T_OURS" "$(echo "scale=4; $T_OURS / $LIMIT" | bc)"
     printf 'swe-eval, no durations known (rows order): %.1f s (%.2fx the limit)\n' \
         "$T_COLD" "$(echo "scale=4; $T_COLD / $LIMIT" | bc)"
+    printf 'plain docker run, %s at a time, no harness: %.1f s (%.2fx the limit); the eval scripts took %s s in sum there\n' \
+        "$WORKERS" "$T_PLAIN" "$(echo "scale=4; $T_PLAIN / $LIMIT" | bc)" "$OWN_PAR"
     grep -h 'time went' "$OUT/swe-eval.log" "$OUT/swe-eval-cold.log" || true
     echo "swe-eval against the official harness, same images and eval scripts:"
     python3 "$HERE/compare_official.py" "$OUT/swe-eval/logs/run_evaluation/bench-swe-eval" \

@@ -7,15 +7,23 @@ one container of the row's image, network off, applies the patch (`git apply -v`
 script alone, inside the container (container start, patch and removal excluded). Rows run
 one after another, so the figures do not contend with each other.
 
-Prints one line per row (`instance_id seconds`) and the sum last (`total seconds`).
+With `--jobs N`, N such containers run at a time instead (plain `docker run`, no harness): the
+same eval scripts under the contention N concurrent containers bring, a floor for any harness
+at N workers. Rows are then started longest first by the earlier figures given with
+`--order OWN_TIME.txt` (this script's own output), else in file order.
 
-Usage: own_time.py ROWS.jsonl PREDS.jsonl
+Prints one line per row (`instance_id seconds`), the sum (`total seconds`) and, with
+`--jobs`, the wall time of all the containers (`wall seconds`).
+
+Usage: own_time.py ROWS.jsonl PREDS.jsonl [--jobs N] [--order OWN_TIME.txt]
 """
 import json
 import os
 import subprocess
 import sys
 import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 INNER = r"""
 cd /testbed
@@ -27,37 +35,60 @@ echo "own-time $s $e"
 """
 
 
+def own_time(row, patch):
+    """Seconds the row's eval script took in a fresh container of its image."""
+    iid = row["instance_id"]
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "patch.diff"), "w") as f:
+            f.write(patch)
+        with open(os.path.join(d, "eval.sh"), "w") as f:
+            f.write(row["eval_script"])
+        os.chmod(d, 0o755)
+        out = subprocess.run(
+            ["docker", "run", "--rm", "--network", "none", "-v", f"{d}:/bench:ro",
+             "--entrypoint", "bash", row["image"], "-c", INNER],
+            capture_output=True, text=True, check=False,
+        )
+    line = [l for l in out.stdout.splitlines() if l.startswith("own-time ")]
+    if not line:
+        sys.exit(f"{iid}: no timing from the container (exit {out.returncode}): {out.stderr[-500:]}")
+    _, s, e = line[-1].split()
+    return float(e) - float(s)
+
+
 def main():
-    if len(sys.argv) != 3:
+    args = sys.argv[1:]
+    jobs, order = 1, None
+    while len(args) > 2:
+        flag, value = args[-2], args[-1]
+        if flag == "--jobs":
+            jobs = int(value)
+        elif flag == "--order":
+            order = {l.split()[0]: float(l.split()[1]) for l in open(value) if l.strip()}
+        else:
+            sys.exit(__doc__)
+        args = args[:-2]
+    if len(args) != 2 or jobs < 1:
         sys.exit(__doc__)
-    rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+    rows = [json.loads(l) for l in open(args[0]) if l.strip()]
     preds = {}
-    for l in open(sys.argv[2]):
+    for l in open(args[1]):
         if l.strip():
             p = json.loads(l)
             preds.setdefault(p["instance_id"], p.get("model_patch") or "")
+    if order:
+        rows.sort(key=lambda r: -order.get(r["instance_id"], 0.0))
+    start = time.monotonic()
     total = 0.0
-    for row in rows:
-        iid = row["instance_id"]
-        with tempfile.TemporaryDirectory() as d:
-            with open(os.path.join(d, "patch.diff"), "w") as f:
-                f.write(preds.get(iid, ""))
-            with open(os.path.join(d, "eval.sh"), "w") as f:
-                f.write(row["eval_script"])
-            os.chmod(d, 0o755)
-            out = subprocess.run(
-                ["docker", "run", "--rm", "--network", "none", "-v", f"{d}:/bench:ro",
-                 "--entrypoint", "bash", row["image"], "-c", INNER],
-                capture_output=True, text=True, check=False,
-            )
-        line = [l for l in out.stdout.splitlines() if l.startswith("own-time ")]
-        if not line:
-            sys.exit(f"{iid}: no timing from the container (exit {out.returncode}): {out.stderr[-500:]}")
-        _, s, e = line[-1].split()
-        secs = float(e) - float(s)
-        total += secs
-        print(f"{iid} {secs:.2f}", flush=True)
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = [(r["instance_id"], pool.submit(own_time, r, preds.get(r["instance_id"], ""))) for r in rows]
+        for iid, fut in futures:
+            secs = fut.result()
+            total += secs
+            print(f"{iid} {secs:.2f}", flush=True)
     print(f"total {total:.2f}")
+    if jobs > 1:
+        print(f"wall {time.monotonic() - start:.2f}")
 
 
 if __name__ == "__main__":

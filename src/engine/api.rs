@@ -112,7 +112,14 @@ pub trait Engine: Send + Sync + 'static {
         image: &str,
         labels: BTreeMap<String, String>,
     ) -> impl Future<Output = Result<String, EngineError>> + Send;
-    /// Runs one job to completion or deadline and removes its container.
+    /// Whether [`Engine::run_job`] prepares a job's container before taking its place at the
+    /// job's [`super::StartGate`] (then the runner keeps jobs prepared ahead of free workers).
+    fn prepares_ahead(&self) -> bool {
+        false
+    }
+    /// Runs one job to completion or deadline and removes its container. An engine that
+    /// prepares ahead waits at `job.gate` before starting it and returns
+    /// [`EngineError::Withdrawn`] when the gate closes first.
     fn run_job(&self, job: JobSpec) -> impl Future<Output = Result<JobOutput, EngineError>> + Send;
     /// Containers carrying all of `labels` (running or not). A cluster engine lists its other
     /// per-job objects here too (Swarm: services and configs), so reaps by label cover them.

@@ -195,6 +195,19 @@ impl DockerEngine {
                 message: e.to_string(),
             })?;
         let mut stream = attached.output;
+        // Prepared: wait for a place among the running (held until the main process ends).
+        let waiting = Instant::now();
+        let place = match &job.gate {
+            Some(gate) => match gate.enter().await {
+                Some(place) => Some(place),
+                None => {
+                    out.setup = waiting.duration_since(t0);
+                    return Err(EngineError::Withdrawn { name: name.into() });
+                }
+            },
+            None => None,
+        };
+        out.queued = waiting.elapsed();
         self.docker
             .start_container(id, None::<bollard::query_parameters::StartContainerOptions>)
             .await
@@ -203,7 +216,7 @@ impl DockerEngine {
                 message: e.to_string(),
             })?;
         let started = Instant::now();
-        out.setup = started.duration_since(t0);
+        out.setup = started.duration_since(t0).saturating_sub(out.queued);
 
         let mut buf = HeadTail::new(job.max_output_bytes);
         let mut watch = Watch::new(&job.watch);
@@ -286,6 +299,8 @@ impl DockerEngine {
             };
             let _ = tokio::time::timeout(DRAIN_GRACE, drain).await;
         }
+        // The main process has ended: the next prepared container may start.
+        drop(place);
         out.seen = watch.finish();
         let (output, dropped) = buf.finish();
         out.output = output;
@@ -619,6 +634,10 @@ impl Engine for DockerEngine {
                 message: e.to_string(),
             }),
         }
+    }
+
+    fn prepares_ahead(&self) -> bool {
+        true
     }
 
     async fn run_job(&self, job: JobSpec) -> Result<JobOutput, EngineError> {

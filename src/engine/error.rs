@@ -107,6 +107,13 @@ pub enum EngineError {
         /// What went wrong, usually the daemon's error message.
         message: String,
     },
+    #[error("container {name} not started: the run stopped dispatching")]
+    /// A prepared container that was never started: the run stopped dispatching (an
+    /// interrupt, the deadline, a write failure) while it waited at its [`super::StartGate`].
+    Withdrawn {
+        /// The container's name.
+        name: String,
+    },
     #[error("container remove {name} failed: {message}")]
     /// Removing a container (or other per-job object) failed.
     Remove {
@@ -130,7 +137,9 @@ impl EngineError {
     /// transient API errors); false for failures a retry cannot fix.
     pub fn is_transient(&self) -> bool {
         match self {
-            EngineError::ImageMissing { .. } | EngineError::Build { .. } => false,
+            EngineError::ImageMissing { .. }
+            | EngineError::Build { .. }
+            | EngineError::Withdrawn { .. } => false,
             // A registry that does not have the image, or refuses us, will not change its mind.
             EngineError::Pull { message, .. } => {
                 let m = message.to_lowercase();

@@ -94,6 +94,11 @@ struct State {
     /// Holds created so far: each gets a new id, whatever was removed since.
     holds_made: usize,
     delay: Duration,
+    /// Prepares ahead like the Docker engine: waits at the job's gate before "starting".
+    ahead: bool,
+    /// Jobs between start and end now, and the most at once so far.
+    running: usize,
+    max_running: usize,
 }
 
 /// The fake engine. Cheap to share: clones see the same state.
@@ -208,6 +213,18 @@ impl FakeEngine {
         self
     }
 
+    /// Makes the engine prepare ahead ([`Engine::prepares_ahead`]): each job waits at its
+    /// gate before it "starts" (and is withdrawn when the gate closes first).
+    pub fn set_prepares_ahead(&self) -> &Self {
+        self.lock().ahead = true;
+        self
+    }
+
+    /// The most jobs that were running (started, not ended) at once.
+    pub fn max_running(&self) -> usize {
+        self.lock().max_running
+    }
+
     /// Pretends a container exists (e.g. one left behind by an earlier run) for reap tests.
     pub fn add_container(&self, resource: Resource) -> &Self {
         self.lock().containers.push(resource);
@@ -246,6 +263,10 @@ impl Engine for FakeEngine {
             api_version: "1.41".into(),
             server_version: "fake".into(),
         })
+    }
+
+    fn prepares_ahead(&self) -> bool {
+        self.lock().ahead
     }
 
     async fn image_exists(&self, image: &str) -> Result<bool, EngineError> {
@@ -399,9 +420,24 @@ impl Engine for FakeEngine {
                 .map(|r| r.script.clone());
             (script, s.delay)
         };
+        let ahead = self.lock().ahead;
+        let place = match (&job.gate, ahead) {
+            (Some(gate), true) => match gate.enter().await {
+                Some(place) => Some(place),
+                None => return Err(EngineError::Withdrawn { name: job.name }),
+            },
+            _ => None,
+        };
+        {
+            let mut s = self.lock();
+            s.running += 1;
+            s.max_running = s.max_running.max(s.running);
+        }
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;
         }
+        self.lock().running -= 1;
+        drop(place);
         let mut out = match script {
             Some(script) => script(&job)?,
             None => exited(0, ""),
@@ -476,6 +512,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             max_output_bytes: 8,
             watch: Vec::new(),
+            gate: None,
         }
     }
 

@@ -1,8 +1,11 @@
 //! A job as the engine runs it: its [`JobSpec`] (image, command, files, [`Limits`]) and its
 //! [`JobOutput`] (exit code, bounded output, timing).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
+
+use tokio::sync::Notify;
 
 /// Resource limits of one job's container.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,6 +67,148 @@ pub struct JobSpec {
     /// Texts whose first appearance in the output is timed ([`JobOutput::seen`]), where the
     /// engine reads the output as it is printed (Docker); others leave them unseen.
     pub watch: Vec<String>,
+    /// Where an engine that prepares ahead waits before starting the container, in the job's
+    /// turn; `None` starts it as soon as it is ready. Engines that do not prepare ahead ignore
+    /// it.
+    pub gate: Option<GatePass>,
+}
+
+/// Bounds how many jobs' containers run at once apart from how many are being prepared, and
+/// starts them in the order they were dispatched. An engine that prepares ahead
+/// ([`crate::engine::Engine::prepares_ahead`]) creates a job's container, copies its files in
+/// and attaches to its output, then [`enters`](GatePass::enter) here before starting it, and
+/// leaves (drops its [`Place`]) once its main process has ended: the next container starts the
+/// moment a running one ends, its preparation done meanwhile. Each job holds a [`Ticket`] from
+/// its dispatch on; a place goes to the waiting job with the lowest ticket, and no job passes
+/// one with a lower ticket still being prepared, so preparations that finish out of order
+/// start in order (longest first stays longest first). Closed when the run stops dispatching:
+/// a container still waiting is then never started.
+#[derive(Debug, Clone)]
+pub struct StartGate {
+    state: Arc<Mutex<GateState>>,
+    changed: Arc<Notify>,
+}
+
+#[derive(Debug)]
+struct GateState {
+    free: usize,
+    closed: bool,
+    next: u64,
+    /// Tickets given and not yet through the gate (nor given up).
+    waiting: BTreeSet<u64>,
+}
+
+impl StartGate {
+    /// A gate letting `running` containers run at once (at least one).
+    pub fn new(running: usize) -> Self {
+        StartGate {
+            state: Arc::new(Mutex::new(GateState {
+                free: running.max(1),
+                closed: false,
+                next: 0,
+                waiting: BTreeSet::new(),
+            })),
+            changed: Arc::new(Notify::new()),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, GateState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The next ticket, in dispatch order. Held by the job for as long as it may still start;
+    /// dropping it gives its turn up.
+    pub fn ticket(&self) -> Ticket {
+        let mut st = self.lock();
+        let n = st.next;
+        st.next += 1;
+        st.waiting.insert(n);
+        Ticket {
+            pass: GatePass {
+                gate: self.clone(),
+                n,
+            },
+        }
+    }
+
+    /// Closes the gate: jobs waiting and jobs to come get no place. Places held stay held.
+    pub fn close(&self) {
+        self.lock().closed = true;
+        self.changed.notify_waiters();
+    }
+}
+
+/// A job's turn at the [`StartGate`], from its dispatch until it has started or is over.
+#[derive(Debug)]
+pub struct Ticket {
+    pass: GatePass,
+}
+
+impl Ticket {
+    /// What the job's [`JobSpec`] carries to the engine (each attempt of the job the same).
+    pub fn pass(&self) -> GatePass {
+        self.pass.clone()
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        let gate = &self.pass.gate;
+        if gate.lock().waiting.remove(&self.pass.n) {
+            gate.changed.notify_waiters();
+        }
+    }
+}
+
+/// The engine's side of a [`Ticket`]: enters the gate in the ticket's turn.
+#[derive(Debug, Clone)]
+pub struct GatePass {
+    gate: StartGate,
+    n: u64,
+}
+
+impl GatePass {
+    /// Waits for a free place and the turn of this pass's ticket (no lower ticket still
+    /// waiting); `None` once the gate is closed (the job must not start). The place is held
+    /// until the [`Place`] is dropped. A retried job enters again with the same pass.
+    pub async fn enter(&self) -> Option<Place> {
+        let gate = &self.gate;
+        loop {
+            let changed = gate.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            {
+                let mut st = gate.lock();
+                if st.closed {
+                    st.waiting.remove(&self.n);
+                    return None;
+                }
+                let turn = st.waiting.range(..self.n).next().is_none();
+                if turn && st.free > 0 {
+                    st.free -= 1;
+                    st.waiting.remove(&self.n);
+                    drop(st);
+                    // Removing this ticket may give the next one its turn.
+                    gate.changed.notify_waiters();
+                    return Some(Place { gate: gate.clone() });
+                }
+            }
+            changed.await;
+        }
+    }
+}
+
+/// A place among the running, held from start until the job's main process has ended.
+#[derive(Debug)]
+pub struct Place {
+    gate: StartGate,
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        self.gate.lock().free += 1;
+        self.gate.changed.notify_waiters();
+    }
 }
 
 /// What a job produced.
@@ -79,8 +224,10 @@ pub struct JobOutput {
     pub timed_out: bool,
     /// Killed by the kernel's OOM killer.
     pub oom_killed: bool,
-    /// Time spent creating and starting the container, running it, and removing it.
+    /// Time spent creating and starting the container (its wait at the [`StartGate`] apart).
     pub setup: Duration,
+    /// Time the prepared container waited at the [`StartGate`] for a running one to end.
+    pub queued: Duration,
     /// Time from start until the main process ended or the deadline passed.
     pub run: Duration,
     /// Time after the run until the container was removed.
@@ -99,7 +246,66 @@ impl JobOutput {
         if self.setup.is_zero() {
             self.setup = t0.elapsed();
         } else {
-            self.teardown = t0.elapsed().saturating_sub(self.setup + self.run);
+            self.teardown = t0
+                .elapsed()
+                .saturating_sub(self.setup + self.queued + self.run);
         }
+    }
+}
+
+#[cfg(test)]
+mod gate_tests {
+    use super::*;
+
+    /// Whether `pass` gets a place within a moment (paused time: "a moment" is exact).
+    async fn enters_now(pass: &GatePass) -> Option<Place> {
+        tokio::time::timeout(Duration::from_millis(10), pass.enter())
+            .await
+            .ok()
+            .flatten()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn places_go_in_ticket_order_and_never_beyond_the_bound() {
+        let gate = StartGate::new(1);
+        let (t0, t1, t2) = (gate.ticket(), gate.ticket(), gate.ticket());
+        // 1 and 2 are prepared first, 0 is still preparing: neither may pass it.
+        assert!(enters_now(&t2.pass()).await.is_none());
+        assert!(enters_now(&t1.pass()).await.is_none());
+        let first = enters_now(&t0.pass())
+            .await
+            .expect("0's turn, a place free");
+        // The one place is taken: 1 waits, whatever its turn.
+        let (waiting1, waiting2) = (t1.pass(), t2.pass());
+        let one = tokio::spawn(async move { waiting1.enter().await });
+        let two = tokio::spawn(async move { waiting2.enter().await });
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert!(!one.is_finished() && !two.is_finished());
+        drop(first);
+        let second = one.await.unwrap().expect("1 next");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert!(!two.is_finished(), "2 waits for 1's place");
+        drop(second);
+        assert!(two.await.unwrap().is_some());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_ticket_given_up_passes_its_turn_and_closing_withdraws_the_waiting() {
+        let gate = StartGate::new(2);
+        let (t0, t1, t2) = (gate.ticket(), gate.ticket(), gate.ticket());
+        let p1 = t1.pass();
+        let waiting = tokio::spawn(async move { p1.enter().await });
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert!(!waiting.is_finished(), "0 has not entered nor given up");
+        drop(t0); // e.g. its container could not be created
+        let _running = waiting.await.unwrap().expect("1 passes once 0 gave up");
+        // A retry of 1 enters again with the same pass (its ticket already through).
+        let _retry = enters_now(&t1.pass()).await.expect("second place");
+        let p2 = t2.pass();
+        let last = tokio::spawn(async move { p2.enter().await });
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        gate.close();
+        assert!(last.await.unwrap().is_none(), "closed: never started");
+        assert!(gate.ticket().pass().enter().await.is_none());
     }
 }

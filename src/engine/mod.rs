@@ -5,7 +5,9 @@
 //!
 //! A job is one container whose main process is the whole job (apply the patch, run the eval
 //! script): created, given its files, started, waited for with a deadline, its output read
-//! (bounded), then force-removed. Nothing waits for a stop timeout.
+//! (bounded), then force-removed. Nothing waits for a stop timeout. The Docker engine prepares
+//! a job (create, files, attach) before it may start ([`StartGate`]), so the runner keeps the
+//! next jobs ready while others run and a worker that frees up starts one at once.
 
 mod api;
 pub mod bounded;
@@ -21,6 +23,6 @@ pub use api::{BuildSettings, Engine, EngineInfo, Resource, TarSource};
 pub use docker::DockerEngine;
 pub use error::EngineError;
 pub use fake::FakeEngine;
-pub use job::{FileIn, JobOutput, JobSpec, Limits};
+pub use job::{FileIn, GatePass, JobOutput, JobSpec, Limits, Place, StartGate, Ticket};
 pub use labels::{LABEL_DOOMED, LABEL_HOLD, LABEL_KEEP, LABEL_OWNER, LABEL_RUN_ID, LABEL_TOOL};
 pub use swarm::{SwarmEngine, SwarmOptions};

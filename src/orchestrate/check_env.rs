@@ -276,6 +276,7 @@ pub async fn check_spec<E: Engine>(
         timeout: opts.freeze_timeout,
         max_output_bytes: 1 << 20,
         watch: Vec::new(),
+        gate: None,
     };
     match engine.run_job(job).await {
         Ok(out) if out.exit_code == Some(0) => {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
 
-use crate::engine::{Engine, LABEL_OWNER, LABEL_RUN_ID, LABEL_TOOL};
+use crate::engine::{Engine, StartGate, LABEL_OWNER, LABEL_RUN_ID, LABEL_TOOL};
 use crate::grading::Mode;
 use crate::predictions::Prediction;
 
@@ -88,6 +88,8 @@ pub async fn run_arriving<E: Engine>(
     }
     enqueue(&mut queue, ready, &hints);
 
+    let ahead = engine.prepares_ahead();
+    let gate = StartGate::new(config.workers.max(1));
     let job_cfg = Arc::new(job_config::JobConfig {
         run_id: config.run_id.clone(),
         labels: BTreeMap::from([
@@ -103,13 +105,19 @@ pub async fn run_arriving<E: Engine>(
         attempts: config.attempts,
         backoff: config.backoff,
     });
-    let sem = Arc::new(Semaphore::new(config.workers.max(1)));
+    // With an engine that prepares ahead, as many jobs again as there are workers are
+    // prepared while others run; the gate lets `workers` of them run at once.
+    let workers = config.workers.max(1);
+    let sem = Arc::new(Semaphore::new(if ahead { 2 * workers } else { workers }));
     let mut running: JoinSet<job::JobDone> = JoinSet::new();
     let mut in_flight: HashMap<tokio::task::Id, Arc<job::Job>> = HashMap::new();
     let mut dispatching = true;
     let mut interrupts_open = true;
     let deadline = tokio::time::sleep(config.deadline.unwrap_or(Duration::MAX / 4));
     tokio::pin!(deadline);
+    // When setups last arrived (the start counts as one): a burst of arrivals is ordered before
+    // dispatch takes from it (order::SETTLE).
+    let mut last_arrival = tokio::time::Instant::now();
 
     loop {
         if !dispatching || (waiting.is_empty() && arrivals.awaited.is_empty()) {
@@ -119,6 +127,11 @@ pub async fn run_arriving<E: Engine>(
         if ((queue.is_empty() && waiting.is_empty()) || !dispatching) && running.is_empty() {
             break;
         }
+        let settle_until = last_arrival + order::SETTLE;
+        let settling = tokio::time::Instant::now() < settle_until
+            && queue
+                .front()
+                .is_some_and(|head| order::awaited_runs_longer(&hints, &arrivals.awaited, head));
         tokio::select! {
             biased;
             msg = interrupts.recv(), if interrupts_open => {
@@ -126,6 +139,7 @@ pub async fn run_arriving<E: Engine>(
                 st.interrupts += 1;
                 emit(RunEvent::Interrupted { count: st.interrupts });
                 dispatching = false;
+                gate.close();
                 arrivals.rx = None;
                 if st.interrupts >= 2 {
                     st.killed = true;
@@ -143,9 +157,11 @@ pub async fn run_arriving<E: Engine>(
             }
             _ = &mut deadline, if dispatching && config.deadline.is_some() => {
                 dispatching = false;
+                gate.close();
                 emit(RunEvent::DeadlinePassed);
             }
             arrived = recv(&mut arrivals.rx), if arrivals.rx.is_some() => {
+                last_arrival = tokio::time::Instant::now();
                 match arrived {
                     Some(setup) => {
                         let id = setup.instance.instance_id.clone();
@@ -174,6 +190,7 @@ pub async fn run_arriving<E: Engine>(
                         in_flight.remove(&id);
                         if st.finish(done, &emit) {
                             dispatching = false;
+                            gate.close();
                         }
                     }
                     Err(e) => {
@@ -186,7 +203,9 @@ pub async fn run_arriving<E: Engine>(
                     }
                 }
             }
-            permit = sem.clone().acquire_owned(), if dispatching && !queue.is_empty() => {
+            // More setups may be about to arrive, one expected to run longer than the head.
+            _ = tokio::time::sleep_until(settle_until), if settling => {}
+            permit = sem.clone().acquire_owned(), if dispatching && !queue.is_empty() && !settling => {
                 let Ok(permit) = permit else { break };
                 let Some(job) = queue.pop_front() else { continue };
                 emit(RunEvent::JobStarted { instance_id: job.setup.instance.instance_id.clone() });
@@ -194,9 +213,11 @@ pub async fn run_arriving<E: Engine>(
                     st.jobs_run += 1;
                 }
                 let (engine, cfg, j) = (engine.clone(), job_cfg.clone(), job.clone());
+                // Its turn to start, in dispatch order (held until it started or is over).
+                let ticket = ahead.then(|| gate.ticket());
                 let handle = running.spawn(async move {
                     let _permit = permit;
-                    job::execute(engine, j, cfg).await
+                    job::execute(engine, j, cfg, ticket).await
                 });
                 in_flight.insert(handle.id(), job);
             }
@@ -323,6 +344,11 @@ impl State {
     /// Records a finished job: writes each verdict (atomically) and emits it. Returns true
     /// when a write failed, so the dispatcher stops (a full disk would fail every job).
     fn finish(&mut self, done: job::JobDone, emit: &impl Fn(RunEvent)) -> bool {
+        if done.withdrawn {
+            // Dispatched but never started: not run after all.
+            self.jobs_run = self.jobs_run.saturating_sub(1);
+            return false;
+        }
         if let Some(e) = done.write_error {
             self.problem(format!("log files not written, verdict dropped: {e}"), emit);
             return true;
@@ -512,5 +538,6 @@ fn panicked(job: &job::Job, run_id: &str, message: &str) -> job::JobDone {
     job::JobDone {
         verdicts,
         write_error: None,
+        withdrawn: false,
     }
 }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::engine::{Engine, EngineError, FileIn, JobOutput, JobSpec};
+use crate::engine::{Engine, EngineError, FileIn, JobOutput, JobSpec, Ticket};
 
 use super::driver::{self, Apply, PatchMode};
 use super::grade::{self, Graded};
@@ -43,10 +43,19 @@ pub struct JobDone {
     pub verdicts: Vec<(PathBuf, Verdict)>,
     /// A log file that could not be written (the verdicts must then not be written either).
     pub write_error: Option<String>,
+    /// Never started: prepared ahead, then the run stopped dispatching. No verdict, nothing
+    /// written; its predictions count as not run (a rerun with the same id runs them).
+    pub withdrawn: bool,
 }
 
 /// Runs `job` to a verdict. Never fails: every failure is a verdict (error or infra error).
-pub async fn execute<E: Engine>(engine: Arc<E>, job: Arc<Job>, cfg: Arc<JobConfig>) -> JobDone {
+/// `ticket`, with an engine that prepares ahead, is the job's turn at the run's start gate.
+pub async fn execute<E: Engine>(
+    engine: Arc<E>,
+    job: Arc<Job>,
+    cfg: Arc<JobConfig>,
+    ticket: Option<Ticket>,
+) -> JobDone {
     let started = Instant::now();
     let mut log = String::new();
     let setup = &job.setup;
@@ -63,7 +72,14 @@ pub async fn execute<E: Engine>(engine: Arc<E>, job: Arc<Job>, cfg: Arc<JobConfi
         Ok(image) => {
             let _ = writeln!(log, "image {image}");
             let (res, retries, nonce) =
-                run_with_retries(&*engine, &job, &cfg, image, &mut log).await;
+                run_with_retries(&*engine, &job, &cfg, image, ticket.as_ref(), &mut log).await;
+            if let Err(EngineError::Withdrawn { .. }) = res {
+                return JobDone {
+                    verdicts: Vec::new(),
+                    write_error: None,
+                    withdrawn: true,
+                };
+            }
             match res {
                 Ok(out) => (Some(out), retries, nonce, None),
                 Err(e) => (None, retries, nonce, Some(format!("engine: {e}"))),
@@ -188,6 +204,7 @@ pub async fn execute<E: Engine>(engine: Arc<E>, job: Arc<Job>, cfg: Arc<JobConfi
     JobDone {
         verdicts,
         write_error,
+        withdrawn: false,
     }
 }
 
@@ -199,13 +216,15 @@ async fn run_with_retries<E: Engine>(
     job: &Job,
     cfg: &JobConfig,
     image: &str,
+    ticket: Option<&Ticket>,
     log: &mut String,
 ) -> (Result<JobOutput, EngineError>, u32, String) {
     let mut retries = 0;
     let mut wait = cfg.backoff;
     loop {
         let nonce = driver::nonce();
-        let spec = job_spec(job, cfg, image, &nonce, retries);
+        let mut spec = job_spec(job, cfg, image, &nonce, retries);
+        spec.gate = ticket.map(Ticket::pass);
         let _ = writeln!(log, "container {} (attempt {})", spec.name, retries + 1);
         match engine.run_job(spec).await {
             Ok(out) => return (Ok(out), retries, nonce),
@@ -272,6 +291,7 @@ fn job_spec(job: &Job, cfg: &JobConfig, image: &str, nonce: &str, attempt: u32) 
             driver::START_TEST_OUTPUT.to_string(),
             driver::END_TEST_OUTPUT.to_string(),
         ],
+        gate: None,
     }
 }
 

@@ -114,6 +114,28 @@ impl Durations {
     }
 }
 
+/// Whether an instance still `awaited` (its image not ready yet) is expected to run longer than
+/// `head`, the job dispatch would start next. Images already present arrive one after another
+/// within milliseconds; the dispatcher waits [`SETTLE`] after each arrival while this holds, so
+/// such a burst is ordered before the first jobs start, not in the order it arrived.
+pub fn awaited_runs_longer(
+    hints: &Durations,
+    awaited: &std::collections::HashSet<String>,
+    head: &Job,
+) -> bool {
+    let Some(median) = hints.median() else {
+        return false;
+    };
+    let expected = |id: &str| hints.get(id).unwrap_or(median);
+    let head = expected(&head.setup.instance.instance_id);
+    awaited.iter().any(|id| expected(id) > head)
+}
+
+/// How long dispatch waits after the run's start or an arrival for more setups to arrive,
+/// while [`awaited_runs_longer`] holds: enough for a burst of images found present (about 10 ms
+/// apart), little against any job or build.
+pub const SETTLE: std::time::Duration = std::time::Duration::from_millis(150);
+
 /// Orders `jobs` longest expected first (stable: equal expectations keep the plan's order).
 pub fn arrange(jobs: &mut [Arc<Job>], hints: &Durations) {
     let Some(median) = hints.median() else {

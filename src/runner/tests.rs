@@ -887,3 +887,127 @@ async fn jobs_whose_images_arrive_later_join_the_queue_in_longest_first_order() 
     assert_eq!(r.count(Category::Resolved), 4);
     assert_eq!(started_order(&events), ["b", "d", "c", "a"]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_burst_of_arriving_images_starts_longest_first_not_in_arrival_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let durations = dir.path().join("durations.json");
+    std::fs::write(&durations, r#"{"a": 1.0, "b": 9.0, "c": 5.0, "d": 7.0}"#).unwrap();
+    let e = fake();
+    e.set_job_delay(Duration::from_secs(10));
+    let ids = ["a", "b", "c", "d"];
+    let setups = ids.map(|id| setup(id, Err("not prepared yet"))).to_vec();
+    let preds = ids.map(|id| pred(id, "m", 0, "GOOD")).to_vec();
+    let (tx, rx) = tokio::sync::oneshot::channel::<Arrive>();
+    let send = async move {
+        let arrive = rx.await.unwrap();
+        // Images found present: one arrival every 10 ms, the shortest first.
+        for id in ids {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            assert!(arrive.send(setup(id, Ok(IMAGE)).1));
+        }
+        arrive.closed().await;
+    };
+    let mut cfg = config(dir.path(), "r");
+    cfg.workers = 2;
+    cfg.durations = Some(durations);
+    let (r, events) = arriving(&e, plan(setups, preds), &ids, cfg, send, |a| {
+        tx.send(a).unwrap()
+    })
+    .await;
+    assert_eq!(r.count(Category::Resolved), 4);
+    assert_eq!(started_order(&events), ["b", "d", "c", "a"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_longer_image_still_building_holds_dispatch_only_briefly() {
+    let dir = tempfile::tempdir().unwrap();
+    let durations = dir.path().join("durations.json");
+    std::fs::write(&durations, r#"{"a": 1.0, "b": 9.0}"#).unwrap();
+    let e = fake();
+    e.set_job_delay(Duration::from_secs(1));
+    let setups = vec![setup("a", Ok(IMAGE)), setup("b", Err("not prepared yet"))];
+    let preds = ["a", "b"].map(|id| pred(id, "m", 0, "GOOD")).to_vec();
+    let (tx, rx) = tokio::sync::oneshot::channel::<Arrive>();
+    let watching = e.clone();
+    let send = async move {
+        let arrive = rx.await.unwrap();
+        // b's image takes a minute to build: a must not wait for it; held at most SETTLE,
+        // it has run (1 s) long before.
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert_eq!(
+            watching.jobs().len(),
+            1,
+            "a ran while b's image was building"
+        );
+        tokio::time::sleep(Duration::from_secs(55)).await;
+        assert!(arrive.send(setup("b", Ok(IMAGE)).1));
+        arrive.closed().await;
+    };
+    let mut cfg = config(dir.path(), "r");
+    cfg.workers = 2;
+    cfg.durations = Some(durations);
+    let (r, events) = arriving(&e, plan(setups, preds), &["b"], cfg, send, |a| {
+        tx.send(a).unwrap()
+    })
+    .await;
+    assert_eq!(r.count(Category::Resolved), 2);
+    assert_eq!(started_order(&events), ["a", "b"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn jobs_prepared_ahead_start_as_workers_free_up_and_never_more_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = fake();
+    e.set_prepares_ahead().set_job_delay(Duration::from_secs(1));
+    let (setups, preds) = many(6);
+    let watching = e.clone();
+    let (itx, irx) = mpsc::unbounded_channel::<()>();
+    let (etx, _erx) = mpsc::unbounded_channel();
+    let mut cfg = config(dir.path(), "r");
+    cfg.workers = 2;
+    let running = run(Arc::new(e.clone()), plan(setups, preds), cfg, irx, etx);
+    let look = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        // Two running, two more prepared and waiting at the gate.
+        assert_eq!(watching.jobs().len(), 4);
+    };
+    let (r, ()) = tokio::join!(running, look);
+    drop(itx);
+    let r = r.unwrap();
+    assert_eq!((r.count(Category::Resolved), r.jobs_run), (6, 6));
+    assert_eq!(
+        e.max_running(),
+        2,
+        "the gate holds the running to the workers"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_interrupt_withdraws_prepared_jobs_which_count_as_not_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = fake();
+    e.set_prepares_ahead()
+        .set_job_delay(Duration::from_secs(10));
+    let (setups, preds) = many(4);
+    let (itx, irx) = mpsc::unbounded_channel();
+    let (etx, _erx) = mpsc::unbounded_channel();
+    let mut cfg = config(dir.path(), "r");
+    cfg.workers = 1;
+    let running = run(Arc::new(e.clone()), plan(setups, preds), cfg, irx, etx);
+    let interrupt = async {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(e.jobs().len(), 2, "one running, one prepared");
+        itx.send(()).unwrap();
+    };
+    let (r, ()) = tokio::join!(running, interrupt);
+    let r = r.unwrap();
+    assert!(r.interrupted && !r.killed);
+    assert_eq!(r.jobs_run, 1, "the prepared job never started");
+    assert_eq!(r.count(Category::Resolved), 1, "the running one finished");
+    assert_eq!(r.not_run, 3);
+    // Resuming runs the other three, the withdrawn one among them.
+    let (setups, preds) = many(4);
+    let (r2, _) = go(&e, plan(setups, preds), config(dir.path(), "r")).await;
+    assert_eq!((r2.resumed, r2.jobs_run), (1, 3));
+}

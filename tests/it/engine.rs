@@ -69,6 +69,7 @@ pub fn job(image: &str, run: &str, script: &str) -> JobSpec {
         timeout: Duration::from_secs(60),
         max_output_bytes: 1 << 20,
         watch: Vec::new(),
+        gate: None,
     }
 }
 
@@ -434,4 +435,56 @@ async fn measure_trivial_jobs() {
             totals.2.as_secs_f64() * 1000.0 / n as f64,
         );
     }
+}
+
+#[tokio::test]
+async fn a_prepared_container_starts_when_a_running_one_ends_and_a_closed_gate_withdraws_it() {
+    use swe_eval::engine::{EngineError, StartGate};
+    let Some(e) = engine().await else { return };
+    assert!(e.prepares_ahead());
+    let img = base_image().await;
+    let gate = StartGate::new(1);
+    let stamp = "date +%s.%N; sleep 1; date +%s.%N";
+    let (ta, tb) = (gate.ticket(), gate.ticket());
+    let mut first = job(&img, &run_id("gate-a"), stamp);
+    first.gate = Some(ta.pass());
+    let mut second = job(&img, &run_id("gate-b"), stamp);
+    second.gate = Some(tb.pass());
+    let (a, b) = tokio::join!(e.run_job(first), e.run_job(second));
+    let times = |out: swe_eval::engine::JobOutput| -> (f64, f64) {
+        let text = String::from_utf8_lossy(&out.output).to_string();
+        let t: Vec<f64> = text.lines().map(|l| l.trim().parse().unwrap()).collect();
+        assert_eq!(t.len(), 2, "{text}");
+        (t[0], t[1])
+    };
+    let (a, b) = (a.unwrap(), b.unwrap());
+    let queued = a.queued.max(b.queued);
+    let (one, two) = (times(a), times(b));
+    assert!(
+        two.0 >= one.1,
+        "one place, in ticket order: the second started ({}) before the first ended ({})",
+        two.0,
+        one.1
+    );
+    assert!(
+        queued >= Duration::from_millis(500),
+        "the second waited: {queued:?}"
+    );
+
+    // A closed gate: the prepared container is never started, and is removed.
+    let run = run_id("gate-closed");
+    let closed = StartGate::new(1);
+    closed.close();
+    let ticket = closed.ticket();
+    let mut j = job(&img, &run, "echo never");
+    j.gate = Some(ticket.pass());
+    match e.run_job(j).await {
+        Err(EngineError::Withdrawn { name }) => assert_eq!(name, format!("swe-eval-{run}")),
+        other => panic!("expected Withdrawn, got {other:?}"),
+    }
+    assert_eq!(
+        containers_of(&e, &run).await,
+        0,
+        "the withdrawn container is removed"
+    );
 }

@@ -615,6 +615,7 @@ fn check_inputs(registry: &str) {
         timeout: Duration::from_secs(120),
         max_output_bytes: 1 << 20,
         watch: Vec::new(),
+        gate: None,
     };
     let out = rt
         .block_on(async {
@@ -676,6 +677,7 @@ fn probe_job(name: &str, command: &str, network: bool, target: &str) -> JobSpec 
         timeout: Duration::from_secs(120),
         max_output_bytes: 1 << 20,
         watch: Vec::new(),
+        gate: None,
     }
 }
 

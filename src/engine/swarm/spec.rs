@@ -176,6 +176,7 @@ mod tests {
             timeout: Duration::from_secs(60),
             max_output_bytes: 8 << 20,
             watch: Vec::new(),
+            gate: None,
         }
     }
 
