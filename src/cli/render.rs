@@ -199,8 +199,18 @@ fn time_line(t: &TimeSpent) -> Option<String> {
     } else {
         format!("run {:.1} s", t.run)
     };
+    let export = if t.exported > 0 {
+        format!(
+            " (of which image export to the registry: {} image{}, {:.1} s)",
+            t.exported,
+            if t.exported == 1 { "" } else { "s" },
+            t.export
+        )
+    } else {
+        String::new()
+    };
     Some(format!(
-        "  where the jobs' time went ({} jobs, {total:.1} s in containers): start {:.1} s · {run} · removal {:.1} s",
+        "  where the jobs' time went ({} jobs, {total:.1} s in containers): start {:.1} s{export} · {run} · removal {:.1} s",
         t.jobs, t.start, t.removal
     ))
 }
@@ -271,6 +281,7 @@ mod tests {
             before_tests: 1.6,
             tests: 7.9,
             after_tests: 0.1,
+            ..Default::default()
         };
         assert_eq!(
             time_line(&t).unwrap(),
@@ -281,6 +292,12 @@ mod tests {
         assert_eq!(
             time_line(&t).unwrap(),
             "  where the jobs' time went (2 jobs, 10.5 s in containers): start 0.3 s · run 10.0 s · removal 0.2 s"
+        );
+        (t.exported, t.export) = (1, 0.3);
+        assert_eq!(
+            time_line(&t).unwrap(),
+            "  where the jobs' time went (2 jobs, 10.5 s in containers): start 0.3 s (of which image \
+             export to the registry: 1 image, 0.3 s) · run 10.0 s · removal 0.2 s"
         );
     }
 }

@@ -112,6 +112,11 @@ pub trait Engine: Send + Sync + 'static {
         image: &str,
         labels: BTreeMap<String, String>,
     ) -> impl Future<Output = Result<String, EngineError>> + Send;
+    /// The images this engine exported for the jobs so far (Swarm: pushed to the cluster's
+    /// registry, once per image, at its first job) and how long each export took.
+    fn exported(&self) -> Vec<(String, std::time::Duration)> {
+        Vec::new()
+    }
     /// Whether [`Engine::run_job`] prepares a job's container before taking its place at the
     /// job's [`super::StartGate`] (then the runner keeps jobs prepared ahead of free workers).
     fn prepares_ahead(&self) -> bool {

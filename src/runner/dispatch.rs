@@ -242,6 +242,11 @@ pub async fn run_arriving<E: Engine>(
             });
         }
     }
+    // Images the engine exported for the jobs (Swarm: pushed to the registry), with their time.
+    for (_, took) in engine.exported() {
+        st.time.exported += 1;
+        st.time.export += took.as_secs_f64();
+    }
     // What the engine added for the jobs (Swarm: registry names of pushed images) goes before
     // the caller cleans up the images.
     st.problems.extend(engine.finish_run().await);

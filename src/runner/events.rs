@@ -128,6 +128,11 @@ pub struct TimeSpent {
     pub tests: f64,
     /// After the tests until the container exited.
     pub after_tests: f64,
+    /// Images the engine exported for the jobs (Swarm: pushed to the cluster's registry, at
+    /// each image's first job), and the time the exports took: part of those jobs' `start`.
+    pub exported: usize,
+    /// Seconds the exports took, summed.
+    pub export: f64,
 }
 
 impl TimeSpent {

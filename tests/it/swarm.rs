@@ -890,6 +890,13 @@ fn mini_benchmark_on_a_two_node_swarm_survives_a_killed_client_and_a_dead_worker
     };
     let resumed = count("22 predictions, ", 'r');
     let containers = count("resumed, ", 'c');
+    // The rerun's jobs pushed their images to the registry, and its closing lines say so.
+    let exported = count("image export to the registry: ", ' ');
+    assert!(
+        (1..=containers).contains(&exported),
+        "{exported} images exported by {containers} containers:\n{}",
+        first.stdout
+    );
     let empty = count("empty patch ", ' ');
     let kept_empty = kept
         .iter()

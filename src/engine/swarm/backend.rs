@@ -243,6 +243,13 @@ impl Engine for SwarmEngine {
         self.local.list_images(labels).await
     }
 
+    fn exported(&self) -> Vec<(String, std::time::Duration)> {
+        self.pushed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
     async fn finish_run(&self) -> Vec<String> {
         let names = std::mem::take(
             &mut *self

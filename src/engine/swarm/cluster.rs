@@ -54,6 +54,8 @@ pub struct SwarmEngine {
     pub(super) published: tokio::sync::Mutex<HashMap<String, Arc<tokio::sync::OnceCell<String>>>>,
     /// Registry names this engine left on the manager's daemon.
     pub(super) registry_names: Mutex<Vec<String>>,
+    /// Images pushed to the registry, and how long each push took.
+    pub(super) pushed: Mutex<Vec<(String, std::time::Duration)>>,
     pub(super) place: Mutex<place::Placement>,
     pub(super) nodes: tokio::sync::Mutex<Option<(Instant, Vec<NodeView>)>>,
     /// The id of the [`NO_NETWORK`] network.
@@ -103,6 +105,7 @@ impl SwarmEngine {
             opts,
             published: Default::default(),
             registry_names: Default::default(),
+            pushed: Default::default(),
             place: Default::default(),
             nodes: Default::default(),
             no_network,

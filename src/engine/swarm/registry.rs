@@ -29,6 +29,7 @@ impl SwarmEngine {
     }
 
     pub(super) async fn push(&self, registry: &str, image: &str) -> Result<String, EngineError> {
+        let began = std::time::Instant::now();
         let target = registry_name(registry, image);
         let push_err = |message: String| EngineError::Push {
             image: target.clone(),
@@ -50,6 +51,10 @@ impl SwarmEngine {
             .inspect_image(&target)
             .await
             .map_err(|e| push_err(format!("inspect after push: {e}")))?;
+        self.pushed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((image.to_string(), began.elapsed()));
         let digest = inspected
             .repo_digests
             .unwrap_or_default()
