@@ -151,12 +151,21 @@ impl Ticket {
     }
 }
 
-impl Drop for Ticket {
-    fn drop(&mut self) {
+impl Ticket {
+    /// Gives the ticket's turn up while the job is not ready to start (a retry waiting out its
+    /// backoff): later jobs may start meanwhile. Its pass still enters, as soon as a place is
+    /// free and no lower ticket waits.
+    pub fn step_aside(&self) {
         let gate = &self.pass.gate;
         if gate.lock().waiting.remove(&self.pass.n) {
             gate.changed.notify_waiters();
         }
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        self.step_aside();
     }
 }
 
@@ -307,5 +316,23 @@ mod gate_tests {
         gate.close();
         assert!(last.await.unwrap().is_none(), "closed: never started");
         assert!(gate.ticket().pass().enter().await.is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_ticket_stepping_aside_lets_later_ones_pass_and_still_enters() {
+        let gate = StartGate::new(1);
+        let (t0, t1) = (gate.ticket(), gate.ticket());
+        assert!(enters_now(&t1.pass()).await.is_none(), "0's turn first");
+        t0.step_aside(); // e.g. 0 backs off before a retry
+        let running = enters_now(&t1.pass()).await.expect("1 passes");
+        let p0 = t0.pass();
+        let retry = tokio::spawn(async move { p0.enter().await });
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert!(!retry.is_finished(), "no place free");
+        drop(running);
+        assert!(
+            retry.await.unwrap().is_some(),
+            "0's retry enters once a place frees"
+        );
     }
 }

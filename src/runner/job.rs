@@ -235,6 +235,10 @@ async fn run_with_retries<E: Engine>(
                     wait.as_secs_f64()
                 );
                 retries += 1;
+                // Later jobs need not wait for this one's turn while it backs off.
+                if let Some(t) = ticket {
+                    t.step_aside();
+                }
                 tokio::time::sleep(wait).await;
                 wait = wait.saturating_mul(2);
             }
