@@ -88,8 +88,11 @@ pub async fn run_arriving<E: Engine>(
     }
     enqueue(&mut queue, ready, &hints);
 
+    // With an engine that prepares ahead, as many jobs again as there are workers are
+    // prepared while others run; the gate lets `workers` of them run at once.
+    let workers = config.workers.max(1);
     let ahead = engine.prepares_ahead();
-    let gate = StartGate::new(config.workers.max(1));
+    let gate = StartGate::new(workers);
     let job_cfg = Arc::new(job_config::JobConfig {
         run_id: config.run_id.clone(),
         labels: BTreeMap::from([
@@ -105,9 +108,6 @@ pub async fn run_arriving<E: Engine>(
         attempts: config.attempts,
         backoff: config.backoff,
     });
-    // With an engine that prepares ahead, as many jobs again as there are workers are
-    // prepared while others run; the gate lets `workers` of them run at once.
-    let workers = config.workers.max(1);
     let sem = Arc::new(Semaphore::new(if ahead { 2 * workers } else { workers }));
     let mut running: JoinSet<job::JobDone> = JoinSet::new();
     let mut in_flight: HashMap<tokio::task::Id, Arc<job::Job>> = HashMap::new();

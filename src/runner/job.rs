@@ -223,8 +223,7 @@ async fn run_with_retries<E: Engine>(
     let mut wait = cfg.backoff;
     loop {
         let nonce = driver::nonce();
-        let mut spec = job_spec(job, cfg, image, &nonce, retries);
-        spec.gate = ticket.map(Ticket::pass);
+        let spec = job_spec(job, cfg, image, &nonce, retries, ticket);
         let _ = writeln!(log, "container {} (attempt {})", spec.name, retries + 1);
         match engine.run_job(spec).await {
             Ok(out) => return (Ok(out), retries, nonce),
@@ -247,7 +246,14 @@ async fn run_with_retries<E: Engine>(
     }
 }
 
-fn job_spec(job: &Job, cfg: &JobConfig, image: &str, nonce: &str, attempt: u32) -> JobSpec {
+fn job_spec(
+    job: &Job,
+    cfg: &JobConfig,
+    image: &str,
+    nonce: &str,
+    attempt: u32,
+    ticket: Option<&Ticket>,
+) -> JobSpec {
     let mut files = vec![
         FileIn {
             path: driver::DRIVER_PATH.into(),
@@ -295,7 +301,7 @@ fn job_spec(job: &Job, cfg: &JobConfig, image: &str, nonce: &str, attempt: u32) 
             driver::START_TEST_OUTPUT.to_string(),
             driver::END_TEST_OUTPUT.to_string(),
         ],
-        gate: None,
+        gate: ticket.map(Ticket::pass),
     }
 }
 

@@ -237,30 +237,34 @@ impl EnvPlan {
     /// Replaces each pin `table` says has no wheel for `python` (`major.minor`) by the nearest
     /// release that has one, and records it in `substituted`.
     pub fn replace_wheelless(&mut self, table: &WheelTable, python: &str) {
-        for pin in &mut self.pins {
-            if let Some(chosen) = table.replacement(&pin.name, &pin.version, python) {
-                self.substituted.push(Substitution {
-                    name: pin.name.clone(),
-                    frozen: std::mem::replace(&mut pin.version, chosen.clone()),
-                    chosen,
-                    python: python.to_string(),
-                    too_old: false,
-                });
-            }
-        }
+        self.substitute(python, false, |name, version| {
+            table.replacement(name, version, python)
+        });
     }
 
     /// Replaces each pin `table` says is too old to run on `python` (`major.minor`) by the
     /// first release that runs there, and records it in `substituted`.
     pub fn replace_too_old(&mut self, table: &TooOldTable, python: &str) {
+        self.substitute(python, true, |name, version| {
+            table.replacement(name, version, python)
+        });
+    }
+
+    /// Replaces each pin `choose` gives another release for, recording it in `substituted`.
+    fn substitute(
+        &mut self,
+        python: &str,
+        too_old: bool,
+        choose: impl Fn(&str, &str) -> Option<String>,
+    ) {
         for pin in &mut self.pins {
-            if let Some(chosen) = table.replacement(&pin.name, &pin.version, python) {
+            if let Some(chosen) = choose(&pin.name, &pin.version) {
                 self.substituted.push(Substitution {
                     name: pin.name.clone(),
                     frozen: std::mem::replace(&mut pin.version, chosen.clone()),
                     chosen,
                     python: python.to_string(),
-                    too_old: true,
+                    too_old,
                 });
             }
         }

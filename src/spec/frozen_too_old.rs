@@ -13,6 +13,7 @@ use std::sync::OnceLock;
 
 use serde::Deserialize;
 
+use super::frozen_wheels::{cmp_release, release};
 use super::pkgname::normalize_name;
 
 const TOO_OLD_JSON: &str = include_str!("too_old.json");
@@ -39,34 +40,13 @@ struct TooOldFile {
     packages: BTreeMap<String, TooOld>,
 }
 
-/// Numeric parts of a version (`3.44.2` is `[3, 44, 2]`), missing parts as zero when compared.
-fn parts(v: &str) -> Option<Vec<u64>> {
-    let p: Vec<u64> = v
-        .split('.')
-        .map_while(|x| {
-            let digits: String = x.chars().take_while(char::is_ascii_digit).collect();
-            digits.parse().ok()
-        })
-        .collect();
-    (!p.is_empty()).then_some(p)
-}
-
-fn older(a: &[u64], b: &[u64]) -> bool {
-    let n = a.len().max(b.len());
-    let at = |v: &[u64], i: usize| *v.get(i).unwrap_or(&0);
-    (0..n)
-        .map(|i| at(a, i).cmp(&at(b, i)))
-        .find(|o| o.is_ne())
-        .is_some_and(|o| o.is_lt())
-}
-
 impl TooOldTable {
     /// Parses `too_old.json`; every `python` and `first` must be a version.
     pub fn parse(text: &str) -> Result<TooOldTable, String> {
         let f: TooOldFile = serde_json::from_str(text).map_err(|e| format!("too_old.json: {e}"))?;
         let mut packages = BTreeMap::new();
         for (name, t) in f.packages {
-            if parts(&t.python).is_none() || parts(&t.first).is_none() {
+            if release(&t.python).is_none() || release(&t.first).is_none() {
                 return Err(format!(
                     "too_old.json: `{name}`: python `{}` and first `{}` must be versions",
                     t.python, t.first
@@ -81,8 +61,10 @@ impl TooOldTable {
     /// the first one that runs there, when the pin is older; `None` otherwise.
     pub fn replacement(&self, name: &str, version: &str, python: &str) -> Option<String> {
         let t = self.packages.get(&normalize_name(name))?;
-        let (py, since) = (parts(python)?, parts(&t.python)?);
-        if older(&py, &since) || !older(&parts(version)?, &parts(&t.first)?) {
+        let (py, since) = (release(python)?, release(&t.python)?);
+        if cmp_release(&py, &since).is_lt()
+            || !cmp_release(&release(version)?, &release(&t.first)?).is_lt()
+        {
             return None;
         }
         Some(t.first.clone())

@@ -60,7 +60,7 @@ impl std::fmt::Display for Substitution {
 
 /// The numeric release parts of a version (`1.23.0rc1` is `[1, 23, 0]`); `None` when it does
 /// not start with a number.
-fn release(v: &str) -> Option<Vec<u64>> {
+pub(super) fn release(v: &str) -> Option<Vec<u64>> {
     let parts: Vec<u64> = v
         .split('.')
         .map_while(|p| {
@@ -72,7 +72,7 @@ fn release(v: &str) -> Option<Vec<u64>> {
 }
 
 /// Compares release parts with missing trailing parts as zero (`1.0` == `1.0.0`).
-fn cmp_release(a: &[u64], b: &[u64]) -> Ordering {
+pub(super) fn cmp_release(a: &[u64], b: &[u64]) -> Ordering {
     let n = a.len().max(b.len());
     (0..n)
         .map(|i| a.get(i).unwrap_or(&0).cmp(b.get(i).unwrap_or(&0)))

@@ -1025,22 +1025,30 @@ pub(super) fn frozen_warnings(plan: &EnvPlan) -> Vec<String> {
             plan.unmapped.join(", ")
         ));
     }
-    let (too_old, wheelless): (Vec<_>, Vec<_>) = plan.substituted.iter().partition(|s| s.too_old);
-    if let Some(first) = wheelless.first() {
-        let names: Vec<String> = wheelless.iter().map(|s| s.to_string()).collect();
-        w.push(format!(
-            "frozen environment: no wheel for python {} at the frozen version, the nearest release with one installed instead (src/spec/wheels.json): {}",
-            first.python,
-            names.join(", ")
-        ));
-    }
-    if let Some(first) = too_old.first() {
-        let names: Vec<String> = too_old.iter().map(|s| s.to_string()).collect();
-        w.push(format!(
-            "frozen environment: releases that do not run on python {}, the first that does installed instead (src/spec/too_old.json): {}",
-            first.python,
-            names.join(", ")
-        ));
+    /// What replaced a kind of pin, for the Python it was replaced on.
+    type Why = fn(&str) -> String;
+    let kinds: [(bool, Why); 2] = [
+        (false, |py| {
+            format!("no wheel for python {py} at the frozen version, the nearest release with one installed instead (src/spec/wheels.json)")
+        }),
+        (true, |py| {
+            format!("releases that do not run on python {py}, the first that does installed instead (src/spec/too_old.json)")
+        }),
+    ];
+    for (too_old, what) in kinds {
+        let these: Vec<_> = plan
+            .substituted
+            .iter()
+            .filter(|s| s.too_old == too_old)
+            .collect();
+        if let Some(first) = these.first() {
+            let names: Vec<String> = these.iter().map(|s| s.to_string()).collect();
+            w.push(format!(
+                "frozen environment: {}: {}",
+                what(&first.python),
+                names.join(", ")
+            ));
+        }
     }
     w
 }
