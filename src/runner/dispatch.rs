@@ -1,7 +1,8 @@
 //! The dispatcher: one task that owns the run state, `select!`s over finished jobs,
-//! interrupts, the deadline and setups arriving (images prepared while the run executes, see
-//! `arrivals.rs`), writes every verdict and emits every event; and the turning of predictions
-//! into jobs (resume, empty patches, shared identical patches).
+//! interrupts, the deadline, predictions submitted while it runs (`intake.rs`) and setups
+//! arriving (images prepared while the run executes, see `arrivals.rs`), writes every verdict,
+//! hands submitted predictions their outcome and emits every event; and the turning of
+//! predictions into jobs (resume, empty patches, shared identical patches).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use crate::grading::Mode;
 use crate::predictions::Prediction;
 
 use super::arrivals::Arrivals;
+use super::intake::{self, Pending, Submission, Submissions};
 use super::order::{self, Durations};
 use super::reap::{reap, Reap};
 use super::store::{self, Category, Layout, Verdict};
@@ -38,8 +40,25 @@ pub async fn run<E: Engine>(
 /// closed as soon as dispatching stops.
 pub async fn run_arriving<E: Engine>(
     engine: Arc<E>,
+    plan: Plan,
+    arrivals: Arrivals,
+    config: RunConfig,
+    interrupts: mpsc::UnboundedReceiver<()>,
+    events: mpsc::UnboundedSender<RunEvent>,
+) -> Result<RunReport, RunError> {
+    let none = Submissions::none();
+    dispatch(engine, plan, arrivals, none, config, interrupts, events).await
+}
+
+/// The dispatcher: runs `plan`, the predictions `submissions` brings while it runs (each
+/// answered through its reply once its verdict is written), and the jobs of instances whose
+/// setups `arrivals` brings. Ends once the plan and every submission are done and the
+/// submissions channel is closed (or dispatching stopped and the running jobs are over).
+pub async fn dispatch<E: Engine>(
+    engine: Arc<E>,
     mut plan: Plan,
     mut arrivals: Arrivals,
+    mut submissions: Submissions,
     config: RunConfig,
     mut interrupts: mpsc::UnboundedReceiver<()>,
     events: mpsc::UnboundedSender<RunEvent>,
@@ -69,6 +88,9 @@ pub async fn run_arriving<E: Engine>(
 
     let (jobs, planned) = make_jobs(&plan, &config, &layout, &mut st, &emit);
     emit(planned);
+    // Submitted jobs: their members' replies and timings, by job number (after the plan's).
+    let mut pending: HashMap<usize, Pending> = HashMap::new();
+    let mut next_seq = jobs.len();
     // Jobs start longest expected first, by the durations earlier runs left.
     let hints = match &config.durations {
         Some(path) => order::hints(path, &jobs, &emit),
@@ -77,15 +99,7 @@ pub async fn run_arriving<E: Engine>(
     let mut queue: VecDeque<Arc<job::Job>> = VecDeque::new();
     // Jobs of instances whose setup has not arrived yet, by instance.
     let mut waiting: HashMap<String, Vec<job::Job>> = HashMap::new();
-    let mut ready = Vec::new();
-    for j in jobs {
-        let id = &j.setup.instance.instance_id;
-        if arrivals.awaited.contains(id) {
-            waiting.entry(id.clone()).or_default().push(j);
-        } else {
-            ready.push(j);
-        }
-    }
+    let ready = set_aside_awaited(jobs, &arrivals, &mut waiting);
     enqueue(&mut queue, ready, &hints);
 
     // With an engine that prepares ahead, as many jobs again as there are workers are
@@ -120,11 +134,17 @@ pub async fn run_arriving<E: Engine>(
     let mut last_arrival = tokio::time::Instant::now();
 
     loop {
-        if !dispatching || (waiting.is_empty() && arrivals.awaited.is_empty()) {
+        if !dispatching {
+            // Nothing more is taken: submitters learn it, and what they sent is not run.
+            submissions.rx = None;
+        }
+        let open = submissions.rx.is_some();
+        if !dispatching || (!open && waiting.is_empty() && arrivals.awaited.is_empty()) {
             // No setup is wanted any more: the preparing side may stop.
             arrivals.rx = None;
         }
-        if ((queue.is_empty() && waiting.is_empty()) || !dispatching) && running.is_empty() {
+        if ((queue.is_empty() && waiting.is_empty() && !open) || !dispatching) && running.is_empty()
+        {
             break;
         }
         let settle_until = last_arrival + order::SETTLE;
@@ -146,8 +166,8 @@ pub async fn run_arriving<E: Engine>(
                     running.abort_all();
                     while let Some(res) = running.join_next_with_id().await {
                         if let Ok((id, done)) = res {
-                            in_flight.remove(&id);
-                            st.finish(done, &emit);
+                            let replies = in_flight.remove(&id).and_then(|j| pending.remove(&j.seq));
+                            st.finish(done, replies, &emit);
                         }
                     }
                     let (n, _) = reap(&*engine, Reap::Mine { owner: &owner }, &mut st.problems).await;
@@ -160,19 +180,37 @@ pub async fn run_arriving<E: Engine>(
                 gate.close();
                 emit(RunEvent::DeadlinePassed);
             }
+            // Before the arrivals: a submission that says an instance is awaited was sent
+            // before that instance's setup, so it is always taken first.
+            sub = recv(&mut submissions.rx), if submissions.rx.is_some() => {
+                let Some(sub) = sub else {
+                    submissions.rx = None;
+                    continue;
+                };
+                let now = tokio::time::Instant::now();
+                for new in &sub.setups {
+                    let id = new.setup.instance.instance_id.clone();
+                    if new.awaited {
+                        arrivals.awaited.insert(id.clone());
+                        plan.setups.insert(id, new.setup.clone());
+                    } else {
+                        let jobs = setup_ready(&mut plan, &mut arrivals, &mut waiting, new.setup.clone());
+                        mark_ready(&mut pending, &jobs, now);
+                        enqueue(&mut queue, jobs, &hints);
+                    }
+                }
+                let jobs = intake_jobs(sub, &plan, &config, &mut st, &emit, &mut pending, &mut next_seq);
+                let ready = set_aside_awaited(jobs, &arrivals, &mut waiting);
+                mark_ready(&mut pending, &ready, now);
+                enqueue(&mut queue, ready, &hints);
+            }
             arrived = recv(&mut arrivals.rx), if arrivals.rx.is_some() => {
                 last_arrival = tokio::time::Instant::now();
                 match arrived {
                     Some(setup) => {
-                        let id = setup.instance.instance_id.clone();
-                        arrivals.awaited.remove(&id);
-                        plan.setups.insert(id.clone(), setup.clone());
-                        let jobs = waiting.remove(&id).unwrap_or_default();
-                        let jobs = jobs.into_iter().map(|mut j| {
-                            j.setup = setup.clone();
-                            j
-                        });
-                        enqueue(&mut queue, jobs.collect(), &hints);
+                        let jobs = setup_ready(&mut plan, &mut arrivals, &mut waiting, setup);
+                        mark_ready(&mut pending, &jobs, last_arrival);
+                        enqueue(&mut queue, jobs, &hints);
                     }
                     None => {
                         // The preparing side is gone: what it never sent runs with the plan's
@@ -180,6 +218,7 @@ pub async fn run_arriving<E: Engine>(
                         arrivals.rx = None;
                         arrivals.awaited.clear();
                         let left: Vec<job::Job> = waiting.drain().flat_map(|(_, j)| j).collect();
+                        mark_ready(&mut pending, &left, last_arrival);
                         enqueue(&mut queue, left, &hints);
                     }
                 }
@@ -187,8 +226,8 @@ pub async fn run_arriving<E: Engine>(
             Some(res) = running.join_next_with_id(), if !running.is_empty() => {
                 match res {
                     Ok((id, done)) => {
-                        in_flight.remove(&id);
-                        if st.finish(done, &emit) {
+                        let replies = in_flight.remove(&id).and_then(|j| pending.remove(&j.seq));
+                        if st.finish(done, replies, &emit) {
                             dispatching = false;
                             gate.close();
                         }
@@ -198,7 +237,7 @@ pub async fn run_arriving<E: Engine>(
                         // (re-run on resume); the run goes on.
                         if let Some(job) = in_flight.remove(&e.id()) {
                             let done = panicked(&job, &config.run_id, &e.to_string());
-                            st.finish(done, &emit);
+                            st.finish(done, pending.remove(&job.seq), &emit);
                         }
                     }
                 }
@@ -208,11 +247,30 @@ pub async fn run_arriving<E: Engine>(
             permit = sem.clone().acquire_owned(), if dispatching && !queue.is_empty() && !settling => {
                 let Ok(permit) = permit else { break };
                 let Some(job) = queue.pop_front() else { continue };
+                // A submitted job whose members' deadline passed is not run; one started close
+                // to it gets the time left as its timeout.
+                let mut cfg = job_cfg.clone();
+                if let Some(p) = pending.get_mut(&job.seq) {
+                    let now = tokio::time::Instant::now();
+                    if p.expired(now) {
+                        if let Some(p) = pending.remove(&job.seq) {
+                            p.expire(false);
+                        }
+                        continue;
+                    }
+                    p.dispatched = Some(now);
+                    if let Some(left) = p.deadline.map(|d| d.saturating_duration_since(now)) {
+                        if left < cfg.timeout {
+                            p.cut = true;
+                            cfg = Arc::new(job_config::JobConfig { timeout: left, ..(*cfg).clone() });
+                        }
+                    }
+                }
                 emit(RunEvent::JobStarted { instance_id: job.setup.instance.instance_id.clone() });
                 if job.setup.image.is_ok() {
                     st.jobs_run += 1;
                 }
-                let (engine, cfg, j) = (engine.clone(), job_cfg.clone(), job.clone());
+                let (engine, j) = (engine.clone(), job.clone());
                 // Its turn to start, in dispatch order (held until it started or is over).
                 let ticket = ahead.then(|| gate.ticket());
                 let handle = running.spawn(async move {
@@ -257,7 +315,12 @@ pub async fn run_arriving<E: Engine>(
     };
     // A summary that cannot be written (a full disk) is reported with the rest, not instead
     // of it: every verdict is already on disk and a rerun with the same id writes the summaries.
-    let files = match summary::write_all(&layout, &plan, &st.verdicts, mode, &unstopped) {
+    let written = if config.summaries {
+        summary::write_all(&layout, &plan, &st.verdicts, mode, &unstopped)
+    } else {
+        Ok(Vec::new())
+    };
+    let files = match written {
         Ok(files) => files,
         Err(e) => {
             st.problems.push(format!(
@@ -267,6 +330,9 @@ pub async fn run_arriving<E: Engine>(
             Vec::new()
         }
     };
+
+    // Submitted predictions never run (an interrupt): their replies go unanswered.
+    drop(pending);
 
     let mut report = RunReport {
         run_id: config.run_id.clone(),
@@ -289,18 +355,63 @@ pub async fn run_arriving<E: Engine>(
         *report.strict_counts.entry(v.strict_category).or_default() += 1;
         report.needs_network += usize::from(v.needs_network);
     }
-    report.not_run = st.planned.saturating_sub(st.verdicts.len());
+    report.not_run = st.planned.saturating_sub(st.recorded);
     report.problems = st.problems;
     Ok(report)
 }
 
-/// The next setup of `rx`; `None` when its sender is gone (or there is no channel).
-async fn recv(
-    rx: &mut Option<mpsc::UnboundedReceiver<Arc<super::Setup>>>,
-) -> Option<Arc<super::Setup>> {
+/// The next message of `rx`; `None` when its sender is gone (or there is no channel).
+async fn recv<T>(rx: &mut Option<mpsc::UnboundedReceiver<T>>) -> Option<T> {
     match rx {
         Some(rx) => rx.recv().await,
         None => None,
+    }
+}
+
+/// Puts the jobs of instances still awaited in `waiting`; returns the others.
+fn set_aside_awaited(
+    jobs: Vec<job::Job>,
+    arrivals: &Arrivals,
+    waiting: &mut HashMap<String, Vec<job::Job>>,
+) -> Vec<job::Job> {
+    let mut ready = Vec::new();
+    for j in jobs {
+        let id = &j.setup.instance.instance_id;
+        if arrivals.awaited.contains(id) {
+            waiting.entry(id.clone()).or_default().push(j);
+        } else {
+            ready.push(j);
+        }
+    }
+    ready
+}
+
+/// `setup` is its instance's final one: the instance is no longer awaited, and the jobs that
+/// waited for it are returned with it, ready for the queue.
+fn setup_ready(
+    plan: &mut Plan,
+    arrivals: &mut Arrivals,
+    waiting: &mut HashMap<String, Vec<job::Job>>,
+    setup: Arc<super::Setup>,
+) -> Vec<job::Job> {
+    let id = setup.instance.instance_id.clone();
+    arrivals.awaited.remove(&id);
+    plan.setups.insert(id.clone(), setup.clone());
+    let jobs = waiting.remove(&id).unwrap_or_default();
+    jobs.into_iter()
+        .map(|mut j| {
+            j.setup = setup.clone();
+            j
+        })
+        .collect()
+}
+
+/// Notes when submitted jobs became ready to run (their setup known).
+fn mark_ready(pending: &mut HashMap<usize, Pending>, jobs: &[job::Job], now: tokio::time::Instant) {
+    for j in jobs {
+        if let Some(p) = pending.get_mut(&j.seq) {
+            p.ready.get_or_insert(now);
+        }
     }
 }
 
@@ -312,9 +423,97 @@ fn enqueue(queue: &mut VecDeque<Arc<job::Job>>, mut jobs: Vec<job::Job>, hints: 
     order::arrange(queue.make_contiguous(), hints);
 }
 
+/// Turns a submission's predictions into jobs, numbered from `next_seq`, each member's reply
+/// kept in `pending`: as `make_jobs` does for the plan, a verdict already in a prediction's
+/// folder for its patch, or an empty patch, is answered at once; identical (instance, patch)
+/// pairs of one submission share a job when the run dedupes.
+fn intake_jobs(
+    sub: Submission,
+    plan: &Plan,
+    config: &RunConfig,
+    st: &mut State,
+    emit: &impl Fn(RunEvent),
+    pending: &mut HashMap<usize, Pending>,
+    next_seq: &mut usize,
+) -> Vec<job::Job> {
+    let now = tokio::time::Instant::now();
+    let mut jobs: Vec<job::Job> = Vec::new();
+    let mut by_key: HashMap<(String, String), usize> = HashMap::new();
+    for item in sub.items {
+        let p = &item.prediction;
+        st.planned += 1;
+        let Some(setup) = plan.setups.get(&p.instance_id) else {
+            // Its reply is dropped: the submitter reads "not run".
+            skip(p, "no setup for the instance", st, emit);
+            continue;
+        };
+        let hash = p.patch_hash();
+        let mode = match settle(p, &item.dir, &hash, config, st, emit) {
+            Settled::Run(mode) => mode,
+            Settled::Resumed(v) => {
+                intake::answer(item.reply, &v, true);
+                continue;
+            }
+            Settled::Empty(v) => {
+                if let Some(v) = v {
+                    intake::answer(item.reply, &v, false);
+                }
+                continue;
+            }
+        };
+        let member = job::Member {
+            model: p.model_name_or_path.clone(),
+            sample: p.sample,
+            dir: item.dir,
+        };
+        let key = (p.instance_id.clone(), hash.clone());
+        if let Some(&i) = by_key.get(&key).filter(|_| config.dedupe) {
+            let seq = jobs[i].seq;
+            jobs[i].members.push(member);
+            if let Some(pend) = pending.get_mut(&seq) {
+                pend.replies.push(Some(item.reply));
+                pend.deadline = match (pend.deadline, item.deadline) {
+                    (Some(a), Some(b)) => Some(a.max(b)),
+                    _ => None,
+                };
+            }
+            continue;
+        }
+        by_key.insert(key, jobs.len());
+        let seq = *next_seq;
+        *next_seq += 1;
+        pending.insert(
+            seq,
+            Pending {
+                replies: vec![Some(item.reply)],
+                received: now,
+                ready: None,
+                dispatched: None,
+                deadline: item.deadline,
+                cut: false,
+            },
+        );
+        jobs.push(job::Job {
+            seq,
+            setup: setup.clone(),
+            patch: p.patch().to_string(),
+            patch_hash: hash,
+            mode,
+            members: vec![member],
+        });
+    }
+    jobs
+}
+
 /// The dispatcher's state; nothing else touches it.
 struct State {
+    /// Every verdict, for the closing summaries (none kept without them).
     verdicts: BTreeMap<Key, Verdict>,
+    keep_verdicts: bool,
+    /// Verdicts recorded (written or found), kept or not.
+    recorded: usize,
+    /// Job durations are collected for the next run's order (only with a durations file).
+    keep_observed: bool,
     problems: Vec<String>,
     planned: usize,
     resumed: usize,
@@ -330,9 +529,12 @@ struct State {
 }
 
 impl State {
-    fn new(_config: &RunConfig, planned: usize) -> Self {
+    fn new(config: &RunConfig, planned: usize) -> Self {
         State {
             verdicts: BTreeMap::new(),
+            keep_verdicts: config.summaries,
+            recorded: 0,
+            keep_observed: config.durations.is_some(),
             problems: Vec::new(),
             planned,
             resumed: 0,
@@ -346,9 +548,26 @@ impl State {
         }
     }
 
-    /// Records a finished job: writes each verdict (atomically) and emits it. Returns true
-    /// when a write failed, so the dispatcher stops (a full disk would fail every job).
-    fn finish(&mut self, done: job::JobDone, emit: &impl Fn(RunEvent)) -> bool {
+    /// Records a finished job: writes each verdict (atomically), emits it and hands it to the
+    /// member's reply, if it was submitted (`pending`). Returns true when a write failed, so
+    /// the dispatcher stops (a full disk would fail every job). A submitted job whose timeout
+    /// was cut to its deadline and that timed out has no verdict: its members are told it
+    /// expired, and nothing is written (a timeout it was not given says nothing of the patch).
+    fn finish(
+        &mut self,
+        done: job::JobDone,
+        mut pending: Option<Pending>,
+        emit: &impl Fn(RunEvent),
+    ) -> bool {
+        if pending.as_ref().is_some_and(|p| p.cut)
+            && done.verdicts.first().is_some_and(|(_, v)| v.timed_out)
+        {
+            self.planned = self.planned.saturating_sub(done.verdicts.len());
+            if let Some(p) = pending {
+                p.expire(true);
+            }
+            return false;
+        }
         if done.withdrawn {
             // Dispatched but never started: not run after all.
             self.jobs_run = self.jobs_run.saturating_sub(1);
@@ -363,15 +582,19 @@ impl State {
             if first.run_secs > 0.0 || first.setup_secs > 0.0 {
                 self.time.add(first);
             }
-            if first.category != Category::InfraError && first.run_secs > 0.0 {
+            if self.keep_observed && first.category != Category::InfraError && first.run_secs > 0.0
+            {
                 self.observed
                     .push((first.instance_id.clone(), first.run_secs));
             }
         }
-        for (dir, v) in done.verdicts {
+        for (i, (dir, v)) in done.verdicts.into_iter().enumerate() {
             if let Err(e) = store::write_verdict(&dir, &v) {
                 self.problem(format!("verdict not written: {e}"), emit);
                 return true;
+            }
+            if let Some(p) = &mut pending {
+                p.deliver(i, &v);
             }
             self.record(v, false, emit);
         }
@@ -386,8 +609,11 @@ impl State {
             verdict: Box::new(v.clone()),
             resumed,
         });
-        self.verdicts
-            .insert((v.model.clone(), v.sample, v.instance_id.clone()), v);
+        self.recorded += 1;
+        if self.keep_verdicts {
+            self.verdicts
+                .insert((v.model.clone(), v.sample, v.instance_id.clone()), v);
+        }
     }
 
     fn problem(&mut self, message: String, emit: &impl Fn(RunEvent)) {
@@ -413,38 +639,22 @@ fn make_jobs(
     let mut by_key: HashMap<GroupKey, usize> = HashMap::new();
     let (mut resumed, mut empty, mut shared) = (0, 0, 0);
     for p in &plan.predictions {
-        if !plan.setups.contains_key(&p.instance_id) {
-            st.problem(
-                format!(
-                    "prediction for {} (model {}, sample {}) skipped: instance not in the dataset",
-                    p.instance_id, p.model_name_or_path, p.sample
-                ),
-                emit,
-            );
-            st.planned -= 1;
+        let Some(setup) = plan.setups.get(&p.instance_id) else {
+            skip(p, "instance not in the dataset", st, emit);
             continue;
-        }
-        let setup = &plan.setups[&p.instance_id];
+        };
         let dir = layout.prediction_dir(&p.model_name_or_path, &p.instance_id, p.sample);
         let hash = p.patch_hash();
-        if let Some(v) = store::load_valid(&dir, &hash) {
-            resumed += 1;
-            st.record(v, true, emit);
-            continue;
-        }
-        let mode = if p.is_empty_patch() {
-            if !config.run_empty {
-                empty += 1;
-                let v = empty_verdict(p, &hash, &config.run_id);
-                match store::write_verdict(&dir, &v) {
-                    Ok(()) => st.record(v, false, emit),
-                    Err(e) => st.problem(format!("verdict not written: {e}"), emit),
-                }
+        let mode = match settle(p, &dir, &hash, config, st, emit) {
+            Settled::Run(mode) => mode,
+            Settled::Resumed(_) => {
+                resumed += 1;
                 continue;
             }
-            PatchMode::None
-        } else {
-            PatchMode::Apply
+            Settled::Empty(_) => {
+                empty += 1;
+                continue;
+            }
         };
         let member = job::Member {
             model: p.model_name_or_path.clone(),
@@ -479,6 +689,62 @@ fn make_jobs(
         shared,
     };
     (groups, planned)
+}
+
+/// What becomes of a prediction before any job is made for it.
+enum Settled {
+    /// Its verdict is in its folder for this patch (resume): recorded, nothing to run.
+    Resumed(Verdict),
+    /// An empty patch: its verdict written and recorded (`None`: the write failed, reported).
+    Empty(Option<Verdict>),
+    /// It runs, in this mode.
+    Run(PatchMode),
+}
+
+/// The one rule for every prediction, planned or submitted: a verdict already in `dir` for
+/// its patch is taken (resume), an empty patch gets its verdict at once (unless the run
+/// runs empty patches), anything else runs.
+fn settle(
+    p: &Prediction,
+    dir: &std::path::Path,
+    hash: &str,
+    config: &RunConfig,
+    st: &mut State,
+    emit: &impl Fn(RunEvent),
+) -> Settled {
+    if let Some(v) = store::load_valid(dir, hash) {
+        st.record(v.clone(), true, emit);
+        return Settled::Resumed(v);
+    }
+    if !p.is_empty_patch() {
+        return Settled::Run(PatchMode::Apply);
+    }
+    if config.run_empty {
+        return Settled::Run(PatchMode::None);
+    }
+    let v = empty_verdict(p, hash, &config.run_id);
+    match store::write_verdict(dir, &v) {
+        Ok(()) => {
+            st.record(v.clone(), false, emit);
+            Settled::Empty(Some(v))
+        }
+        Err(e) => {
+            st.problem(format!("verdict not written: {e}"), emit);
+            Settled::Empty(None)
+        }
+    }
+}
+
+/// Reports a prediction left out for `why` (it does not count as planned).
+fn skip(p: &Prediction, why: &str, st: &mut State, emit: &impl Fn(RunEvent)) {
+    st.problem(
+        format!(
+            "prediction for {} (model {}, sample {}) skipped: {why}",
+            p.instance_id, p.model_name_or_path, p.sample
+        ),
+        emit,
+    );
+    st.planned -= 1;
 }
 
 fn empty_verdict(p: &Prediction, hash: &str, run_id: &str) -> Verdict {

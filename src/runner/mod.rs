@@ -21,6 +21,10 @@
 //! - **Images still being prepared.** With [`run_arriving`], the jobs of instances whose setup
 //!   is still on its way wait outside the queue and join it when it arrives (`arrivals.rs`),
 //!   so jobs run while other images build; the channel closes when dispatching stops.
+//! - **Submissions.** With [`dispatch`], predictions may also arrive while it runs, through a
+//!   channel of [`Submission`]s, each prediction with its own folder, deadline and reply
+//!   (`intake.rs`); `run` has none. A long-lived caller keeps the channel open; the dispatcher
+//!   ends once it is closed and the work is done.
 //! - **Order.** Jobs start longest expected first, from the durations of earlier runs kept in
 //!   the cache (see `order.rs`), so a long job is not left for last.
 //! - **Memory.** Logs go to disk as each job ends; the dispatcher keeps only verdicts (a few
@@ -31,6 +35,7 @@ mod dispatch;
 pub mod driver;
 mod events;
 mod grade;
+mod intake;
 mod job;
 mod job_config;
 mod order;
@@ -40,9 +45,12 @@ pub mod store;
 pub mod summary;
 
 pub use arrivals::{arrivals, Arrivals, Arrive};
-pub use dispatch::{run, run_arriving};
+pub use dispatch::{dispatch, run, run_arriving};
 pub use driver::PatchMode;
 pub use events::{RunError, RunEvent, RunReport, TimeSpent};
+pub use intake::{
+    submissions, Delivery, Finished, NewSetup, Reply, Submission, Submissions, Submit, Submitted,
+};
 pub use order::Durations;
 pub(crate) use plan::Key;
 pub use plan::{default_workers, pending, Plan, RunConfig, Setup};

@@ -75,6 +75,10 @@ pub struct RunConfig {
     /// The file of earlier runs' job durations, read to start the longest jobs first and
     /// updated at the end (see [`super::Durations`]); `None`: plan order, nothing kept.
     pub durations: Option<PathBuf>,
+    /// Keep every verdict in memory and write the closing summaries (official summaries,
+    /// JSONL, CSV) at the end. A long-lived dispatcher fed by submissions (a server) turns it
+    /// off: its memory then does not grow with the verdicts, and each verdict is in its folder.
+    pub summaries: bool,
 }
 
 impl RunConfig {
@@ -95,6 +99,7 @@ impl RunConfig {
             run_empty: false,
             deadline: None,
             durations: None,
+            summaries: true,
         }
     }
 }

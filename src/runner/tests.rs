@@ -1011,3 +1011,300 @@ async fn an_interrupt_withdraws_prepared_jobs_which_count_as_not_run() {
     let (r2, _) = go(&e, plan(setups, preds), config(dir.path(), "r")).await;
     assert_eq!((r2.resumed, r2.jobs_run), (1, 3));
 }
+
+/// Submits `items` (instance, model, sample, patch, deadline in seconds from now) to a running
+/// dispatcher, each in its own folder under `dir/sub`; returns the replies' receivers.
+fn submit_items(
+    submit: &Submit,
+    dir: &std::path::Path,
+    setups: Vec<NewSetup>,
+    items: &[(&str, &str, u32, &str, Option<u64>)],
+) -> Vec<tokio::sync::oneshot::Receiver<Delivery>> {
+    let mut rxs = Vec::new();
+    let mut sub = Submission {
+        setups,
+        items: Vec::new(),
+    };
+    for (id, model, sample, patch, deadline) in items {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        sub.items.push(Submitted {
+            prediction: pred(id, model, *sample, patch),
+            dir: dir.join("sub").join(format!("{id}.{model}.{sample}")),
+            deadline: deadline.map(|s| tokio::time::Instant::now() + Duration::from_secs(s)),
+            reply: tx,
+        });
+        rxs.push(rx);
+    }
+    submit.send(sub).expect("the dispatcher takes submissions");
+    rxs
+}
+
+/// A dispatcher with no plan, fed through the returned [`Submit`]: its run (to be awaited), its
+/// interrupts and its events.
+#[allow(clippy::type_complexity)]
+fn serving(
+    e: &FakeEngine,
+    cfg: RunConfig,
+    arrivals: Arrivals,
+) -> (
+    Submit,
+    mpsc::UnboundedSender<()>,
+    impl std::future::Future<Output = Result<RunReport, RunError>>,
+    mpsc::UnboundedReceiver<RunEvent>,
+) {
+    let (submit, subs) = submissions();
+    let (itx, irx) = mpsc::unbounded_channel();
+    let (etx, erx) = mpsc::unbounded_channel();
+    let running = dispatch(
+        Arc::new(e.clone()),
+        Plan::default(),
+        arrivals,
+        subs,
+        cfg,
+        irx,
+        etx,
+    );
+    (submit, itx, running, erx)
+}
+
+/// The setup of `id` with its image ready, as a submission hands it over.
+fn ready(id: &str) -> Vec<NewSetup> {
+    vec![NewSetup {
+        setup: setup(id, Ok(IMAGE)).1,
+        awaited: false,
+    }]
+}
+
+fn done(d: Delivery) -> Finished {
+    match d {
+        Delivery::Done(f) => *f,
+        other => panic!("not done: {other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn predictions_submitted_while_it_runs_are_answered_and_it_ends_when_the_channel_closes() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = fake();
+    e.set_job_delay(Duration::from_secs(2));
+    let (submit, subs) = submissions();
+    let (arrive, arrivals) = arrivals(Vec::<String>::new());
+    let (_itx, irx) = mpsc::unbounded_channel();
+    let (etx, mut erx) = mpsc::unbounded_channel();
+    let mut cfg = config(dir.path(), "serve");
+    cfg.summaries = false;
+    let running = dispatch(
+        Arc::new(e.clone()),
+        Plan::default(),
+        arrivals,
+        subs,
+        cfg,
+        irx,
+        etx,
+    );
+    let feeding = async {
+        // a is ready; b's image is still being prepared: its setup arrives 10 s later.
+        let (_, a) = setup("a", Ok(IMAGE));
+        let (_, b_stand_in) = setup("b", Err("not prepared yet"));
+        let new = vec![
+            NewSetup {
+                setup: a,
+                awaited: false,
+            },
+            NewSetup {
+                setup: b_stand_in,
+                awaited: true,
+            },
+        ];
+        let rxs = submit_items(
+            &submit,
+            dir.path(),
+            new,
+            &[
+                ("b", "m", 0, "GOOD", None),
+                ("a", "m", 0, "GOOD", None),
+                ("a", "m", 1, "BAD", None),
+                ("a", "m", 2, "", None),
+            ],
+        );
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        assert!(arrive.send(setup("b", Ok(IMAGE)).1));
+        let mut got = Vec::new();
+        for rx in rxs {
+            got.push(done(rx.await.expect("answered")));
+        }
+        // Later, while it still runs: a second submission of the same prediction is found
+        // in its folder (nothing runs), a new one runs.
+        let again = submit_items(
+            &submit,
+            dir.path(),
+            Vec::new(),
+            &[("a", "m", 0, "GOOD", None), ("b", "m", 5, "BAD", None)],
+        );
+        for rx in again {
+            got.push(done(rx.await.expect("answered")));
+        }
+        drop(submit);
+        drop(arrive);
+        got
+    };
+    let (report, got) = tokio::join!(running, feeding);
+    let report = report.unwrap();
+    let cats: Vec<_> = got.iter().map(|f| f.verdict.category).collect();
+    assert_eq!(
+        cats,
+        [
+            Category::Resolved,
+            Category::Resolved,
+            Category::Unresolved,
+            Category::EmptyPatch,
+            Category::Resolved,
+            Category::Unresolved
+        ]
+    );
+    // b waited for its image, a did not; the empty patch and the resumed one ran nothing.
+    assert!(got[0].image_wait >= Duration::from_secs(10), "{:?}", got[0]);
+    assert_eq!(got[1].image_wait, Duration::ZERO);
+    assert!(got[1].queue_wait.is_some() && got[3].queue_wait.is_none());
+    assert!(got[4].resumed && !got[5].resumed);
+    // The verdicts are in the items' folders; no closing summaries.
+    let v = store::read_verdict(&dir.path().join("sub/b.m.0").join(store::VERDICT_FILE)).unwrap();
+    assert_eq!(v.category, Category::Resolved);
+    assert!(report.files.is_empty());
+    assert_eq!(
+        e.jobs().len(),
+        4,
+        "a/0, a/1, b/0, b/5: the resumed one ran nothing"
+    );
+    assert_eq!(report.not_run, 0);
+    let started = std::iter::from_fn(|| erx.try_recv().ok())
+        .filter(|ev| matches!(ev, RunEvent::JobStarted { .. }))
+        .count();
+    assert_eq!(started, 4);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_deadline_skips_a_job_not_started_and_cuts_a_running_ones_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = fake();
+    e.set_job_delay(Duration::from_secs(10));
+    let mut cfg = config(dir.path(), "serve");
+    cfg.workers = 1;
+    cfg.summaries = false;
+    let (submit, _itx, running, _erx) = serving(&e, cfg, Arrivals::none());
+    let feeding = async {
+        let new = ready("a");
+        // One worker: the first job takes 10 s; the second's deadline passes meanwhile; the
+        // third (an endless one) starts with 25 s left, its timeout cut to them.
+        let rxs = submit_items(
+            &submit,
+            dir.path(),
+            new,
+            &[
+                ("a", "m", 0, "GOOD", Some(100)),
+                ("a", "m", 1, "BAD", Some(5)),
+                ("a", "m", 2, "LOOP", Some(35)),
+                ("a", "m", 3, "LOOP again", None),
+            ],
+        );
+        let mut got = Vec::new();
+        for rx in rxs {
+            got.push(rx.await.expect("answered"));
+        }
+        drop(submit);
+        got
+    };
+    let (report, got) = tokio::join!(running, feeding);
+    report.unwrap();
+    assert!(matches!(&got[0], Delivery::Done(f) if f.verdict.resolved));
+    assert!(matches!(got[1], Delivery::Expired { ran: false }));
+    assert!(
+        matches!(got[2], Delivery::Expired { ran: true }),
+        "{:?}",
+        got[2]
+    );
+    // Without a deadline an endless job is the patch's own timeout: a verdict.
+    assert!(matches!(&got[3], Delivery::Done(f) if f.verdict.timed_out));
+    let jobs = e.jobs();
+    assert_eq!(jobs.len(), 3, "the expired job never started");
+    assert!(
+        jobs[1].timeout <= Duration::from_secs(25),
+        "{:?}",
+        jobs[1].timeout
+    );
+    assert_eq!(jobs[2].timeout, Duration::from_secs(1800));
+    // No verdict for the expired ones: submitted again, they run again.
+    for sample in [1, 2] {
+        let dir = dir.path().join(format!("sub/a.m.{sample}"));
+        assert!(!dir.join(store::VERDICT_FILE).exists());
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_interrupt_closes_the_submissions_and_leaves_queued_ones_unanswered() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = fake();
+    e.set_job_delay(Duration::from_secs(5));
+    let mut cfg = config(dir.path(), "serve");
+    cfg.workers = 1;
+    let (submit, itx, running, _erx) = serving(&e, cfg, Arrivals::none());
+    let feeding = async {
+        let new = ready("a");
+        let rxs = submit_items(
+            &submit,
+            dir.path(),
+            new,
+            &[("a", "m", 0, "GOOD", None), ("a", "m", 1, "GOOD too", None)],
+        );
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        itx.send(()).unwrap();
+        submit.closed().await;
+        assert!(submit.is_closed());
+        let mut got = Vec::new();
+        for rx in rxs {
+            got.push(rx.await.ok());
+        }
+        got
+    };
+    let (report, got) = tokio::join!(running, feeding);
+    let report = report.unwrap();
+    assert!(
+        matches!(&got[0], Some(Delivery::Done(f)) if f.verdict.resolved),
+        "the running one finishes"
+    );
+    assert!(
+        got[1].is_none(),
+        "the queued one is not run: its reply is dropped: {:?}",
+        got[1]
+    );
+    assert_eq!((report.jobs_run, report.not_run), (1, 1));
+}
+
+#[tokio::test]
+async fn identical_predictions_of_one_submission_share_a_job_and_both_are_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = fake();
+    let (submit, _itx, running, _erx) = serving(&e, config(dir.path(), "serve"), Arrivals::none());
+    let feeding = async {
+        let new = ready("a");
+        let rxs = submit_items(
+            &submit,
+            dir.path(),
+            new,
+            &[("a", "m", 0, "GOOD", Some(60)), ("a", "m", 1, "GOOD", None)],
+        );
+        drop(submit);
+        let mut got = Vec::new();
+        for rx in rxs {
+            got.push(done(rx.await.expect("answered")));
+        }
+        got
+    };
+    let (report, got) = tokio::join!(running, feeding);
+    assert_eq!(report.unwrap().jobs_run, 1);
+    assert_eq!(e.jobs().len(), 1);
+    assert!(got.iter().all(|f| f.verdict.resolved));
+    assert_eq!(got[1].verdict.shared_from.as_deref(), Some("m/0"));
+    // One member without a deadline: the shared job's timeout is not cut.
+    assert_eq!(e.jobs()[0].timeout, Duration::from_secs(1800));
+}
