@@ -16,7 +16,7 @@ use regex::Regex;
 use crate::logparse::{self, LogReading, StatusMap, TestStatus, UnknownParser};
 use crate::unidiff::{self, LineType};
 
-pub mod network;
+mod network;
 pub use network::NetworkEvidence;
 
 /// Which grading rules decide the verdict.
@@ -338,7 +338,7 @@ pub struct Verdict {
     /// The test command's exit status, when known.
     pub exit_code: Option<i32>,
     /// Set when the verdict is unresolved and every failing required test failed with a
-    /// network error (see [`network`]): the verdict then says nothing about the patch.
+    /// network error (see `grading/network.rs`): the verdict then says nothing about the patch.
     pub needs_network: Option<NetworkEvidence>,
 }
 

@@ -8,6 +8,8 @@
 //! values from the one before it. ARCHITECTURE.md at the repository root draws the layers and
 //! says what each module may import.
 
+// The command line is the binary's (src/main.rs): public for it, not part of the library's API.
+#[doc(hidden)]
 pub mod cli;
 pub mod compare;
 pub mod dataset;
@@ -29,5 +31,6 @@ pub mod runner;
 pub mod spec;
 pub mod study;
 pub mod submit;
+pub mod trivial;
 pub mod unidiff;
 pub mod wire;

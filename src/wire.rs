@@ -9,9 +9,9 @@
 //! a message that says so, instead of being misread.
 //!
 //! The wire types themselves sit beside their writers, apart from the domain types:
-//! [`crate::reward::batch::RewardRecord`], [`crate::report::PredictionRow`],
-//! [`crate::runner::store::VerdictFile`], [`crate::study::report::SummaryFile`] and
-//! [`crate::study::report::PredictionCsvRow`]; readers go through them or through [`check`].
+//! [`crate::reward::RewardRecord`], [`crate::report::PredictionRow`],
+//! [`crate::runner::VerdictFile`], [`crate::study::SummaryFile`] and
+//! [`crate::study::PredictionCsvRow`]; readers go through them or through [`check`].
 //! This module imports nothing else of the crate, so every layer may use it. (`swe-eval
 //! compare` versions its own summary.json: `crate::compare::FORMAT_VERSION`.)
 

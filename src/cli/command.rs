@@ -212,17 +212,20 @@ mod tests {
             panic!("not run")
         };
         assert_eq!(
-            a.dataset.as_deref(),
+            a.dataset.dataset.as_deref(),
             Some(std::path::Path::new("data.jsonl"))
         );
         assert_eq!(a.predictions.as_deref(), Some("preds.jsonl"));
-        assert_eq!(a.workers, Some(8));
+        assert_eq!(a.exec.workers, Some(8));
         assert_eq!(a.run_id.as_deref(), Some("R"));
-        assert_eq!(a.instance_ids, ["a__b-1", "c__d-2"]);
-        assert_eq!(a.output, std::path::Path::new("out"));
-        assert_eq!(a.timeout, Some(900));
-        assert_eq!(a.images.cache_level, crate::images::CacheLevel::Instance);
-        assert_eq!(a.images.namespace.as_deref(), Some(""));
+        assert_eq!(a.exec.instance_ids, ["a__b-1", "c__d-2"]);
+        assert_eq!(a.exec.output, std::path::Path::new("out"));
+        assert_eq!(a.exec.timeout, Some(900));
+        assert_eq!(
+            a.exec.images.cache_level,
+            crate::images::CacheLevel::Instance
+        );
+        assert_eq!(a.exec.images.namespace.as_deref(), Some(""));
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use super::CliResult;
-use crate::compare::{self, inputs, Options, RunSpec};
+use crate::compare::{self, Options, RunSpec};
 use crate::dataset;
 use crate::orchestrate::{outcome, Troubles};
 
@@ -110,7 +110,7 @@ pub fn run(args: Args) -> CliResult {
     let mut inputs_paths: Vec<&Path> = specs.iter().map(|s| s.path.as_path()).collect();
     inputs_paths.extend(args.rewards.iter().map(|(_, f)| f.as_path()));
     inputs_paths.extend(args.dataset.as_deref());
-    inputs::check_output(&args.output, &inputs_paths)?;
+    compare::check_output(&args.output, &inputs_paths)?;
 
     let mut problems = Vec::new();
     let ds = match &args.dataset {
@@ -121,7 +121,7 @@ pub fn run(args: Args) -> CliResult {
         }
         None => None,
     };
-    let runs = match inputs::load_all(&specs, &args.rewards, &mut problems) {
+    let runs = match compare::load_all(&specs, &args.rewards, &mut problems) {
         Ok(runs) => runs,
         Err(e) => {
             // The rows that were skipped on the way often say why.

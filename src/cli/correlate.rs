@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::CliResult;
 use crate::dataset::{self, InputProblem};
 use crate::orchestrate::{outcome, Troubles};
-use crate::study::{self, inputs, report::Patches, Options};
+use crate::study::{self, Options, Patches};
 
 /// `swe-eval correlate`: the rewards, the outcomes and the study's settings.
 #[derive(Debug, clap::Args)]
@@ -96,10 +96,10 @@ pub fn run(args: Args) -> CliResult {
         }
         None => None,
     };
-    let rewards = inputs::load_rewards_files(&args.rewards, &mut problems)?;
-    let outcomes = inputs::load_outcome_files(&args.results, &mut problems)?;
+    let rewards = study::load_rewards_files(&args.rewards, &mut problems)?;
+    let outcomes = study::load_outcome_files(&args.results, &mut problems)?;
     let (n_rewards, n_outcomes) = (rewards.len(), outcomes.len());
-    let joined = inputs::join(rewards, outcomes, ds.as_ref());
+    let joined = study::join(rewards, outcomes, ds.as_ref());
     let opts = Options {
         bootstrap: args.bootstrap,
         seed: args.seed,

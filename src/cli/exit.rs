@@ -27,6 +27,15 @@ pub struct NothingComputable(pub String);
 pub fn error_exit_code(err: &(dyn std::error::Error + 'static)) -> i32 {
     let mut next = Some(err);
     while let Some(e) = next {
+        // A workflow's error is its cause as is.
+        if let Some(w) = e.downcast_ref::<crate::orchestrate::WorkflowError>() {
+            return error_exit_code(w.cause());
+        }
+        if let Some(crate::engine::ConnectError::Choice(_)) =
+            e.downcast_ref::<crate::engine::ConnectError>()
+        {
+            return 2;
+        }
         if e.is::<UsageError>()
             || e.is::<crate::fsutil::Clobber>()
             || e.is::<crate::paths::OutputError>()

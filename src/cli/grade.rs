@@ -16,8 +16,9 @@ use crate::dataset::{self, Dataset};
 use crate::grading::{self, GradeInput, Mode, Verdict};
 use crate::orchestrate::{outcome, Troubles};
 use crate::predictions::{self, Prediction};
-use crate::report::logs::{SavedLog, SavedLogs};
-use crate::report::{self, InstanceReport, PredictionRow, RunSummary, Submitted, Timings};
+use crate::report::{
+    self, InstanceReport, PredictionRow, RunSummary, SavedLog, SavedLogs, Submitted, Timings,
+};
 
 /// `swe-eval grade`: the dataset, predictions and saved logs to grade.
 #[derive(Debug, clap::Args)]
@@ -222,7 +223,7 @@ pub fn run(args: Args) -> CliResult {
         problems,
     };
     let summary = write_outputs(&args.output, &ds, &graded, mode, &run_id)?;
-    report::html::write_graded(
+    report::write_graded(
         &args.output.join("report.html"),
         &run_id,
         &ds,

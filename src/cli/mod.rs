@@ -7,20 +7,21 @@
 // `<think>`, `<split>` and `[default: ...]` are meant literally there, not as HTML or links.
 #![allow(rustdoc::invalid_html_tags, rustdoc::broken_intra_doc_links)]
 
-pub mod bench;
+mod args;
+mod bench;
 mod command;
-pub mod compare;
-pub mod correlate;
+mod compare;
+mod correlate;
 mod exit;
-pub mod grade;
+mod grade;
 mod problems;
-pub mod progress;
-pub mod render;
-pub mod reward;
-pub mod run;
-pub mod spec;
-pub mod submit;
-pub mod validate;
+mod progress;
+mod render;
+mod reward;
+mod run;
+mod spec;
+mod submit;
+mod validate;
 
 /// How a command ended when it did not fail outright (decided by
 /// [`crate::orchestrate::outcome()`], the one rule for every command).

@@ -2,15 +2,12 @@
 //! progress bars of images and jobs while the plan executes), Ctrl-C and SIGTERM wired to the runner while it executes, and
 //! the run's closing lines.
 
-use std::sync::Arc;
-
 use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
 
 use super::progress::Feed;
-use crate::engine::Engine;
-use crate::orchestrate::{self, Event, ImagePolicy, Level, Notice, PrepTimes, Work};
-use crate::runner::{Category, RunConfig, RunError, RunReport, TimeSpent};
+use crate::orchestrate::{Event, Level, Notice, PrepTimes};
+use crate::runner::{Category, RunReport, TimeSpent};
 
 /// Renders `events` until the channel closes. While the plan executes, the progress bar is
 /// drawn and each Ctrl-C or SIGTERM is sent to `interrupts`; outside it, both keep their
@@ -248,20 +245,19 @@ pub fn print_preparation(t: &PrepTimes) {
     }
 }
 
-/// Runs the workflow with its events rendered and Ctrl-C wired in; returns the run's report
-/// and where image preparation's time went.
-pub async fn execute<E: Engine>(
-    engine: Arc<E>,
-    work: Work<'_>,
-    config: RunConfig,
-    images: ImagePolicy<'_>,
-) -> Result<(RunReport, PrepTimes), RunError> {
+/// Runs `work` (a workflow given the interrupts and events channels) with its events
+/// rendered and Ctrl-C wired in; returns what it returns once every event is shown.
+pub async fn rendered<T, E, F, Fut>(work: F) -> Result<T, E>
+where
+    F: FnOnce(UnboundedReceiver<()>, UnboundedSender<Event>) -> Fut,
+    Fut: std::future::Future<Output = Result<T, E>>,
+{
     let (events, rx) = mpsc::unbounded_channel();
     let (interrupts, irx) = mpsc::unbounded_channel();
     let shown = tokio::spawn(render(rx, interrupts));
-    let report = orchestrate::execute(engine, work, config, images, irx, events).await;
+    let out = work(irx, events).await;
     let _ = shown.await;
-    report
+    out
 }
 
 #[cfg(test)]

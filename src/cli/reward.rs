@@ -11,7 +11,7 @@ use super::CliResult;
 use crate::orchestrate::{outcome, Troubles};
 use crate::paths::is_stdout;
 use crate::repos::RepoSources;
-use crate::reward::batch::{self, RewardRecord};
+use crate::reward::{self, RewardRecord};
 
 /// Which reward, by the form of the predictions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -139,7 +139,7 @@ fn run_in_pool(args: Args) -> CliResult {
     problems.extend(loaded.problems.iter().map(ToString::to_string));
     let preds = loaded.items;
     let results = match args.variant {
-        Variant::Unidiff => batch::unidiff_rewards(&dataset, &preds),
+        Variant::Unidiff => reward::unidiff_rewards(&dataset, &preds),
         Variant::SearchReplace => {
             let mut source = RepoSources {
                 mirrors: args.mirrors.clone(),
@@ -148,7 +148,7 @@ fn run_in_pool(args: Args) -> CliResult {
             for flag in &args.repos {
                 source.add_override(flag)?;
             }
-            batch::search_replace_rewards(&dataset, &preds, &source)
+            reward::search_replace_rewards(&dataset, &preds, &source)
         }
     };
     let mut records = Vec::with_capacity(preds.len());
@@ -166,9 +166,9 @@ fn run_in_pool(args: Args) -> CliResult {
     }
     let format = OutputFormat::of(&args.output);
     let bytes = match format {
-        OutputFormat::Csv => batch::to_csv(&records)?,
-        OutputFormat::JsonList => batch::to_json_list(&records),
-        OutputFormat::JsonLines => batch::to_jsonl(&records),
+        OutputFormat::Csv => reward::rewards_csv(&records)?,
+        OutputFormat::JsonList => reward::rewards_json_list(&records),
+        OutputFormat::JsonLines => reward::rewards_jsonl(&records),
     };
     if is_stdout(&args.output) {
         let mut out = std::io::stdout().lock();

@@ -182,7 +182,7 @@ fn check_env(
     chosen: &[&crate::dataset::Instance],
     ca: Option<Vec<u8>>,
 ) -> Result<usize, super::BoxError> {
-    use crate::orchestrate::check_env::{check_envs_with, CheckEnvOptions};
+    use crate::orchestrate::{check_envs_with, CheckEnvOptions};
     let opts = CheckEnvOptions {
         ca_cert: ca,
         build_logs: args.output.join("logs").join("build_images"),
@@ -218,7 +218,7 @@ fn check_env(
 }
 
 /// One environment's line, and its different and missing packages by name.
-fn print_env(env: &crate::orchestrate::check_env::EnvReport) {
+fn print_env(env: &crate::orchestrate::EnvReport) {
     let head = format!(
         "{} python {} on {} ({}): {} instance(s)",
         env.repo,

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use super::{BoxError, CliResult, Outcome};
 use crate::dataset;
 use crate::predictions;
-use crate::report::logs::SavedLogs;
+use crate::report::SavedLogs;
 use crate::submit::{self, Logs, Metadata, Options, Source};
 
 #[derive(Debug, clap::Args)]

@@ -4,162 +4,102 @@
 //! Writes `<output>/validate.<run_id>.json`; exits 3 when any instance is flagged. The
 //! validation itself is `orchestrate::validate`.
 
-use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Duration;
-
+use super::args::{DatasetArgs, ExecArgs};
 use super::render;
-use super::run::ImageArgs;
 use super::CliResult;
-use crate::engine::DockerEngine;
-use crate::orchestrate::validate::{findings, gold_and_empty, Finding};
-use crate::orchestrate::{load_inputs, outcome, prepare_options, ImagePolicy, Troubles, Work};
-use crate::runner::{self, Category, Layout, RunConfig};
+use crate::orchestrate::{self, Finding, Source, DEFAULT_REPEAT, VALIDATE_RUN_ID};
+use crate::runner::Category;
 
 /// `swe-eval validate`: the instances, the repetitions and where the results go.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Without --dataset, the bundled mini benchmark's instances are validated.
+
+Exit codes: 0 every instance is sound; 1 failed; 2 bad usage; 3 some instance is flagged, or
+some inputs or jobs had problems.")]
 pub struct Args {
-    /// Dataset rows (JSON, JSON Lines or Parquet), or a Hugging Face dataset name
-    /// [default: the bundled mini benchmark].
-    #[arg(long, short = 'd', visible_alias = "dataset_name")]
-    pub dataset: Option<PathBuf>,
-    /// The split of a Hugging Face dataset name given as --dataset.
-    #[arg(long, default_value = "test")]
-    pub split: String,
-    /// Only these instances (space- or comma-separated).
-    #[arg(long, short = 'i', visible_alias = "instance_ids", num_args = 1.., value_delimiter = ',')]
-    pub instance_ids: Vec<String>,
+    /// The dataset [default: the bundled mini benchmark].
+    #[command(flatten)]
+    pub dataset: DatasetArgs,
     /// Repetitions of each of the gold and the empty run.
-    #[arg(short = 'k', long, default_value_t = 2)]
+    #[arg(short = 'k', long, default_value_t = DEFAULT_REPEAT)]
     pub repeat: u32,
     /// Run id.
     #[arg(
         long,
         visible_alias = "run_id",
-        default_value = "validate",
+        default_value = VALIDATE_RUN_ID,
         value_parser = crate::paths::run_id_arg
     )]
     pub run_id: String,
-    /// Containers run at once [default: min(4, cores)].
-    #[arg(long, short = 'j', visible_alias = "max_workers")]
-    pub workers: Option<usize>,
-    /// Output folder.
-    #[arg(
-        long,
-        short = 'o',
-        visible_alias = "report_dir",
-        default_value = "results"
-    )]
-    pub output: PathBuf,
-    /// Per-run timeout in seconds [default: 1800; 60 for the mini benchmark].
-    #[arg(long, short = 't')]
-    pub timeout: Option<u64>,
-    /// How images are built, kept and removed.
+    /// How the runs execute.
     #[command(flatten)]
-    pub images: ImageArgs,
+    pub exec: ExecArgs,
 }
 
 impl Args {
     /// What the command reads and writes, for the clobber check.
     pub fn io(&self) -> crate::paths::IoPlan {
-        self.images.io(&self.output, self.dataset.as_deref())
+        self.exec.io(self.dataset.dataset.as_deref())
     }
 }
 
 /// Validates through `crate::orchestrate::validate`, rendering its events.
 pub fn run(args: Args) -> CliResult {
+    let source = Source {
+        dataset: args.dataset.dataset.clone(),
+        split: args.dataset.split.clone(),
+        predictions: None,
+        instance_ids: args.exec.instance_ids.clone(),
+    };
+    let opts = args.exec.options(Some(args.run_id.clone()), false);
     let rt = tokio::runtime::Runtime::new()?;
-    rt.block_on(run_async(args))
+    let done = rt.block_on(render::rendered(|interrupts, events| {
+        orchestrate::validate(&source, args.repeat, &opts, interrupts, events)
+    }))?;
+    render::print_preparation(&done.prep);
+    for f in &done.findings {
+        println!("{}", finding_line(f));
+    }
+    let flagged = done.findings.iter().filter(|f| f.flagged()).count();
+    println!(
+        "{} instances, {flagged} flagged, k = {}; {} containers run in {:.1} s; wrote {}",
+        done.findings.len(),
+        done.k,
+        done.report.jobs_run,
+        done.report.wall.as_secs_f64(),
+        done.file.display()
+    );
+    for p in &done.report.problems {
+        eprintln!("warning: {p}");
+    }
+    Ok(done.outcome)
 }
 
-async fn run_async(mut args: Args) -> CliResult {
-    args.output = std::path::absolute(&args.output)?;
-    let (dataset, preds) = match &args.dataset {
-        Some(d) => (Some(d.as_path()), Some("gold")),
-        None => (None, None),
-    };
-    let inputs = load_inputs(
-        dataset,
-        &args.split,
-        preds,
-        &args.instance_ids,
-        &args.output,
-    )?;
-    for p in &inputs.problems {
-        eprintln!("warning: {p}");
-    }
-    let mini = inputs.is_mini();
-    let k = args.repeat.max(1);
-    let predictions = gold_and_empty(&inputs, k);
-    let workers = args.workers.unwrap_or_else(runner::default_workers).max(1);
-    let (choices, cache_level) = args.images.choices()?;
-    let opts = prepare_options(&args.output, &choices, inputs.mini_mirrors.clone())?;
-    let mut config = RunConfig::new(&args.run_id, args.output.clone());
-    config.workers = workers;
-    config.dedupe = false;
-    config.durations = Some(crate::orchestrate::durations_file(&args.output));
-    config.run_empty = true;
-    config.timeout = Duration::from_secs(args.timeout.unwrap_or(if mini {
-        crate::mini::DEFAULT_TIMEOUT_SECS
-    } else {
-        1800
-    }));
-    let engine = Arc::new(DockerEngine::connect().await?);
-    let work = Work {
-        dataset: &inputs.dataset,
-        predictions,
-        instance_ids: inputs.instance_ids.clone(),
-    };
-    let images = ImagePolicy {
-        prepare: &opts,
-        keep: cache_level,
-    };
-    let (report, prep) = render::execute(engine, work, config, images).await?;
-    render::print_preparation(&prep);
-
-    let layout = Layout::new(&args.output, &args.run_id);
-    let findings = findings(&layout, &inputs.instance_ids)?;
-    let flagged: Vec<&Finding> = findings.iter().filter(|f| f.flagged()).collect();
+/// One instance's line: its gold and empty verdicts, and why it is flagged.
+fn finding_line(f: &Finding) -> String {
     let names = |v: &[Category]| v.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(",");
-    for f in &findings {
-        let mut why = Vec::new();
-        if f.gold_not_resolved && f.gold_needs_network {
-            why.push("gold does not resolve (needs network: rerun with --network)");
-        } else if f.gold_not_resolved {
-            why.push("gold does not resolve");
-        }
-        if f.empty_resolves {
-            why.push("resolves without a patch");
-        }
-        if f.flaky {
-            why.push("verdict changes between runs");
-        }
-        println!(
-            "{:<40} gold [{}] empty [{}]{}",
-            f.instance_id,
-            names(&f.gold),
-            names(&f.empty),
-            if why.is_empty() {
-                String::new()
-            } else {
-                format!("  FLAGGED: {}", why.join("; "))
-            }
-        );
+    let mut why = Vec::new();
+    if f.gold_not_resolved && f.gold_needs_network {
+        why.push("gold does not resolve (needs network: rerun with --network)");
+    } else if f.gold_not_resolved {
+        why.push("gold does not resolve");
     }
-    let out_path = args.output.join(format!("validate.{}.json", args.run_id));
-    crate::fsutil::write_json_atomic(&out_path, &findings)?;
-    println!(
-        "{} instances, {} flagged, k = {k}; {} containers run in {:.1} s; wrote {}",
-        findings.len(),
-        flagged.len(),
-        report.jobs_run,
-        report.wall.as_secs_f64(),
-        out_path.display()
-    );
-    for p in &report.problems {
-        eprintln!("warning: {p}");
+    if f.empty_resolves {
+        why.push("resolves without a patch");
     }
-    let troubles =
-        Troubles::of_run(inputs.problems.len(), &report).with_failed_checks(flagged.len());
-    Ok(outcome(&troubles))
+    if f.flaky {
+        why.push("verdict changes between runs");
+    }
+    format!(
+        "{:<40} gold [{}] empty [{}]{}",
+        f.instance_id,
+        names(&f.gold),
+        names(&f.empty),
+        if why.is_empty() {
+            String::new()
+        } else {
+            format!("  FLAGGED: {}", why.join("; "))
+        }
+    )
 }

@@ -21,7 +21,7 @@ use std::path::{Component, Path, PathBuf};
 use serde_json::Value;
 
 use crate::dataset::{InputProblem, LoadError, Location};
-use crate::study::inputs::{assign_samples, OutcomeRow, RewardRow};
+use crate::study::{assign_samples, OutcomeRow, RewardRow};
 use crate::study::{load_outcomes, load_rewards, Outcome};
 
 /// One parsed run argument.

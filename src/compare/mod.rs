@@ -18,16 +18,17 @@
 
 mod analyze;
 mod headline;
-pub mod inputs;
-pub mod plots;
-pub mod report;
-pub mod stats;
+mod inputs;
+mod plots;
+mod report;
+mod stats;
 mod summary;
 
 pub use analyze::{analyze, labels};
 pub use headline::p_text;
-pub use inputs::{load_runs, Run, RunSpec};
+pub use inputs::{check_output, load_all, load_runs, Run, RunSpec};
 pub use report::{write_compare, WriteCompareError};
+pub use stats::{bootstrap_mean_ci, group_seed, mcnemar_exact, pass_at_k, sd, wilson};
 pub use summary::{
     CompareError, Diff, Methods, Options, PairStats, PassAtK, RepeatStats, RunStats,
     SimilarityChange, Summary, FORMAT_VERSION, METHODS,

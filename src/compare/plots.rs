@@ -2,7 +2,7 @@
 //! the overall difference, each a dot at the difference in resolve rate (B - A, points) with
 //! its bootstrap 95% interval, against a line at zero. Drawn with the study's SVG chart.
 
-use crate::study::plots::{Chart, BLUE, GREEN, GREY, RED};
+use crate::study::{Chart, BLUE, GREEN, GREY, RED};
 
 use std::fmt::Write as _;
 

@@ -10,8 +10,8 @@ use super::{labels, plots, Diff, PairStats, PassAtK, Run, Summary};
 
 use crate::dataset::Dataset;
 use crate::fsutil::{write_atomic, write_json_atomic, WriteError};
-use crate::study::plots::Rasterizer;
-use crate::study::report::{esc, html_table, md_table, Table, CSS};
+use crate::study::Rasterizer;
+use crate::study::{esc, html_table, md_table, Table, CSS};
 
 /// Why the comparison's files could not be written.
 #[derive(Debug, thiserror::Error)]

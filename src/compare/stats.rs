@@ -7,7 +7,7 @@
 
 use rayon::prelude::*;
 
-use crate::study::stats::{percentile_sorted, stream_seed, SplitMix};
+use crate::study::{percentile_sorted, stream_seed, SplitMix};
 
 /// The 0.975 quantile of the standard normal distribution (SciPy's `norm.ppf(0.975)`).
 pub const Z_975: f64 = 1.959_963_984_540_054;

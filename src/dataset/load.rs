@@ -140,7 +140,7 @@ pub fn load_dataset(path: &Path) -> Result<(Dataset, Vec<InputProblem>), LoadErr
 
 /// Loads `--dataset` as the commands take it: a file, or else a Hugging Face dataset name
 /// (`SWE-bench/SWE-bench_Verified`) whose `split` is fetched once into the Hugging Face cache
-/// ([`hub`], settings from the environment) and read as Parquet. A split in several files is
+/// (the Hugging Face Hub client, settings from the environment) and read as Parquet. A split in several files is
 /// read in file order, a duplicate id in a later file being a problem like one within a file.
 pub fn load_dataset_split(
     arg: &Path,

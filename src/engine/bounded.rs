@@ -56,11 +56,6 @@ impl HeadTail {
         self.tail.extend(bytes);
     }
 
-    /// Bytes seen but not kept.
-    pub fn dropped(&self) -> u64 {
-        self.dropped
-    }
-
     /// The kept bytes: head then tail, with nothing inserted between them.
     pub fn finish(self) -> (Vec<u8>, u64) {
         let mut out = self.head;

@@ -10,19 +10,24 @@
 //! next jobs ready while others run and a worker that frees up starts one at once.
 
 mod api;
-pub mod bounded;
-pub mod docker;
+mod bounded;
+mod choice;
+mod docker;
 mod error;
-pub mod fake;
+#[cfg(any(test, feature = "testing"))]
+mod fake;
 mod job;
 mod labels;
-pub mod swarm;
-pub mod tarball;
+mod swarm;
+mod tarball;
 
 pub use api::{BuildSettings, Engine, EngineInfo, Resource, TarSource};
+pub use choice::{connect, AnyEngine, ChoiceError, ConnectError, EngineChoice, EngineKind};
 pub use docker::DockerEngine;
 pub use error::EngineError;
-pub use fake::FakeEngine;
+#[cfg(any(test, feature = "testing"))]
+pub use fake::{exited, timed_out, Call, FakeEngine};
 pub use job::{FileIn, GatePass, JobOutput, JobSpec, Limits, Place, StartGate, Ticket};
 pub use labels::{LABEL_DOOMED, LABEL_HOLD, LABEL_KEEP, LABEL_OWNER, LABEL_RUN_ID, LABEL_TOOL};
-pub use swarm::{SwarmEngine, SwarmOptions};
+pub use swarm::{plan_inputs, SwarmEngine, SwarmOptions, SWARM_CONFIG_CHUNK, SWARM_INLINE_MAX};
+pub use tarball::{archive, archive_with_dirs, files_archive, write_archive, TarEntry};

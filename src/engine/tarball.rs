@@ -10,7 +10,7 @@ use super::FileIn;
 
 /// One entry of an in-memory archive: a path relative to the archive root.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Entry {
+pub struct TarEntry {
     /// Path in the archive, e.g. `swe-eval/job.sh`.
     pub path: String,
     /// The file's bytes.
@@ -21,20 +21,20 @@ pub struct Entry {
 
 /// A tar of `entries`, with a directory entry for every parent so extraction never depends
 /// on the target creating missing folders. Paths are taken relative (a leading `/` dropped).
-pub fn archive(entries: &[Entry]) -> io::Result<Vec<u8>> {
+pub fn archive(entries: &[TarEntry]) -> io::Result<Vec<u8>> {
     archive_with_dirs(entries, &[])
 }
 
 /// Like [`archive`], then each `(prefix, folder)` from disk appended under `prefix`, keeping
 /// symlinks as links and file modes as they are (repository snapshots in build contexts).
-pub fn archive_with_dirs(entries: &[Entry], folders: &[(&str, &Path)]) -> io::Result<Vec<u8>> {
+pub fn archive_with_dirs(entries: &[TarEntry], folders: &[(&str, &Path)]) -> io::Result<Vec<u8>> {
     write_archive(Vec::new(), entries, folders)
 }
 
 /// Like [`archive_with_dirs`], written to `out` (a file, for contexts too big for memory).
 pub fn write_archive<W: io::Write>(
     out: W,
-    entries: &[Entry],
+    entries: &[TarEntry],
     folders: &[(&str, &Path)],
 ) -> io::Result<W> {
     let mut builder = tar::Builder::new(out);
@@ -74,9 +74,9 @@ pub fn write_archive<W: io::Write>(
 
 /// The archive uploaded to `/` of a job's container.
 pub fn files_archive(files: &[FileIn]) -> io::Result<Vec<u8>> {
-    let entries: Vec<Entry> = files
+    let entries: Vec<TarEntry> = files
         .iter()
-        .map(|f| Entry {
+        .map(|f| TarEntry {
             path: f.path.clone(),
             contents: f.contents.clone(),
             mode: f.mode,
@@ -117,12 +117,12 @@ mod tests {
     #[test]
     fn parents_come_first_once_and_paths_are_relative() {
         let t = archive(&[
-            Entry {
+            TarEntry {
                 path: "/swe-eval/job.sh".into(),
                 contents: b"echo hi".to_vec(),
                 mode: 0o755,
             },
-            Entry {
+            TarEntry {
                 path: "/swe-eval/patch.diff".into(),
                 contents: vec![],
                 mode: 0o644,
@@ -141,7 +141,7 @@ mod tests {
 
     #[test]
     fn same_input_same_bytes() {
-        let e = [Entry {
+        let e = [TarEntry {
             path: "a/b/c".into(),
             contents: b"x".to_vec(),
             mode: 0o600,
@@ -151,13 +151,13 @@ mod tests {
 
     #[test]
     fn escaping_paths_are_refused() {
-        let e = [Entry {
+        let e = [TarEntry {
             path: "/a/../../etc/passwd".into(),
             contents: vec![],
             mode: 0o600,
         }];
         assert!(archive(&e).is_err());
-        assert!(archive(&[Entry {
+        assert!(archive(&[TarEntry {
             path: "/".into(),
             contents: vec![],
             mode: 0

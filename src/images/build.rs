@@ -313,7 +313,7 @@ mod plan_tests {
     use super::*;
     use std::path::Path;
 
-    use crate::engine::fake::{Call, FakeEngine};
+    use crate::engine::{Call, FakeEngine};
     use crate::images::{base_image_name, BaseOptions, BaseRecipe, RepoCache};
     use crate::images::{cleanup, CacheLevel, EnvRecipe, InstanceRecipe};
     use crate::repos::RepoSources;

@@ -11,7 +11,7 @@ use super::{
     BaseOptions, BaseRecipe, BuildEvent, BuildHooks, EnvRecipe, ImageError, ImageFailure, Layer,
     Phase, RepoCache, Stage,
 };
-use crate::engine::tarball::Entry;
+use crate::engine::TarEntry;
 use crate::engine::{BuildSettings, Engine, TarSource};
 
 /// Options of [`super::ensure`].
@@ -25,7 +25,7 @@ pub struct BuildOptions {
     pub base: BaseOptions,
     /// Instance images built at once.
     pub parallel: usize,
-    /// History images in one chain at most before a new root (see [`super::history`]);
+    /// History images in one chain at most before a new root (see ARCHITECTURE.md, shared repository history);
     /// [`super::history::MAX_CHAIN`] unless a test wants short chains.
     pub history_chain: usize,
     /// Where progress and timings go, and the stop flag (default: nowhere, never).
@@ -139,7 +139,7 @@ pub(super) async fn build_one<E: Engine>(
     layer: Layer,
     tag: &str,
     dockerfile: &str,
-    files: &[Entry],
+    files: &[TarEntry],
     folder: Option<(&str, &Path)>,
     network: bool,
     instance_id: Option<&str>,

@@ -7,7 +7,7 @@ use super::{hold, CacheLevel, CleanupReport, Layer, Prepared};
 use crate::engine::{Engine, EngineError};
 
 /// Removes the images `prepared` created that `level` does not keep. An image another live
-/// process holds ([`hold`]) is handed over instead: a marker records that it is to go, and
+/// process holds ([`Holding`](super::Holding)) is handed over instead: a marker records that it is to go, and
 /// this or any later cleanup removes it once nobody holds it. Those earlier runs handed
 /// over are removed here too, unless this run's own level keeps them. Failures are collected,
 /// not stopped at.

@@ -2,12 +2,12 @@
 
 use std::path::Path;
 
-use crate::engine::tarball::{self, Entry};
+use crate::engine::{write_archive, TarEntry};
 
 /// A build context: a `Dockerfile`, extra files, and optionally a repository snapshot as `repo/`.
 pub fn context_tar(
     dockerfile: &str,
-    files: &[Entry],
+    files: &[TarEntry],
     repo_dir: Option<&Path>,
 ) -> std::io::Result<Vec<u8>> {
     let folders: Vec<(&str, &Path)> = repo_dir.map(|d| ("repo", d)).into_iter().collect();
@@ -19,16 +19,16 @@ pub fn context_tar(
 pub fn context_tar_to<W: std::io::Write>(
     out: W,
     dockerfile: &str,
-    files: &[Entry],
+    files: &[TarEntry],
     folders: &[(&str, &Path)],
 ) -> std::io::Result<W> {
-    let mut entries = vec![Entry {
+    let mut entries = vec![TarEntry {
         path: "Dockerfile".into(),
         contents: dockerfile.as_bytes().to_vec(),
         mode: 0o644,
     }];
     entries.extend(files.iter().cloned());
-    tarball::write_archive(out, &entries, folders)
+    write_archive(out, &entries, folders)
 }
 
 #[cfg(test)]
@@ -40,7 +40,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(tmp.path().join("r/pkg")).unwrap();
         std::fs::write(tmp.path().join("r/pkg/x.py"), "x = 1\n").unwrap();
-        let files = [Entry {
+        let files = [TarEntry {
             path: "setup_repo.sh".into(),
             contents: b"true".to_vec(),
             mode: 0o755,

@@ -43,7 +43,7 @@ use crate::engine::Engine;
 use crate::repos::{git, git_input, git_input_bytes};
 
 /// History images in one chain at most, and packs in one chain at most (a step has one or two,
-/// see [`write_context`]; a root counts two). Each image adds two image layers (the objects and
+/// see `write_context`; a root counts two). Each image adds two image layers (the objects and
 /// refs, then the checkout), so 40 of them stay well under overlay's 128 lower layers with the
 /// environment's and the instance's own; and a repository of 40 packs stays under git's
 /// `gc.autoPackLimit` (50), beyond which the setup commit (or an agent's) would start an
@@ -1203,7 +1203,7 @@ mod tests {
 
     #[tokio::test]
     async fn instance_images_are_named_after_their_history_and_every_image_used_is_held() {
-        use crate::engine::fake::FakeEngine;
+        use crate::engine::FakeEngine;
         use crate::images::hold::{hold_labels, Holding};
         use crate::images::{
             base_image_name, ensure, BaseOptions, BaseRecipe, BuildChain, BuildOptions, EnvRecipe,

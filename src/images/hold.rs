@@ -400,7 +400,7 @@ pub async fn release<E: Engine>(engine: &E, owner: &str) -> Vec<(String, EngineE
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::fake::FakeEngine;
+    use crate::engine::FakeEngine;
     use crate::images::CacheLevel;
     use crate::images::{cleanup, Layer, Prepared};
 

@@ -12,7 +12,7 @@
 //! instance's image as soon as it is ready through [`BuildHooks`] (see `build_events`), which
 //! also stop it.
 
-pub mod base;
+mod base;
 mod build;
 mod build_events;
 mod build_failure;
@@ -20,14 +20,14 @@ mod build_one;
 mod cleanup;
 mod cleanup_report;
 mod context;
-pub mod envonly;
+mod envonly;
 mod error;
-pub mod history;
-pub mod hold;
+mod history;
+mod hold;
 mod naming;
 mod plan;
-pub mod repo;
-pub mod submodules;
+mod repo;
+mod submodules;
 
 pub use base::{base_image_name, ensure_base, BaseOptions, BaseOutcome};
 pub use build::ensure;
@@ -37,7 +37,12 @@ pub use build_one::{BuildOptions, Prepared};
 pub use cleanup::cleanup;
 pub use cleanup_report::CleanupReport;
 pub use context::{context_tar, context_tar_to};
+pub use envonly::{ensure_env, EnvOutcome};
 pub use error::ImageError;
+pub use history::MAX_CHAIN;
+pub use hold::{
+    hold_labels, reap_dead as reap_dead_holds, release as release_holds, Holding, LABEL_REMOVES,
+};
 pub use naming::{
     build_log_path, content_hash, labels_for, with_namespace, CacheLevel, Layer, LABEL_LAYER,
 };

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::engine::tarball::Entry;
+use crate::engine::TarEntry;
 use crate::spec::{DebianRelease, Flavour, TestSpec};
 
 use super::with_namespace;
@@ -46,7 +46,7 @@ pub struct EnvRecipe {
     /// Its Dockerfile.
     pub dockerfile: String,
     /// The other files of its build context.
-    pub files: Vec<Entry>,
+    pub files: Vec<TarEntry>,
 }
 
 /// The instance image of a chain.
@@ -57,10 +57,10 @@ pub struct InstanceRecipe {
     /// Its Dockerfile.
     pub dockerfile: String,
     /// The other files of its build context.
-    pub files: Vec<Entry>,
+    pub files: Vec<TarEntry>,
     /// The image needs the repository at `base_commit`: it is built from a history image
     /// (made on the host's git, shared along the repository's chain, see
-    /// [`super::history`]) that its Dockerfile's `FROM <environment>` is replaced by.
+    /// `images/history.rs`) that its Dockerfile's `FROM <environment>` is replaced by.
     pub needs_repo: bool,
     /// The build needs the network even with the repository in the context (its install
     /// step fetches from PyPI, as the official build does).
@@ -109,9 +109,9 @@ impl InstanceImages {
     /// The images of `spec`'s instance.
     pub fn from_spec(spec: &TestSpec, opts: &PlanOptions) -> InstanceImages {
         let ns = opts.namespace.as_deref();
-        let files = |fs: Vec<crate::spec::ContextFile>| -> Vec<Entry> {
+        let files = |fs: Vec<crate::spec::ContextFile>| -> Vec<TarEntry> {
             fs.into_iter()
-                .map(|f| Entry {
+                .map(|f| TarEntry {
                     path: f.path,
                     contents: f.contents,
                     mode: f.mode,
@@ -141,7 +141,7 @@ impl InstanceImages {
             },
             _ => BaseRecipe::Dockerfile {
                 tag: spec.base_image_tag.clone(),
-                dockerfile: crate::spec::docker::official_base_dockerfile(
+                dockerfile: crate::spec::official_base_dockerfile(
                     opts.arch.as_deref().unwrap_or("x86_64"),
                 ),
             },

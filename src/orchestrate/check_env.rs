@@ -13,7 +13,7 @@ use crate::dataset::Instance;
 use crate::engine::{Engine, JobSpec, Limits, LABEL_OWNER, LABEL_TOOL};
 use crate::images::{self, BaseOptions, BuildOptions, PlanOptions, Prepared, RepoCache};
 use crate::repos::RepoSources;
-use crate::spec::frozen::{compare_freeze, EnvCheck};
+use crate::spec::{compare_freeze, EnvCheck};
 use crate::spec::{Flavour, SpecOptions, TestSpec};
 
 /// Where environment images are built and what they trust.
@@ -209,7 +209,7 @@ pub async fn check_spec<E: Engine>(
         repos: RepoCache::new(std::env::temp_dir(), RepoSources::default()),
         base: BaseOptions::logging_under(&opts.build_logs),
         parallel: 1,
-        history_chain: images::history::MAX_CHAIN,
+        history_chain: images::MAX_CHAIN,
         hooks: Default::default(),
     };
     let mut report = EnvReport {
@@ -232,14 +232,14 @@ pub async fn check_spec<E: Engine>(
         return report;
     };
     if let Some(pem) = &opts.ca_cert {
-        chain.env.files.push(crate::engine::tarball::Entry {
+        chain.env.files.push(crate::engine::TarEntry {
             path: "ca.crt".into(),
             contents: pem.clone(),
             mode: 0o644,
         });
     }
     let mut prepared = Prepared::default();
-    match images::envonly::ensure_env(engine, chain, &build, &mut prepared).await {
+    match images::ensure_env(engine, chain, &build, &mut prepared).await {
         Ok(o) => {
             report.build_seconds = o.built.then_some(o.build_time.as_secs_f64());
             let log =

@@ -5,6 +5,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use super::run_options::Source;
 use crate::dataset::{self, Dataset, Instance, LoadError};
 use crate::predictions::{self, Prediction};
 
@@ -52,34 +53,31 @@ pub enum InputError {
     Load(#[from] LoadError),
 }
 
-/// Loads the dataset and predictions (or materializes the mini benchmark into `output/mini`).
-/// A dataset that is a Hugging Face name is read from its `split` (see
-/// [`dataset::load_dataset_split`]).
-pub fn load_inputs(
-    dataset: Option<&Path>,
-    split: &str,
-    predictions: Option<&str>,
-    instance_ids: &[String],
-    output: &Path,
-) -> Result<Inputs, InputError> {
+/// Loads the dataset and predictions `source` names (or, with neither, materializes the mini
+/// benchmark into `output/mini`). A dataset that is a Hugging Face name is read from the
+/// source's split (see [`dataset::load_dataset_split`]).
+pub fn load_inputs(source: &Source, output: &Path) -> Result<Inputs, InputError> {
+    let split = source.split.as_str();
+    let instance_ids = &source.instance_ids;
     let mut problems = Vec::new();
-    let (ds_path, pred_spec, mini_mirrors) = match (dataset, predictions) {
-        (None, None) => {
-            let dir = output.join("mini");
-            let bench = crate::mini::materialize(&dir).map_err(|source| InputError::Mini {
-                dir: dir.clone(),
-                source,
-            })?;
-            (
-                bench.dataset,
-                bench.predictions.to_string_lossy().into_owned(),
-                Some(bench.mirrors),
-            )
-        }
-        (Some(d), Some(p)) => (d.to_path_buf(), p.to_string(), None),
-        (None, Some(_)) => return Err(InputError::PredictionsWithoutDataset),
-        (Some(_), None) => return Err(InputError::DatasetWithoutPredictions),
-    };
+    let (ds_path, pred_spec, mini_mirrors) =
+        match (source.dataset.as_deref(), source.predictions.as_deref()) {
+            (None, None) => {
+                let dir = output.join("mini");
+                let bench = crate::mini::materialize(&dir).map_err(|source| InputError::Mini {
+                    dir: dir.clone(),
+                    source,
+                })?;
+                (
+                    bench.dataset,
+                    bench.predictions.to_string_lossy().into_owned(),
+                    Some(bench.mirrors),
+                )
+            }
+            (Some(d), Some(p)) => (d.to_path_buf(), p.to_string(), None),
+            (None, Some(_)) => return Err(InputError::PredictionsWithoutDataset),
+            (Some(_), None) => return Err(InputError::DatasetWithoutPredictions),
+        };
     let (ds, ds_problems) = dataset::load_dataset_split(&ds_path, split)?;
     problems.extend(ds_problems.iter().map(ToString::to_string));
     let loaded = predictions::load(&pred_spec, Some(&ds))?;
@@ -126,19 +124,16 @@ mod tests {
     #[test]
     fn mini_inputs_load_with_no_arguments() {
         let dir = tempfile::tempdir().unwrap();
-        let inputs = load_inputs(None, "test", None, &[], dir.path()).unwrap();
+        let inputs = load_inputs(&Source::default(), dir.path()).unwrap();
         assert!(inputs.problems.is_empty(), "{:?}", inputs.problems);
         assert!(inputs.instance_ids.len() >= 8);
         assert_eq!(inputs.predictions.len(), crate::mini::expected().len());
         assert!(inputs.mini_mirrors.unwrap().is_dir());
-        let one = load_inputs(
-            None,
-            "test",
-            None,
-            &["swe-eval-mini__calc-1".into()],
-            dir.path(),
-        )
-        .unwrap();
+        let only = Source {
+            instance_ids: vec!["swe-eval-mini__calc-1".into()],
+            ..Source::default()
+        };
+        let one = load_inputs(&only, dir.path()).unwrap();
         assert_eq!(one.instance_ids, ["swe-eval-mini__calc-1"]);
         assert!(one
             .predictions
@@ -146,15 +141,23 @@ mod tests {
             .all(|p| p.instance_id == "swe-eval-mini__calc-1"));
     }
 
+    fn source(dataset: Option<&str>, predictions: Option<&str>) -> Source {
+        Source {
+            dataset: dataset.map(Into::into),
+            predictions: predictions.map(Into::into),
+            ..Source::default()
+        }
+    }
+
     #[test]
     fn a_dataset_without_predictions_and_the_reverse_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         assert!(matches!(
-            load_inputs(None, "test", Some("gold"), &[], dir.path()),
+            load_inputs(&source(None, Some("gold")), dir.path()),
             Err(InputError::PredictionsWithoutDataset)
         ));
         assert!(matches!(
-            load_inputs(Some(Path::new("d.jsonl")), "test", None, &[], dir.path()),
+            load_inputs(&source(Some("d.jsonl"), None), dir.path()),
             Err(InputError::DatasetWithoutPredictions)
         ));
     }

@@ -3,6 +3,9 @@
 //! reports through [`Event`]s and never prints, so the CLI only parses arguments, wires the
 //! pieces and renders events.
 //!
+//! - `evaluate`, `validate`: `run` and `validate` as one call each, from a [`Source`] and
+//!   [`RunOptions`] to a finished run.
+//! - `run_options`: the options of a run, every default filled in in one place.
 //! - `inputs`: dataset and predictions loaded and narrowed (or the mini benchmark).
 //! - `options`: the user's image and repository choices turned into [`PrepareOptions`].
 //! - `prepare`: test specs and images for the instances with predictions.
@@ -11,27 +14,41 @@
 //! - `outcome`: the one rule that decides a command's exit code.
 //! - `mini_check`, `validate`: the checks `run` (mini benchmark) and `validate` make of the
 //!   verdicts.
-//! - `trivial`: a one-file task image for benchmarks and real-engine tests.
+//! - `error`: why a workflow could not finish.
 //! - `check_env`: the Debian environments built and compared with SWE-bench's frozen ones.
 
-pub mod check_env;
-pub mod inputs;
-pub mod mini_check;
-pub mod options;
-pub mod outcome;
-pub mod prep_times;
-pub mod prepare;
-pub mod trivial;
-pub mod validate;
-pub mod workflow;
+mod check_env;
+mod error;
+mod evaluate;
+mod findings;
+mod inputs;
+mod mini_check;
+mod options;
+mod outcome;
+mod prep_times;
+mod prepare;
+mod run_options;
+mod validate;
+mod workflow;
 #[cfg(test)]
 mod workflow_tests;
 
+pub use check_env::{
+    check_envs, check_envs_with, check_spec, CheckEnvOptions, CheckEnvReport, EnvReport, Overall,
+};
+pub use error::WorkflowError;
+pub use evaluate::{evaluate, Evaluated};
+pub use findings::{findings, judge, Finding, FindingsError, EMPTY, GOLD};
 pub use inputs::{load_inputs, InputError, Inputs};
+pub use mini_check::{check_mini, MiniCheck, MiniCheckError};
 pub use options::{
     default_build_jobs, durations_file, prepare_options, ImageChoices, OptionsError,
 };
 pub use outcome::{outcome, Outcome, Troubles};
 pub use prep_times::PrepTimes;
 pub use prepare::PrepareOptions;
+pub use run_options::{
+    time_run_id, RunOptions, Source, DEFAULT_SPLIT, DEFAULT_TIMEOUT, MINI_RUN_ID, MINI_TIMEOUT,
+};
+pub use validate::{gold_and_empty, validate, Validated, DEFAULT_REPEAT, VALIDATE_RUN_ID};
 pub use workflow::{execute, run_plan, Event, ImagePolicy, Level, Notice, Work};

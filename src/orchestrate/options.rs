@@ -59,6 +59,14 @@ pub enum OptionsError {
     },
 }
 
+/// `path` made absolute (against the current folder), with the path named in the error.
+pub(super) fn absolute(path: &Path) -> Result<PathBuf, OptionsError> {
+    std::path::absolute(path).map_err(|source| OptionsError::Path {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
 /// Image and repository options from the choices (`mini_mirrors` when the input is the mini
 /// benchmark, which also makes Debian the default flavour).
 pub fn prepare_options(
@@ -72,10 +80,7 @@ pub fn prepare_options(
         None => Flavour::Official,
     };
     let mirrors = match &choices.mirrors {
-        Some(m) => Some(std::path::absolute(m).map_err(|source| OptionsError::Path {
-            path: m.clone(),
-            source,
-        })?),
+        Some(m) => Some(absolute(m)?),
         None => mini_mirrors,
     };
     let mut sources = RepoSources {

@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::dataset::Instance;
-use crate::engine::tarball::Entry;
 use crate::engine::Engine;
+use crate::engine::TarEntry;
 use crate::images::{
     self, BaseOptions, BuildHooks, BuildOptions, ImageFailure, PlanOptions, Prepared, RepoCache,
 };
@@ -138,7 +138,7 @@ pub async fn build<E: Engine>(
     if let Some(pem) = &opts.ca_cert {
         for inst in &mut plan.instances {
             if let Some(chain) = &mut inst.build {
-                chain.env.files.push(Entry {
+                chain.env.files.push(TarEntry {
                     path: "ca.crt".into(),
                     contents: pem.clone(),
                     mode: 0o644,
@@ -151,7 +151,7 @@ pub async fn build<E: Engine>(
         repos: RepoCache::new(opts.repo_cache.clone(), opts.repos.clone()),
         base: BaseOptions::logging_under(&opts.build_logs),
         parallel: opts.parallel.max(1),
-        history_chain: images::history::MAX_CHAIN,
+        history_chain: images::MAX_CHAIN,
         hooks,
     };
     let mut out = images::ensure(engine, &plan, &build).await;

@@ -15,8 +15,8 @@ use super::prep_times::{self, PrepTimes};
 use super::prepare::{self, PrepareOptions};
 use crate::dataset::Dataset;
 use crate::engine::Engine;
-use crate::images::hold::{self, hold_labels, Holding};
 use crate::images::{self, BuildEvent, BuildHooks, CacheLevel, StopFlag};
+use crate::images::{hold_labels, reap_dead_holds, release_holds, Holding};
 use crate::predictions::Prediction;
 use crate::runner::{self, Arrivals, Plan, RunConfig, RunError, RunEvent, RunReport, Setup};
 use crate::spec::Flavour;
@@ -74,7 +74,7 @@ pub enum Level {
     Warning,
 }
 
-fn notice(events: &UnboundedSender<Event>, level: Level, message: String) {
+pub(super) fn notice(events: &UnboundedSender<Event>, level: Level, message: String) {
     let _ = events.send(Event::Notice(Notice { level, message }));
 }
 
@@ -388,9 +388,9 @@ fn append_line(file: &mut Option<std::fs::File>, path: &std::path::Path, line: &
     }
 }
 
-/// Removes the images runs that died left for removal ([`hold::reap_dead`]), saying so.
+/// Removes the images runs that died left for removal ([`reap_dead_holds`]), saying so.
 async fn reap_dead_images<E: Engine>(engine: &E, events: &UnboundedSender<Event>) {
-    let reaped = hold::reap_dead(engine, &crate::owner::owner_id()).await;
+    let reaped = reap_dead_holds(engine, &crate::owner::owner_id()).await;
     if !reaped.removed.is_empty() {
         notice(
             events,
@@ -419,7 +419,7 @@ pub async fn release_and_clean<E: Engine>(
     level: CacheLevel,
     events: &UnboundedSender<Event>,
 ) {
-    for (hold, e) in hold::release(engine, &crate::owner::owner_id()).await {
+    for (hold, e) in release_holds(engine, &crate::owner::owner_id()).await {
         notice(
             events,
             Level::Warning,

@@ -10,8 +10,8 @@ use tokio::sync::mpsc;
 
 use super::workflow::{execute, Event, ImagePolicy, Work};
 use super::{load_inputs, Inputs, PrepTimes, PrepareOptions};
-use crate::engine::fake::{exited, Call, FakeEngine};
 use crate::engine::Engine;
+use crate::engine::{exited, Call, FakeEngine};
 use crate::images::{base_image_name, BuildEvent, CacheLevel, Phase, Stage};
 use crate::repos::RepoSources;
 use crate::runner::{Category, RunConfig, RunEvent, RunReport};
@@ -20,7 +20,7 @@ use crate::spec::{DebianRelease, Flavour};
 const BUILD: Duration = Duration::from_secs(10);
 
 fn mini(dir: &std::path::Path) -> (Inputs, PrepareOptions) {
-    let inputs = load_inputs(None, "test", None, &[], dir).unwrap();
+    let inputs = load_inputs(&crate::orchestrate::Source::default(), dir).unwrap();
     let opts = PrepareOptions {
         flavour: Flavour::Debian,
         namespace: None,
@@ -213,10 +213,10 @@ async fn a_failed_image_gives_its_predictions_infra_verdicts_and_the_others_run(
         .collect();
     assert!(!victims.is_empty());
     for p in &victims {
-        let v = crate::runner::store::read_verdict(
+        let v = crate::runner::read_verdict(
             &layout
                 .prediction_dir(&p.model_name_or_path, &p.instance_id, p.sample)
-                .join(crate::runner::store::VERDICT_FILE),
+                .join(crate::runner::VERDICT_FILE),
         )
         .unwrap();
         assert_eq!(v.category, Category::InfraError);

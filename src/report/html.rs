@@ -14,7 +14,7 @@
 //! its test log. The view is kept in the URL's fragment (`#verdict=resolved&sort=duration&open=3`),
 //! so a view can be bookmarked and a headless browser can be pointed at one.
 //!
-//! Only tails are embedded: patches up to [`MAX_PATCH`] bytes, the last [`LOG_TAIL_LINES`]
+//! Only tails are embedded: patches up to `MAX_PATCH` bytes, the last [`LOG_TAIL_LINES`]
 //! lines of a log (at most [`MAX_LOG_TAIL`] bytes); identical eval scripts are stored once.
 
 use std::collections::HashMap;
@@ -90,7 +90,7 @@ pub struct Record {
     pub similarity: Option<f64>,
     /// Seconds the prediction's job took.
     pub duration_secs: Option<f64>,
-    /// The patch (its first [`MAX_PATCH`] bytes are shown).
+    /// The patch (its first `MAX_PATCH` bytes are shown).
     pub patch: Option<Text>,
     /// The eval script that ran.
     pub eval_script: Option<Text>,

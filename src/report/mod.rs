@@ -7,18 +7,23 @@
 //! indent, non-ASCII escaped as `\uXXXX`), so a report is byte-identical to the official one.
 
 mod error;
-pub mod html;
+mod html;
 mod instance;
-pub mod logs;
+mod logs;
 mod pyjson;
 mod rows;
 mod summary;
 
 pub use error::ReportError;
+pub use html::{
+    failing_tests, records_for_grading, tail as log_tail, write as write_html, write_graded,
+    FailingTest, Heading, Record, Text, LOG_TAIL_LINES, MAX_LOG_TAIL,
+};
 pub use instance::{
     instance_report_json, read_instance_report, write_instance_report, GroupReport, InstanceReport,
     TestsStatusReport, REPORT_FILE, TEST_OUTPUT_FILE,
 };
+pub use logs::{read_instance_dir, SavedLog, SavedLogError, SavedLogs, RUN_INSTANCE_LOG};
 pub use pyjson::{to_python_json, to_python_json_indent};
 pub use rows::{write_rows_csv, write_rows_jsonl, PredictionRow, Timings};
 pub use summary::{summary_file_name, write_run_summary, RunSummary, Submitted};

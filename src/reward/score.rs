@@ -104,7 +104,7 @@ pub fn search_replace_reward(
     if output.trim().is_empty() {
         return RewardResult::new(-1.0, Format::Empty, Vec::new());
     }
-    match search_replace::edit(code_context, output) {
+    match search_replace::edited_files(code_context, output) {
         Err(e) => RewardResult::new(-1.0, Format::Invalid(e), Vec::new()),
         Ok(pred_new) => {
             let oracle = udiff::normalized_patches(code_context, oracle_new_content.iter());

@@ -131,7 +131,10 @@ pub fn apply(code_context: &Files, edits: &Edits) -> Result<Vec<(String, String)
 }
 
 /// The whole of `calculate_search_replace_reward` up to the new file contents.
-pub fn edit(code_context: &Files, output: &str) -> Result<Vec<(String, String)>, FormatError> {
+pub fn edited_files(
+    code_context: &Files,
+    output: &str,
+) -> Result<Vec<(String, String)>, FormatError> {
     let (_, answer) = thought_and_answer(output)?;
     let edits = parse_blocks(answer);
     if edits.is_empty() {
@@ -141,7 +144,7 @@ pub fn edit(code_context: &Files, output: &str) -> Result<Vec<(String, String)>,
 }
 
 /// The paths an output edits (empty when it cannot be parsed): the files to read from the
-/// repository before [`edit`].
+/// repository before [`edited_files`].
 pub fn edited_paths(output: &str) -> Vec<String> {
     thought_and_answer(output)
         .map(|(_, answer)| parse_blocks(answer).into_iter().map(|(p, _)| p).collect())
@@ -151,7 +154,7 @@ pub fn edited_paths(output: &str) -> Vec<String> {
 /// A search/replace output as a patch `git apply` accepts (files in the order edited; a file
 /// absent from `code_context` is created). Empty when the edits change nothing.
 pub fn to_git_patch(code_context: &Files, output: &str) -> Result<String, FormatError> {
-    let new = edit(code_context, output)?;
+    let new = edited_files(code_context, output)?;
     if let Some((path, _)) = new.iter().find(|(p, _)| !plain_git_path(p)) {
         return Err(FormatError::UnpatchablePath(path.clone()));
     }
@@ -193,9 +196,9 @@ mod tests {
 
     #[test]
     fn replaces_every_occurrence() {
-        let new = edit(&ctx(), &output("a = 1", "a = 2")).unwrap();
+        let new = edited_files(&ctx(), &output("a = 1", "a = 2")).unwrap();
         assert_eq!(new, [("m.py".to_string(), "a = 2\nb = 1\n".to_string())]);
-        let new = edit(&ctx(), &output(" = 1", " = 2"));
+        let new = edited_files(&ctx(), &output(" = 1", " = 2"));
         assert_eq!(
             new,
             Err(FormatError::NotFound("\n = 1".into())),

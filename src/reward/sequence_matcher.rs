@@ -35,18 +35,6 @@ pub enum Tag {
     Equal,
 }
 
-impl Tag {
-    /// difflib's tag: `replace`, `delete`, `insert` or `equal`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Tag::Replace => "replace",
-            Tag::Delete => "delete",
-            Tag::Insert => "insert",
-            Tag::Equal => "equal",
-        }
-    }
-}
-
 /// One of difflib's `get_opcodes()` entries: how to turn `a[i1..i2]` into `b[j1..j2]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Opcode {
@@ -287,6 +275,7 @@ impl<'s> SequenceMatcher<'s> {
 
     /// Chooses the search: `Some(true)` always the automaton, `Some(false)` always rows,
     /// `None` by size (the default). Both give CPython's result.
+    #[cfg(test)]
     pub fn force_automaton(&mut self, choice: Option<bool>) {
         self.use_automaton_from = match choice {
             Some(true) => 0,

@@ -13,8 +13,6 @@
 //! forge the driver's verdict on the apply step or cut the eval output short. The script file is
 //! deleted once it runs, so the tests cannot read the nonce from disk.
 
-/// Where the job's files go inside the container.
-pub const DIR: &str = "/swe-eval";
 /// The patch inside the container.
 pub const PATCH_PATH: &str = "/swe-eval/patch.diff";
 /// The eval script inside the container.

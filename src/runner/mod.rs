@@ -32,7 +32,7 @@
 
 mod arrivals;
 mod dispatch;
-pub mod driver;
+mod driver;
 mod events;
 mod grade;
 mod intake;
@@ -41,12 +41,13 @@ mod job_config;
 mod order;
 mod plan;
 mod reap;
-pub mod store;
-pub mod summary;
+mod store;
+mod summary;
 
 pub use arrivals::{arrivals, Arrivals, Arrive};
 pub use dispatch::{dispatch, run, run_arriving};
 pub use driver::PatchMode;
+pub use driver::{apply_script, APPLY_COMMANDS, APPLY_FAIL, APPLY_PASS, DRIVER_PATH};
 pub use events::{RunError, RunEvent, RunReport, TimeSpent};
 pub use intake::{
     submissions, Delivery, Finished, NewSetup, Reply, Submission, Submissions, Submit, Submitted,
@@ -54,7 +55,9 @@ pub use intake::{
 pub use order::Durations;
 pub(crate) use plan::Key;
 pub use plan::{default_workers, pending, Plan, RunConfig, Setup};
-pub use store::{Category, Layout, Verdict};
+pub use store::{
+    parse_verdict, read_verdict, Category, Layout, Verdict, VerdictFile, VERDICT_FILE,
+};
 
 /// Label naming the process that owns a container (`host:pid:start-time`), so a later run can
 /// tell a leftover of a dead run from a container of a live one.

@@ -128,7 +128,7 @@ pub fn write_report_html(
     verdicts: &BTreeMap<Key, Verdict>,
     mode: Mode,
 ) -> Result<PathBuf, ReportError> {
-    use crate::report::html::{self, Heading, Record, Text};
+    use crate::report::{self, Heading, Record, Text};
     let patches: std::collections::HashMap<Key, &str> = plan
         .predictions
         .iter()
@@ -153,7 +153,7 @@ pub fn write_report_html(
             let log = std::fs::read_to_string(dir.join(report::TEST_OUTPUT_FILE)).ok();
             let failing = report::read_instance_report(&dir.join(report::REPORT_FILE))
                 .map(|(_, r)| {
-                    html::failing_tests(&r, log.as_deref(), setup.map(|s| s.log_parser.as_str()))
+                    report::failing_tests(&r, log.as_deref(), setup.map(|s| s.log_parser.as_str()))
                 })
                 .unwrap_or_default();
             let similarity = match (setup, patches.get(key)) {
@@ -181,7 +181,11 @@ pub fn write_report_html(
                 patch: file("patch.diff"),
                 eval_script: file("eval.sh"),
                 test_log: log.map(|l| {
-                    Text::Inline(html::tail(&l, html::LOG_TAIL_LINES, html::MAX_LOG_TAIL))
+                    Text::Inline(report::log_tail(
+                        &l,
+                        report::LOG_TAIL_LINES,
+                        report::MAX_LOG_TAIL,
+                    ))
                 }),
                 failing_tests: failing,
             }
@@ -203,7 +207,7 @@ pub fn write_report_html(
             format!("logs in {}", layout.run_dir().display()),
         ],
     };
-    html::write(&path, &heading, &records)?;
+    report::write_html(&path, &heading, &records)?;
     Ok(path)
 }
 

@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 
 use super::*;
 use crate::dataset::Instance;
-use crate::engine::fake::{exited, timed_out, FakeEngine};
+use crate::engine::{exited, timed_out, FakeEngine};
 use crate::engine::{EngineError, LABEL_RUN_ID, LABEL_TOOL};
 use crate::engine::{JobSpec, Resource};
 use crate::predictions::Prediction;
@@ -524,7 +524,7 @@ async fn second_interrupt_kills_this_runs_containers() {
     assert_eq!(r.verdicts_written(), 0);
     assert!(e
         .calls()
-        .contains(&crate::engine::fake::Call::RemoveContainer("c1".into())));
+        .contains(&crate::engine::Call::RemoveContainer("c1".into())));
     assert!(
         Layout::new(dir.path(), "r").summary_path("m", 0).is_file(),
         "what is done is still written"
@@ -564,7 +564,7 @@ async fn reap_at_start_removes_containers_of_dead_processes_only() {
         .calls()
         .into_iter()
         .filter_map(|c| match c {
-            crate::engine::fake::Call::RemoveContainer(id) => Some(id),
+            crate::engine::Call::RemoveContainer(id) => Some(id),
             _ => None,
         })
         .collect();

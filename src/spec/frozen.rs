@@ -186,7 +186,7 @@ pub struct EnvPlan {
     /// A compiler and Python's headers are installed.
     pub compiler: bool,
     /// Pins with no wheel for the image's Python, replaced by the nearest release with one
-    /// (see [`super::frozen_wheels`]); `pins` holds the chosen versions.
+    /// (see `spec/frozen_wheels.rs`); `pins` holds the chosen versions.
     pub substituted: Vec<Substitution>,
 }
 

@@ -6,33 +6,37 @@
 //!   SWE-bench 4.1.0 images are built; its `eval.sh` is byte-identical to the official one.
 //! - [`Flavour::Debian`]: no conda; the Debian release whose `python3` is nearest the
 //!   instance's Python; for SWE-bench Verified instances exactly the packages of SWE-bench's
-//!   frozen environment (see [`frozen`]), otherwise the spec's package lists, from PyPI with
+//!   frozen environment (see `frozen`), otherwise the spec's package lists, from PyPI with
 //!   pinned build tools and no build isolation, so the eval script's re-install runs without
 //!   network.
 //!
 //! A row that carries its own `eval_script` (SWE-bench 5) is run with it as is.
 
-pub mod directives;
-pub mod docker;
+mod directives;
+mod docker;
 mod error;
 mod flavour;
-pub mod frozen;
-pub mod frozen_too_old;
-pub mod frozen_wheels;
+mod frozen;
+mod frozen_too_old;
+mod frozen_wheels;
 mod names;
 mod options;
 mod pkgname;
 mod pyrepr;
 mod scripts;
-pub mod table;
+mod table;
 mod test_spec;
 
 pub use directives::{modified_files, test_directives};
+pub use docker::official_base_dockerfile;
 pub use docker::{
     debian_base_image, debian_release_for, debian_release_for_frozen, DebianRelease, ReleaseChoice,
 };
 pub use error::SpecError;
 pub use flavour::Flavour;
+pub use frozen::{
+    compare_freeze, frozen_env, frozen_envs, frozen_instance_ids, EnvCheck, EnvPlan, FrozenEnv,
+};
 pub use names::{
     DEFAULT_NAMESPACE, END_TEST_OUTPUT, ENV_NAME, REPO_DIR, START_TEST_OUTPUT, TEST_EXIT_CODE,
 };

@@ -8,19 +8,32 @@
 //! per_prediction.csv, report.md and report.html.
 
 mod analyze;
-pub mod bestofn;
-pub mod inputs;
+mod bestofn;
+mod inputs;
 mod outcome;
-pub mod plots;
-pub mod report;
-pub mod stats;
+mod plots;
+mod report;
+mod stats;
 mod summary;
 
 pub use analyze::{analyze, auroc_words};
-pub use bestofn::BestOfN;
-pub use inputs::{join, load_outcomes, load_rewards, Joined, OutcomeRow, RewardRow};
+pub use bestofn::{best_of_n, BestOfN, Sample};
+pub(crate) use inputs::assign_samples;
+pub use inputs::{
+    join, load_outcome_files, load_outcomes, load_rewards, load_rewards_files, Joined, OutcomeRow,
+    RewardRow,
+};
 pub use outcome::{repo_from_instance_id, Observation, Outcome};
+pub(crate) use plots::{Chart, BLUE, GREEN, GREY, RED};
+pub use plots::{RasterError, Rasterizer};
+pub(crate) use report::{esc, html_table, md_table, Table, CSS};
 pub use report::{write_study, WriteStudyError};
+pub use report::{Patches, PredictionCsvRow, SummaryFile, Written};
+pub use stats::{
+    auroc, bootstrap_auroc_ci, calibration, kendall_tau_b, mean, median, point_biserial,
+    precision_recall, roc_curve, spearman, CalibrationBin, PrecisionRecall, RocPoint,
+};
+pub(crate) use stats::{percentile_sorted, stream_seed, SplitMix};
 pub use summary::{
     BlindSpot, BlindSpots, Options, Score, ScoreStudy, Settings, Stats, Summary, ROC_POINTS,
     UNMATCHED_SHOWN,

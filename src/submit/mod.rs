@@ -12,7 +12,7 @@
 //! ```
 //!
 //! The `results/` numbers are computed from the package's own `logs/` exactly as the
-//! repository's analysis script does (see [`results`]), and [`verify`] does it again on a
+//! repository's analysis script does (see `results`), and [`verify`] does it again on a
 //! finished package and names every number that differs. Every requirement of the
 //! submission checklist that the inputs do not meet (one attempt per instance, reasoning
 //! traces, a technical report, authors, ...) is a [`Warning`] naming the rule.
@@ -23,9 +23,9 @@
 mod error;
 mod layout;
 mod package;
-pub mod results;
+mod results;
 mod source;
-pub mod text;
+mod text;
 mod verify;
 mod warning;
 

@@ -9,7 +9,7 @@ use crate::dataset::Dataset;
 use crate::fsutil::{self};
 use crate::grading::{self, GradeInput, Mode};
 use crate::predictions::{model_dir_name, Prediction};
-use crate::report::logs::SavedLog;
+use crate::report::SavedLog;
 use crate::report::{self, InstanceReport, TEST_OUTPUT_FILE};
 
 use super::error::SubmitError;

@@ -20,7 +20,7 @@ use super::SubmitError;
 
 use crate::dataset::{Dataset, Instance};
 use crate::grading::{self, GradeInput, Mode};
-use crate::report::logs::SavedLog;
+use crate::report::SavedLog;
 use crate::report::{to_python_json_indent, TEST_OUTPUT_FILE};
 
 /// The folder of the computed results.

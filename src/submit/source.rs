@@ -5,7 +5,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use crate::predictions::Prediction;
-use crate::report::logs::{SavedLog, SavedLogs};
+use crate::report::{SavedLog, SavedLogs};
 
 use super::error::SubmitError;
 use super::results;
@@ -50,7 +50,7 @@ impl Logs {
                     p.instance_id.clone(),
                 );
                 match dirs.get(&key) {
-                    Some(dir) => Ok(crate::report::logs::read_instance_dir(dir)?),
+                    Some(dir) => Ok(crate::report::read_instance_dir(dir)?),
                     None => Ok(SavedLog::Missing),
                 }
             }
@@ -84,7 +84,7 @@ pub fn predictions_from_tree(
         let mut is_prediction = false;
         for entry in entries.flatten() {
             let name = entry.file_name();
-            if name == PATCH_FILE || name == crate::runner::store::VERDICT_FILE {
+            if name == PATCH_FILE || name == crate::runner::VERDICT_FILE {
                 is_prediction = true;
             } else if depth < 6 && entry.file_type().is_ok_and(|t| t.is_dir()) {
                 stack.push((entry.path(), depth + 1));

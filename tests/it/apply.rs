@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use swe_eval::runner::driver;
+use swe_eval::runner;
 
 use crate::common;
 
@@ -82,7 +82,7 @@ fn official_apply(dir: &Path, commands: &[String], patch: &Path) -> Option<Strin
 fn driver_apply(dir: &Path, patch: &Path) -> Option<String> {
     let script = format!(
         "mark() {{ echo \"MARK $*\"; }}\n{}",
-        driver::apply_script(&patch.display().to_string())
+        runner::apply_script(&patch.display().to_string())
     );
     let out = Command::new("bash")
         .arg("-c")
@@ -98,10 +98,10 @@ fn driver_apply(dir: &Path, patch: &Path) -> Option<String> {
         .collect();
     assert_eq!(said.len(), 1, "one apply marker: {text}");
     if said[0] == "failed" {
-        assert!(text.contains(driver::APPLY_FAIL));
+        assert!(text.contains(runner::APPLY_FAIL));
         return None;
     }
-    assert!(text.contains(driver::APPLY_PASS));
+    assert!(text.contains(runner::APPLY_PASS));
     Some(
         said[0]
             .strip_prefix("ok ")
@@ -186,7 +186,7 @@ fn driver_applies_exactly_as_the_official_harness_4_1_0() {
     };
     assert_eq!(
         official,
-        driver::APPLY_COMMANDS,
+        runner::APPLY_COMMANDS,
         "the driver's commands are the official ones"
     );
     let tmp = tempfile::tempdir().unwrap();

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{json, Value};
-use swe_eval::study::{self, bestofn, inputs, stats, Observation, Options, Outcome};
+use swe_eval::study::{self, Observation, Options, Outcome};
 
 fn fixture(name: &str) -> Value {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -52,25 +52,25 @@ fn every_statistic_matches_scipy_and_scikit_learn() {
         let e = &fx["expected"];
         let t = 1e-12;
         close(
-            stats::auroc(&x, &y),
+            study::auroc(&x, &y),
             &e["auroc"],
             t,
             &format!("{name} auroc (roc_auc_score)"),
         );
         close(
-            stats::point_biserial(&x, &y),
+            study::point_biserial(&x, &y),
             &e["point_biserial"],
             t,
             &format!("{name} pointbiserialr"),
         );
         close(
-            stats::spearman(&x, &y),
+            study::spearman(&x, &y),
             &e["spearman"],
             t,
             &format!("{name} spearmanr"),
         );
         close(
-            stats::kendall_tau_b(&x, &yf),
+            study::kendall_tau_b(&x, &yf),
             &e["kendall_tau_b"],
             t,
             &format!("{name} kendalltau"),
@@ -83,32 +83,32 @@ fn every_statistic_matches_scipy_and_scikit_learn() {
                 .collect()
         };
         close(
-            stats::mean(&split(true)),
+            study::mean(&split(true)),
             &e["mean_resolved"],
             t,
             "mean resolved",
         );
         close(
-            stats::mean(&split(false)),
+            study::mean(&split(false)),
             &e["mean_unresolved"],
             t,
             "mean unresolved",
         );
         close(
-            stats::median(&split(true)),
+            study::median(&split(true)),
             &e["median_resolved"],
             t,
             "median resolved",
         );
         close(
-            stats::median(&split(false)),
+            study::median(&split(false)),
             &e["median_unresolved"],
             t,
             "median unresolved",
         );
         for pr in e["precision_recall"].as_array().unwrap() {
             let th = pr["threshold"].as_f64().unwrap();
-            let got = stats::precision_recall(&x, &y, th);
+            let got = study::precision_recall(&x, &y, th);
             close(
                 got.precision,
                 &pr["precision"],
@@ -124,7 +124,7 @@ fn every_statistic_matches_scipy_and_scikit_learn() {
         }
         // calibration_curve(strategy="uniform") sees only the in-range scores; our extra bin
         // for scores below 0 is checked apart.
-        let cal = stats::calibration(&x, &y);
+        let cal = study::calibration(&x, &y);
         let inr: Vec<_> = cal.iter().filter(|b| b.lo >= 0.0).collect();
         let c = &e["calibration"];
         assert_eq!(
@@ -164,7 +164,7 @@ fn every_statistic_matches_scipy_and_scikit_learn() {
             n_neg,
             "{name}: the < 0 bin"
         );
-        let roc = stats::roc_curve(&x, &y);
+        let roc = study::roc_curve(&x, &y);
         let (fpr, tpr, thr) = (
             f64s(&e["roc"]["fpr"]),
             f64s(&e["roc"]["tpr"]),
@@ -179,7 +179,7 @@ fn every_statistic_matches_scipy_and_scikit_learn() {
         }
         // The bootstrap uses its own generator, so it is compared with NumPy's percentile
         // bootstrap (4,000 resamples) within sampling error, not exactly.
-        let ci = stats::bootstrap_auroc_ci(&[&x], &y, 4000, 11)[0].unwrap();
+        let ci = study::bootstrap_auroc_ci(&[&x], &y, 4000, 11)[0].unwrap();
         let want = f64s(&e["auroc_ci95_numpy_bootstrap"]);
         let tol = if x.len() < 50 { 0.06 } else { 0.02 };
         for k in 0..2 {
@@ -197,16 +197,16 @@ fn every_statistic_matches_scipy_and_scikit_learn() {
 fn best_of_n_matches_the_python_reference() {
     let fx = fixture("best_of_n.json");
     let rows = fx["rows"].as_array().unwrap();
-    let samples: Vec<bestofn::Sample<'_>> = rows
+    let samples: Vec<study::Sample<'_>> = rows
         .iter()
-        .map(|r| bestofn::Sample {
+        .map(|r| study::Sample {
             instance_id: r["instance_id"].as_str().unwrap(),
             sample: r["sample"].as_u64().unwrap() as u32,
             score: r["score"].as_f64().unwrap(),
             resolved: r["resolved"].as_bool().unwrap(),
         })
         .collect();
-    let got = bestofn::best_of_n(&samples);
+    let got = study::best_of_n(&samples);
     let want = fx["expected"].as_array().unwrap();
     assert_eq!(got.len(), want.len());
     for (g, w) in got.iter().zip(want) {
@@ -268,10 +268,10 @@ fn input_formats_and_the_join() {
            "error_ids":[],"submitted_ids":["a__a-1","a__a-2","b__b-3","y__y-4"]}"#,
     );
     let mut problems = Vec::new();
-    let r = inputs::load_rewards_files(std::slice::from_ref(&rewards_csv), &mut problems).unwrap();
-    let o = inputs::load_outcome_files(std::slice::from_ref(&summary), &mut problems).unwrap();
+    let r = study::load_rewards_files(std::slice::from_ref(&rewards_csv), &mut problems).unwrap();
+    let o = study::load_outcome_files(std::slice::from_ref(&summary), &mut problems).unwrap();
     assert!(problems.is_empty(), "{problems:?}");
-    let j = inputs::join(r, o, None);
+    let j = study::join(r, o, None);
     assert_eq!(j.observations.len(), 3);
     assert_eq!(j.unmatched_rewards, vec![("z__z-9".to_string(), 0)]);
     assert_eq!(
@@ -298,7 +298,7 @@ fn input_formats_and_the_join() {
          {\"instance_id\":\"b__b-3\",\"resolved\":null,\"category\":\"empty_patch\"}\n\
          {\"instance_id\":\"c__c-5\",\"resolved\":\"maybe\"}\n",
     );
-    let l = inputs::load_outcomes(&jsonl).unwrap();
+    let l = study::load_outcomes(&jsonl).unwrap();
     assert_eq!(l.items.len(), 3);
     assert_eq!(l.problems.len(), 1);
     assert_eq!(l.problems[0].location.line, Some(4), "{}", l.problems[0]);
@@ -306,7 +306,7 @@ fn input_formats_and_the_join() {
     std::fs::create_dir_all(&run_dir).unwrap();
     std::fs::copy(&jsonl, run_dir.join("predictions.jsonl")).unwrap();
     assert_eq!(
-        inputs::load_outcomes(&run_dir).unwrap().items,
+        study::load_outcomes(&run_dir).unwrap().items,
         l.items,
         "a run folder's JSONL"
     );
@@ -320,7 +320,7 @@ fn input_formats_and_the_join() {
             &format!(r#"{{"{id}": {{"resolved": {res}, "patch_exists": true}}}}"#),
         );
     }
-    let reps = inputs::load_outcomes(&rep_dir).unwrap();
+    let reps = study::load_outcomes(&rep_dir).unwrap();
     assert_eq!(reps.items.len(), 2);
     assert!(reps
         .items
@@ -333,11 +333,11 @@ fn input_formats_and_the_join() {
         "per_run.json",
         r#"{"r1": {"a__a-1": 1, "a__a-2": 0}, "r2": {"a__a-1": 0, "a__a-2": 1}}"#,
     );
-    let o = inputs::load_outcome_files(&[per_run], &mut problems).unwrap();
+    let o = study::load_outcome_files(&[per_run], &mut problems).unwrap();
     let r0 = write(d, "r0.jsonl", "{\"instance_id\":\"a__a-1\",\"sample\":0,\"similarity\":0.2,\"reward\":0.2}\n{\"instance_id\":\"a__a-2\",\"sample\":0,\"similarity\":0.3,\"reward\":0.3}\n");
     let r1 = write(d, "r1.jsonl", "{\"instance_id\":\"a__a-1\",\"sample\":0,\"similarity\":0.8,\"reward\":0.8}\n{\"instance_id\":\"a__a-2\",\"sample\":0,\"similarity\":0.1,\"reward\":0.1}\n");
-    let r = inputs::load_rewards_files(&[r0, r1], &mut problems).unwrap();
-    let j = inputs::join(r, o, None);
+    let r = study::load_rewards_files(&[r0, r1], &mut problems).unwrap();
+    let j = study::join(r, o, None);
     assert!(j.unmatched_rewards.is_empty() && j.unmatched_outcomes.is_empty());
     let s = study::analyze(
         &j,
@@ -447,11 +447,9 @@ fn synthetic() -> Vec<Observation> {
 }
 
 /// The study of [`synthetic`], written to a temporary folder.
-fn synthetic_study(
-    bootstrap: usize,
-) -> (tempfile::TempDir, study::Summary, study::report::Written) {
+fn synthetic_study(bootstrap: usize) -> (tempfile::TempDir, study::Summary, study::Written) {
     let obs = synthetic();
-    let joined = inputs::Joined {
+    let joined = study::Joined {
         observations: obs.clone(),
         ..Default::default()
     };
@@ -701,7 +699,7 @@ fn format_versions_of_the_inputs_are_checked() {
             v + 1
         ),
     );
-    let loaded = inputs::load_rewards(&rewards).unwrap();
+    let loaded = study::load_rewards(&rewards).unwrap();
     let ids: Vec<&str> = loaded
         .items
         .iter()
@@ -726,7 +724,7 @@ fn format_versions_of_the_inputs_are_checked() {
             v + 1
         ),
     );
-    let loaded = inputs::load_outcomes(&rows).unwrap();
+    let loaded = study::load_outcomes(&rows).unwrap();
     assert_eq!(loaded.items.len(), 1);
     assert_eq!(loaded.problems.len(), 1, "{:?}", loaded.problems);
     assert_eq!(
@@ -757,7 +755,7 @@ fn format_versions_of_the_inputs_are_checked() {
         ]
         .join("\n"),
     );
-    let loaded = inputs::load_outcomes(&rows).unwrap();
+    let loaded = study::load_outcomes(&rows).unwrap();
     let got: Vec<(&str, &str)> = loaded
         .items
         .iter()

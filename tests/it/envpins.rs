@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use swe_eval::dataset::Instance;
 use swe_eval::engine::{DockerEngine, Engine};
-use swe_eval::orchestrate::check_env::{check_spec, CheckEnvOptions};
-use swe_eval::spec::frozen::{EnvCheck, FrozenEnv};
+use swe_eval::orchestrate::{check_spec, CheckEnvOptions};
 use swe_eval::spec::{DebianRelease, Flavour, SpecOptions, TestSpec};
+use swe_eval::spec::{EnvCheck, FrozenEnv};
 
 use crate::common::prerequisite;
 use crate::engine::{base_image, engine};

@@ -621,7 +621,7 @@ fn images_to_remove(run_id: &str) -> Vec<String> {
             "--filter",
             &format!("label={}={run_id}", swe_eval::engine::LABEL_RUN_ID),
             "--filter",
-            &format!("label={}", swe_eval::images::hold::LABEL_REMOVES),
+            &format!("label={}", swe_eval::images::LABEL_REMOVES),
             "--format",
             &format!("{{{{.Label \"{}\"}}}}", swe_eval::engine::LABEL_HOLD),
         ],

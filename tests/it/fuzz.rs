@@ -21,8 +21,8 @@ use serde_json::Value;
 use swe_eval::dataset::{self, LoadError, Loaded};
 use swe_eval::grading::{self, GradeInput, RunOutcome};
 use swe_eval::logparse::{self, PARSER_NAMES};
-use swe_eval::report::logs::SavedLogs;
-use swe_eval::reward::{self, filelevel, search_replace, Files};
+use swe_eval::report::SavedLogs;
+use swe_eval::reward::{self, Files};
 use swe_eval::unidiff;
 use swe_eval::{mini, predictions, report};
 
@@ -596,11 +596,11 @@ fn check_diff(text: String, oracle: String) -> Result<(), TestCaseError> {
     let t = text.clone();
     let parsed = bounded("unidiff::parse", move || {
         unidiff::parse(&t).map(|set| {
-            let changes = filelevel::filelevel_diff(&set);
+            let changes = reward::filelevel_diff(&set);
             let applied = set
                 .files
                 .iter()
-                .filter(|f| filelevel::apply_file("", f).is_ok())
+                .filter(|f| reward::apply_file("", f).is_ok())
                 .count();
             let paths: Vec<String> = set.files.iter().map(|f| f.path().to_string()).collect();
             (changes.len(), applied, paths)
@@ -683,9 +683,7 @@ fn check_search_replace(code: Files, oracle: Files, output: String) -> Result<()
         r.reward
     );
     prop_assert_eq!(r.reward == -1.0, !r.format.is_ok() || r.similarity == -1.0);
-    let patch = bounded("to_git_patch", move || {
-        search_replace::to_git_patch(&code, &output)
-    });
+    let patch = bounded("to_git_patch", move || reward::to_git_patch(&code, &output));
     if let Ok(p) = patch {
         // What the harness would execute must be a diff its own parser reads.
         if !p.is_empty() {

@@ -14,7 +14,7 @@ use swe_eval::grading::{
 };
 use swe_eval::logparse::{self, LogReading, StatusMap, TestStatus};
 use swe_eval::predictions;
-use swe_eval::report::logs::SavedLogs;
+use swe_eval::report::SavedLogs;
 use swe_eval::report::{InstanceReport, TestsStatusReport};
 
 const RUN: &str = "predictions/pydantic-deep_minimax-m2.5";

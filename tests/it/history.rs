@@ -9,8 +9,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
 
-use swe_eval::engine::tarball::Entry;
 use swe_eval::engine::Engine;
+use swe_eval::engine::TarEntry;
 use swe_eval::images::{
     cleanup, ensure, BaseOptions, BaseRecipe, BuildChain, BuildOptions, CacheLevel, EnvRecipe,
     ImagePlan, InstanceImages, InstanceRecipe, RepoCache, RepoSources,
@@ -143,7 +143,7 @@ async fn instance_images_share_history_layers_and_hold_nothing_newer_than_their_
         env: EnvRecipe {
             tag: env.clone(),
             dockerfile: format!("FROM {alias}\nCOPY setup_env.sh /root/\nRUN /bin/sh /root/setup_env.sh\n"),
-            files: vec![Entry {
+            files: vec![TarEntry {
                 path: "setup_env.sh".into(),
                 contents: b"echo env-ready\n".to_vec(),
                 mode: 0o755,
@@ -154,7 +154,7 @@ async fn instance_images_share_history_layers_and_hold_nothing_newer_than_their_
             dockerfile: format!(
                 "FROM {env}\nCOPY setup_repo.sh /root/\nRUN /bin/bash /root/setup_repo.sh\nWORKDIR /testbed/\n"
             ),
-            files: vec![Entry {
+            files: vec![TarEntry {
                 path: "setup_repo.sh".into(),
                 // The Debian repo script's checkout steps must rewrite no file of the history
                 // image (each one rewritten would be copied up into this layer).
@@ -515,7 +515,7 @@ async fn submodules_from_the_sources_are_in_the_image_as_git_submodule_update_le
         repos: RepoCache::new(tmp.path().join("repo-cache"), sources),
         base: BaseOptions::default(),
         parallel: 2,
-        history_chain: swe_eval::images::history::MAX_CHAIN,
+        history_chain: swe_eval::images::MAX_CHAIN,
         hooks: Default::default(),
     };
     let prepared = ensure(&e, &plan(&specs, &PlanOptions::default()), &opts).await;

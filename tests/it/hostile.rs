@@ -6,7 +6,7 @@
 //! official grading cannot.
 //!
 //! The tasks are SWE-bench 5 style rows (their own image and eval script): the trivial fixture
-//! image (`/testbed/m.py` with `f()` returning 1, see `orchestrate::trivial`), a pytest file the eval
+//! image (`/testbed/m.py` with `f()` returning 1, see `trivial`), a pytest file the eval
 //! script writes (as a test patch would), and a check before the tests that no earlier job's
 //! leftovers are visible. Skipped with a message when no Docker daemon answers.
 //!
@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use swe_eval::engine::{DockerEngine, LABEL_RUN_ID};
-use swe_eval::orchestrate::trivial;
 use swe_eval::runner::{Category, Verdict};
+use swe_eval::trivial;
 
 /// The test file every task's eval script writes before running pytest, as a test patch
 /// would: whatever the model's patch put at that path is overwritten.
@@ -183,7 +183,7 @@ pub fn verdicts(out: &Path, run_id: &str) -> Vec<(PathBuf, Verdict)> {
             if p.is_dir() {
                 stack.push(p);
             } else if e.file_name() == "verdict.json" {
-                let v: Verdict = swe_eval::runner::store::read_verdict(&p)
+                let v: Verdict = swe_eval::runner::read_verdict(&p)
                     .unwrap_or_else(|e| panic!("torn verdict: {e}"));
                 found.push((p.parent().unwrap().to_path_buf(), v));
             }

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
-use swe_eval::dataset::hub::{self, HubConfig};
 use swe_eval::dataset::{self, Dataset};
+use swe_eval::dataset::{fetch_split, HubConfig};
 
 const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
 
@@ -209,7 +209,7 @@ fn a_dataset_name_is_downloaded_once_into_the_cache_and_reads_as_the_file_does()
     let cache = tempfile::tempdir().unwrap();
     let cfg = hub.config(cache.path(), None);
     let name = "SWE-bench/SWE-bench_Verified";
-    let files = hub::fetch_split(&cfg, name, "test").unwrap();
+    let files = fetch_split(&cfg, name, "test").unwrap();
     let want = cache.path().join(format!(
         "datasets--SWE-bench--SWE-bench_Verified/snapshots/{COMMIT}/data/test-00000-of-00001.parquet"
     ));
@@ -231,7 +231,7 @@ fn a_dataset_name_is_downloaded_once_into_the_cache_and_reads_as_the_file_does()
 
     // Once: a second fetch asks the hub nothing.
     assert_eq!(
-        hub::fetch_split(&cfg, name, "test").unwrap(),
+        fetch_split(&cfg, name, "test").unwrap(),
         std::slice::from_ref(&want)
     );
     assert_eq!(hub.seen().len(), asked, "{:?}", hub.seen());
@@ -242,7 +242,7 @@ fn a_dataset_name_is_downloaded_once_into_the_cache_and_reads_as_the_file_does()
     assert_eq!(ds.instances, mini_from_file().instances);
 
     // A split the dataset does not have is named, with the files it does have.
-    let err = hub::fetch_split(&cfg, name, "dev").unwrap_err().to_string();
+    let err = fetch_split(&cfg, name, "dev").unwrap_err().to_string();
     assert!(
         err.contains("split \"dev\"") && err.contains("data/test-00000-of-00001.parquet"),
         "{err}"
@@ -253,8 +253,7 @@ fn a_dataset_name_is_downloaded_once_into_the_cache_and_reads_as_the_file_does()
 fn a_split_only_in_the_hubs_parquet_conversion_is_found_there() {
     let hub = StandIn::start(hub_repos(), None);
     let cache = tempfile::tempdir().unwrap();
-    let files =
-        hub::fetch_split(&hub.config(cache.path(), None), "someone/converted", "test").unwrap();
+    let files = fetch_split(&hub.config(cache.path(), None), "someone/converted", "test").unwrap();
     assert_eq!(files.len(), 1);
     assert!(files[0].ends_with("default/test/0000.parquet"), "{files:?}");
     let (ds, _) = dataset::load_dataset(&files[0]).unwrap();
@@ -266,13 +265,12 @@ fn a_token_is_sent_and_a_refusal_says_what_to_do() {
     let hub = StandIn::start(hub_repos(), Some("hf_secret"));
     let cache = tempfile::tempdir().unwrap();
     let name = "SWE-bench/SWE-bench_Verified";
-    let err = hub::fetch_split(&hub.config(cache.path(), None), name, "test")
+    let err = fetch_split(&hub.config(cache.path(), None), name, "test")
         .unwrap_err()
         .to_string();
     assert!(err.contains("HF_TOKEN"), "{err}");
     assert!(err.contains("data/test-00000-of-00001.parquet"), "{err}");
-    let files =
-        hub::fetch_split(&hub.config(cache.path(), Some("hf_secret")), name, "test").unwrap();
+    let files = fetch_split(&hub.config(cache.path(), Some("hf_secret")), name, "test").unwrap();
     assert_eq!(files.len(), 1);
     assert!(hub
         .seen()

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use swe_eval::engine::tarball::Entry;
+use swe_eval::engine::TarEntry;
 use swe_eval::engine::{DockerEngine, Engine, LABEL_TOOL};
 use swe_eval::images::{
     base_image_name, cleanup, ensure, BaseOptions, BaseRecipe, BuildChain, BuildOptions,
@@ -54,7 +54,7 @@ fn chain(release_alias: &str, env_tag: &str, env_run: &str, inst_tag: &str) -> B
         env: EnvRecipe {
             tag: env_tag.to_string(),
             dockerfile: format!("FROM {release_alias}\nCOPY setup_env.sh /root/\nRUN {env_run}\n"),
-            files: vec![Entry {
+            files: vec![TarEntry {
                 path: "setup_env.sh".into(),
                 contents: b"echo env-ready\n".to_vec(),
                 mode: 0o755,
@@ -170,7 +170,7 @@ async fn env_and_instance_images_from_a_local_repo_and_a_failed_build_fails_only
         repos: RepoCache::new(tmp.path().join("repo-cache"), sources),
         base: BaseOptions::default(),
         parallel: 2,
-        history_chain: swe_eval::images::history::MAX_CHAIN,
+        history_chain: swe_eval::images::MAX_CHAIN,
         hooks: Default::default(),
     };
     let prepared = ensure(&e, &plan, &opts).await;
@@ -348,7 +348,7 @@ async fn a_prebuilt_row_image_is_pulled_through_a_namespace_override() {
         repos: RepoCache::new(tmp.path().join("repos"), RepoSources::default()),
         base: BaseOptions::default(),
         parallel: 1,
-        history_chain: swe_eval::images::history::MAX_CHAIN,
+        history_chain: swe_eval::images::MAX_CHAIN,
         hooks: Default::default(),
     };
     let prepared = ensure(&e, &plan, &opts).await;
@@ -436,8 +436,8 @@ async fn measure_bullseye_bootstrap() {
 async fn images_held_by_another_run_are_handed_over_and_removed_by_the_holder() {
     use std::sync::Arc;
     use swe_eval::engine::{EngineError, LABEL_HOLD};
-    use swe_eval::images::hold::{hold_labels, release, Holding};
     use swe_eval::images::Prepared;
+    use swe_eval::images::{hold_labels, release_holds, Holding};
 
     let Some(e) = engine().await.map(Arc::new) else {
         return;
@@ -507,7 +507,7 @@ async fn images_held_by_another_run_are_handed_over_and_removed_by_the_holder() 
 
     // The holder ends: it releases its holds, and a cleanup that built nothing (the holder's)
     // removes both and their markers; the base image keeps its own name.
-    assert!(release(&*e, &other).await.is_empty());
+    assert!(release_holds(&*e, &other).await.is_empty());
     let report = cleanup(&*e, &Prepared::default(), CacheLevel::Env).await;
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     for image in [&alias, &single] {

@@ -238,6 +238,16 @@ fn check(src: &Path) -> (Graph, Vec<Violation>) {
                 });
             }
         }
+        // One public path per item: a file module is private and its API re-exported.
+        for name in public_file_mods(&code) {
+            violations.push(Violation {
+                file: file.clone(),
+                rule: format!(
+                    "`pub mod {name};` gives every item of {name} a second public path: \
+                     declare it `mod {name};` and re-export its API"
+                ),
+            });
+        }
         let deps = graph.entry(module.clone()).or_default();
         for dep in crate_imports(&code) {
             if dep == module {
@@ -290,6 +300,17 @@ fn check(src: &Path) -> (Graph, Vec<Violation>) {
     violations.sort();
     violations.dedup();
     (graph, violations)
+}
+
+/// The modules `code` declares public as files of their own (`pub mod x;`; not the inline
+/// `pub mod x { ... }`, and not `pub(crate)`).
+fn public_file_mods(code: &str) -> Vec<String> {
+    code.lines()
+        .filter_map(|l| {
+            let name = l.trim().strip_prefix("pub mod ")?.strip_suffix(';')?.trim();
+            name.chars().all(is_ident).then(|| name.to_string())
+        })
+        .collect()
 }
 
 /// `code` without the bodies of inline modules (`mod tests { ... }`), each replaced by `{}`.
@@ -639,6 +660,65 @@ fn the_crate_keeps_its_layers() {
     );
 }
 
+/// The top-level modules `src/lib.rs` declares.
+fn top_level_modules(lib_rs: &str) -> Vec<String> {
+    code_only(lib_rs)
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            let rest = l
+                .strip_prefix("pub mod ")
+                .or_else(|| l.strip_prefix("mod "))?;
+            Some(rest.strip_suffix(';')?.trim().to_string())
+        })
+        .collect()
+}
+
+/// The modules ARCHITECTURE.md's module table has a row for (its second column).
+fn architecture_rows(doc: &str) -> BTreeSet<String> {
+    doc.lines()
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            let name = cells.get(2)?.strip_prefix('`')?.strip_suffix('`')?;
+            name.chars().all(is_ident).then(|| name.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn every_top_level_module_has_a_row_in_architecture_md() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lib = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
+    let doc = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let modules = top_level_modules(&lib);
+    assert!(
+        modules.len() >= 10,
+        "too few modules in src/lib.rs: {modules:?}"
+    );
+    let rows = architecture_rows(&doc);
+    let missing: Vec<&String> = modules.iter().filter(|m| !rows.contains(*m)).collect();
+    assert!(
+        missing.is_empty(),
+        "modules of src/lib.rs with no row in ARCHITECTURE.md's module table: {missing:?}"
+    );
+    let gone: Vec<&String> = rows.iter().filter(|r| !modules.contains(r)).collect();
+    assert!(
+        gone.is_empty(),
+        "rows of ARCHITECTURE.md's module table for modules src/lib.rs does not declare: {gone:?}"
+    );
+}
+
+#[test]
+fn architecture_rows_and_lib_modules_are_read_as_written() {
+    let lib = "//! pub mod not_this;\npub mod a;\n#[doc(hidden)]\npub mod b;\nmod c;\n";
+    assert_eq!(top_level_modules(lib), ["a", "b", "c"]);
+    let doc = "| Tier | Module | What |\n| --- | --- | --- |\n| leaves | `owner` | x |\n| | `repos` | y |\n| x | not a module | z |\n";
+    assert_eq!(
+        architecture_rows(doc),
+        BTreeSet::from(["owner".to_string(), "repos".to_string()])
+    );
+}
+
 /// Writes `text` to `src/rel`, making its folders.
 fn write_file(src: &Path, rel: &str, text: &str) {
     let p = src.join(rel);
@@ -676,6 +756,11 @@ fn the_checker_finds_each_kind_of_violation() {
     write("owner.rs", "use crate::fsutil;\n");
     write("unidiff.rs", "use crate::{pystr, grading};\n");
     write("engine/docker.rs", "use bollard::Docker;\n");
+    // A file module made public (an inline one is no file of its own).
+    write(
+        "engine/mod.rs",
+        "pub mod docker;\nmod fake;\npub mod inline { pub fn f() {} }\n",
+    );
 
     let (graph, violations) = check(src);
     let rules: Vec<(String, String)> = violations
@@ -683,6 +768,11 @@ fn the_checker_finds_each_kind_of_violation() {
         .map(|v| (v.file.display().to_string(), v.rule.clone()))
         .collect();
     let want = [
+        (
+            "src/engine/mod.rs",
+            "`pub mod docker;` gives every item of docker a second public path: declare it \
+             `mod docker;` and re-export its API",
+        ),
         ("src/grading.rs", "bollard is used only in engine"),
         ("src/grading.rs", "grading must not import runner"),
         (

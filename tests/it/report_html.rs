@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use swe_eval::report::html::{self, FailingTest, Heading, Record, Text};
+use swe_eval::report::{self, FailingTest, Heading, Record, Text};
 
 use crate::common::{chromium, headless_chromium, png_colours};
 
@@ -94,7 +94,7 @@ fn run_report_sorts_filters_and_opens_in_headless_chromium() {
     let work = tempfile::tempdir().unwrap();
     let page = work.path().join("report.html");
     let recs = records();
-    html::write(
+    report::write_html(
         &page,
         &Heading {
             title: "run <test> & co".into(),

@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 
 use proptest::prelude::*;
 use serde_json::{json, Value};
-use swe_eval::reward::{self, filelevel, sequence_matcher, udiff, Files};
+use swe_eval::reward::{self, Files};
 use swe_eval::unidiff;
 
 use crate::common::{self, git};
@@ -45,7 +45,7 @@ fn unidiff_reward_equals_reference_on_486_predictions() {
         .iter()
         .map(|r| (r["instance_id"].as_str().unwrap(), r))
         .collect();
-    let results = reward::batch::unidiff_rewards(&ds, &preds.items);
+    let results = reward::unidiff_rewards(&ds, &preds.items);
     let mut checked_files = 0;
     for (p, got) in preds.items.iter().zip(&results) {
         let got = got.as_ref().unwrap();
@@ -279,7 +279,7 @@ proptest! {
         let cases: Vec<Value> = pairs.iter().map(|(a, b)| json!({"op": "blocks", "a": a, "b": b})).collect();
         let Some(answers) = python_batch(&cases) else { return Ok(()) };
         for ((a, b), want) in pairs.iter().zip(answers) {
-            let got: Vec<Vec<usize>> = sequence_matcher::char_matching_blocks(a, b).iter().map(|m| vec![m.a, m.b, m.size]).collect();
+            let got: Vec<Vec<usize>> = reward::char_matching_blocks(a, b).iter().map(|m| vec![m.a, m.b, m.size]).collect();
             let want_blocks: Vec<Vec<usize>> = serde_json::from_value(want["blocks"].clone()).unwrap();
             prop_assert_eq!(&got, &want_blocks, "a={:?} b={:?}", a, b);
             let want_ratio: f64 = want["ratio"].as_str().unwrap().parse().unwrap();
@@ -303,7 +303,7 @@ proptest! {
             }
             if let Ok(set) = parsed {
                 let files: Vec<(String, String)> = serde_json::from_value(want["files"].clone()).unwrap();
-                prop_assert_eq!(filelevel::filelevel_diff(&set), files, "text={:?}", t);
+                prop_assert_eq!(reward::filelevel_diff(&set), files, "text={:?}", t);
                 prop_assert_eq!(set.to_string(), want["str"].as_str().unwrap(), "text={:?}", t);
             }
         }
@@ -314,7 +314,7 @@ proptest! {
         let cases: Vec<Value> = pairs.iter().map(|(a, b)| json!({"op": "normalized", "old": a, "new": b})).collect();
         let Some(answers) = python_batch(&cases) else { return Ok(()) };
         for ((a, b), want) in pairs.iter().zip(answers) {
-            prop_assert_eq!(udiff::normalized_patch(a, b), want["patch"].as_str().unwrap(), "old={:?} new={:?}", a, b);
+            prop_assert_eq!(reward::normalized_patch(a, b), want["patch"].as_str().unwrap(), "old={:?} new={:?}", a, b);
         }
     }
 }
@@ -352,7 +352,7 @@ fn long_line_diffs_with_popular_lines_equal_difflib() {
     };
     for ((a, b), want) in pairs.iter().zip(answers) {
         assert_eq!(
-            udiff::normalized_patch(a, b),
+            reward::normalized_patch(a, b),
             want["patch"].as_str().unwrap()
         );
     }
@@ -466,7 +466,7 @@ fn cli_reports_unknown_instances_and_malformed_lines_and_writes_the_rest() {
 /// invalid UTF-8 is replaced rather than refused.
 #[test]
 fn git_files_missing_commit_is_an_error_and_missing_files_are_left_out() {
-    use swe_eval::reward::git::{read_files, GitError};
+    use swe_eval::reward::{read_files, GitError};
     if !common::require_program("git") {
         return;
     }
@@ -571,9 +571,9 @@ fn search_replace_from_git_and_converted_patch_applies() {
     assert!(String::from_utf8_lossy(&res.stderr).contains("no local repository for o/r"));
 
     // The converted patch applies with git and gives the edited files.
-    let originals = reward::git::read_files(r, &base, &["a.py".into(), "new.py".into()]).unwrap();
+    let originals = reward::read_files(r, &base, &["a.py".into(), "new.py".into()]).unwrap();
     assert_eq!(originals.len(), 1, "new.py does not exist at base");
-    let patch = reward::search_replace::to_git_patch(&originals, output).unwrap();
+    let patch = reward::to_git_patch(&originals, output).unwrap();
     let patch_file = write(dir.path(), "p.diff", &patch);
     git(r, &["apply", patch_file.to_str().unwrap()]);
     assert_eq!(
@@ -602,19 +602,19 @@ fn search_replace_that_doubles_the_file_is_capped() {
     let ctx = Files::from([("m.py".to_string(), "x\n".to_string())]);
     // 24 doublings: 32 MiB, past the 16 MiB floor of the cap, and still cheap to compute
     // without the cap (30 would need gigabytes).
-    let got = reward::search_replace::edit(&ctx, &doubling_output(24));
+    let got = reward::edited_files(&ctx, &doubling_output(24));
     let err = match got {
         Err(e) => e,
         Ok(files) => panic!("a {} byte file from 2 bytes was accepted", files[0].1.len()),
     };
     assert_eq!(err.to_string(), "edited file exceeds 16777216 bytes");
     // A few doublings stay well under the cap and are applied as the reference does.
-    let small = reward::search_replace::edit(&ctx, &doubling_output(3)).unwrap();
+    let small = reward::edited_files(&ctx, &doubling_output(3)).unwrap();
     assert_eq!(small, [("m.py".to_string(), "x\n".repeat(8))]);
     // The report's 30 blocks: refused before anything large is allocated, by the reward and
     // by the patch conversion alike.
     let r = reward::search_replace_reward(&ctx, &Files::new(), &doubling_output(30));
     assert_eq!(r.similarity, -1.0);
     assert_eq!(r.format.as_string(), "edited file exceeds 16777216 bytes");
-    assert!(reward::search_replace::to_git_patch(&ctx, &doubling_output(30)).is_err());
+    assert!(reward::to_git_patch(&ctx, &doubling_output(30)).is_err());
 }

@@ -420,7 +420,7 @@ fn the_first_jobs_run_while_later_instance_images_build() {
     }
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("results");
-    let inputs = load_inputs(None, "test", None, &[], &out).unwrap();
+    let inputs = load_inputs(&swe_eval::orchestrate::Source::default(), &out).unwrap();
     let ours = |id: &str| format!("{id}-overlap{}", std::process::id());
     let instances = inputs
         .instance_ids

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use swe_eval::engine::{DockerEngine, Engine, LABEL_RUN_ID, LABEL_TOOL};
-use swe_eval::orchestrate::trivial;
 use swe_eval::runner::{self, Category, Layout, Plan, RunConfig, RunReport, Verdict};
+use swe_eval::trivial;
 use tokio::sync::mpsc;
 
 async fn engine() -> Option<Arc<DockerEngine>> {
@@ -27,7 +27,7 @@ fn verdict(out: &std::path::Path, run: &str, id: &str) -> Verdict {
     let p = Layout::new(out, run)
         .prediction_dir("m", id, 0)
         .join("verdict.json");
-    runner::store::read_verdict(&p).unwrap_or_else(|e| panic!("{e}"))
+    runner::read_verdict(&p).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn log(out: &std::path::Path, run: &str, id: &str, file: &str) -> String {

@@ -322,7 +322,7 @@ fn spec_xarray() {
 #[test]
 fn official_base_dockerfile_matches_the_oracle() {
     assert_eq!(
-        spec::docker::official_base_dockerfile("x86_64"),
+        spec::official_base_dockerfile("x86_64"),
         oracle()["base_dockerfile"].as_str().unwrap()
     );
 }
@@ -688,7 +688,7 @@ fn debian_release_choice_table() {
             "frozen {py}"
         );
     }
-    let xarray = spec::frozen::frozen_env("pydata__xarray-4094").unwrap();
+    let xarray = spec::frozen_env("pydata__xarray-4094").unwrap();
     assert_eq!(xarray.python, "3.10.15");
     let mut row = synthetic("pydata/xarray", "2022.06");
     row.instance_id = "pydata__xarray-4094".to_string();
@@ -820,8 +820,7 @@ fn debian_flavour_installs_the_frozen_environment() {
     other.instance_id = "pytest-dev__pytest-5227".to_string();
     let other = TestSpec::new(&other, Flavour::Debian).unwrap();
     assert_eq!(
-        spec::frozen::frozen_env("pytest-dev__pytest-5227")
-            == spec::frozen::frozen_env("pytest-dev__pytest-5262"),
+        spec::frozen_env("pytest-dev__pytest-5227") == spec::frozen_env("pytest-dev__pytest-5262"),
         other.env_image_tag == ts.env_image_tag,
         "equal frozen environments share the image, different ones do not"
     );
@@ -852,7 +851,7 @@ fn every_verified_row_renders_its_frozen_environment() {
     let mut n = 0;
     for inst in rows.iter().filter(|r| r.test_patch.is_some()) {
         let ts = TestSpec::new(inst, Flavour::Debian).unwrap();
-        let env = spec::frozen::frozen_env(&inst.instance_id)
+        let env = spec::frozen_env(&inst.instance_id)
             .unwrap_or_else(|| panic!("{}: no frozen environment", inst.instance_id));
         let plan = ts.frozen_env.as_ref().unwrap();
         assert_eq!(ts.python_version, env.python, "{}", inst.instance_id);

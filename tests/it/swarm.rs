@@ -32,7 +32,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use swe_eval::engine::swarm::inputs;
 use swe_eval::engine::{Engine, FileIn, JobSpec, Limits, SwarmEngine, SwarmOptions};
 use swe_eval::images::base_image_name;
 use swe_eval::spec::DebianRelease;
@@ -581,8 +580,8 @@ fn check_inputs(registry: &str) {
         mode: 0o644,
     };
     let files = vec![
-        file("/in/a", inputs::INLINE_MAX, 1),
-        file("/in/b", inputs::INLINE_MAX + 1, 2),
+        file("/in/a", swe_eval::engine::SWARM_INLINE_MAX, 1),
+        file("/in/b", swe_eval::engine::SWARM_INLINE_MAX + 1, 2),
         file("/in/c", 1_200_000, 3),
     ];
     let want: String = files
@@ -595,7 +594,7 @@ fn check_inputs(registry: &str) {
             )
         })
         .collect();
-    let plan = inputs::plan(&files, &["true".to_string()], "x");
+    let plan = swe_eval::engine::plan_inputs(&files, &["true".to_string()], "x");
     assert_eq!(plan.configs.len(), 4, "b in one chunk, c in three");
     let job = JobSpec {
         image,
@@ -954,7 +953,10 @@ fn mini_benchmark_on_a_two_node_swarm_survives_a_killed_client_and_a_dead_worker
         let _ = run("docker", &["config", "rm", name]);
         ok
     };
-    assert!(config("swe-eval-limit-a", inputs::CONFIG_CHUNK));
+    assert!(config(
+        "swe-eval-limit-a",
+        swe_eval::engine::SWARM_CONFIG_CHUNK
+    ));
     assert!(config("swe-eval-limit-b", 1_023_999));
     assert!(
         !config("swe-eval-limit-c", 1_024_000),

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::cli::{CliResult, Outcome};
-use crate::study::{self, inputs::Joined, Observation, Options};
+use crate::study::{self, Joined, Observation, Options};
 
 /// `swe-eval bench correlate`: the study's statistics timed on synthetic predictions.
 #[derive(Debug, clap::Args)]

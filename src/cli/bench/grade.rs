@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use crate::cli::grade::{grade_all, load_inputs, read_logs};
 use crate::cli::CliResult;
 use crate::orchestrate::{outcome, Troubles};
-use crate::report::logs::SavedLogs;
+use crate::report::SavedLogs;
 
 const SHARED: &str = "../shared/datasets";
 
@@ -56,7 +56,7 @@ pub fn run(args: Args) -> CliResult {
     let log_bytes: usize = saved
         .iter()
         .map(|s| match s {
-            crate::report::logs::SavedLog::Output(o) => o.len(),
+            crate::report::SavedLog::Output(o) => o.len(),
             _ => 0,
         })
         .sum();

@@ -16,10 +16,10 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 use crate::cli::{BoxError, CliResult, Outcome};
-use crate::engine::fake::{exited, FakeEngine};
 use crate::engine::{DockerEngine, Engine};
-use crate::orchestrate::{run_plan, trivial, Event};
+use crate::orchestrate::{run_plan, Event};
 use crate::runner::{self, Plan, RunConfig, RunEvent, RunReport};
+use crate::trivial;
 
 /// `swe-eval bench harness`: how many predictions in each phase, and how many at once.
 #[derive(Debug, clap::Args)]
@@ -314,44 +314,72 @@ async fn run_async(args: Args) -> CliResult {
     }
 
     if !args.no_fake {
-        let fake = FakeEngine::new();
-        fake.add_image(&image);
-        // Answers as the driver would for a resolved trivial task (markers carry the nonce).
-        fake.on_image(&image, |job| {
-            let driver = job.files.iter().find(|f| f.path == runner::driver::DRIVER_PATH);
-            let text = driver.map(|f| String::from_utf8_lossy(&f.contents).into_owned()).unwrap_or_default();
-            let nonce = text.lines().find_map(|l| l.strip_prefix("N=")).unwrap_or("").to_string();
-            Ok(exited(
-                0,
-                &format!(
-                    ">>>>> Applied Patch\n>>>>> swe-eval {nonce} apply ok git apply --verbose\n>>>>> swe-eval {nonce} eval start\n\
-                     + : '>>>>> Start Test Output'\nPASSED t::test_f\nPASSED t::test_ok\n=== 2 passed in 0.01s ===\n\
-                     + : '>>>>> End Test Output'\n>>>>> Test Exit Code: 0\n>>>>> swe-eval {nonce} eval end 0\n"
-                ),
-            ))
-        });
-        let dir = tempfile::tempdir()?;
-        let (p, r) = timed(
-            Arc::new(fake),
-            &format!("fake engine, {} run to the end", args.queued),
-            trivial_plan(args.queued, &image, "true"),
-            config(dir.path(), "bench-fake"),
-            None,
-        )
-        .await?;
-        print(&p);
-        if r.count(runner::Category::Resolved) != args.queued {
-            eprintln!(
-                "warning: fake run resolved {} of {}",
-                r.count(runner::Category::Resolved),
-                args.queued
-            );
+        if let Some(p) = fake_phase(&args, &image, config).await? {
+            phases.push(p);
         }
-        phases.push(p);
     }
 
     if let Some(path) = &args.json {
         crate::fsutil::write_json_atomic(path, &phases)?;
     }
     Ok(Outcome::Clean)
+}
+
+/// The queued predictions run to the end on the fake engine (every file written): the peak
+/// memory of a long run without the daemon's time. `None` when the build has no fake engine.
+#[cfg(feature = "testing")]
+async fn fake_phase(
+    args: &Args,
+    image: &str,
+    config: impl Fn(&std::path::Path, &str) -> RunConfig,
+) -> Result<Option<Phase>, BoxError> {
+    use crate::engine::{exited, FakeEngine};
+    let fake = FakeEngine::new();
+    fake.add_image(image);
+    // Answers as the driver would for a resolved trivial task (markers carry the nonce).
+    fake.on_image(image, |job| {
+        let driver = job.files.iter().find(|f| f.path == runner::DRIVER_PATH);
+        let text = driver.map(|f| String::from_utf8_lossy(&f.contents).into_owned()).unwrap_or_default();
+        let nonce = text.lines().find_map(|l| l.strip_prefix("N=")).unwrap_or("").to_string();
+        Ok(exited(
+            0,
+            &format!(
+                ">>>>> Applied Patch\n>>>>> swe-eval {nonce} apply ok git apply --verbose\n>>>>> swe-eval {nonce} eval start\n\
+                 + : '>>>>> Start Test Output'\nPASSED t::test_f\nPASSED t::test_ok\n=== 2 passed in 0.01s ===\n\
+                 + : '>>>>> End Test Output'\n>>>>> Test Exit Code: 0\n>>>>> swe-eval {nonce} eval end 0\n"
+            ),
+        ))
+    });
+    let dir = tempfile::tempdir()?;
+    let (p, r) = timed(
+        Arc::new(fake),
+        &format!("fake engine, {} run to the end", args.queued),
+        trivial_plan(args.queued, image, "true"),
+        config(dir.path(), "bench-fake"),
+        None,
+    )
+    .await?;
+    print(&p);
+    if r.count(runner::Category::Resolved) != args.queued {
+        eprintln!(
+            "warning: fake run resolved {} of {}",
+            r.count(runner::Category::Resolved),
+            args.queued
+        );
+    }
+    Ok(Some(p))
+}
+
+/// Without the `testing` feature the fake engine is not in the binary.
+#[cfg(not(feature = "testing"))]
+async fn fake_phase(
+    _: &Args,
+    _: &str,
+    _: impl Fn(&std::path::Path, &str) -> RunConfig,
+) -> Result<Option<Phase>, BoxError> {
+    eprintln!(
+        "note: the fake-engine phase needs a build with the fake engine \
+         (cargo run --release --features testing -- bench harness); skipped"
+    );
+    Ok(None)
 }

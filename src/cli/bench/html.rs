@@ -12,8 +12,7 @@ use std::time::Instant;
 use crate::cli::grade::{grade_all, load_inputs, read_logs};
 use crate::cli::{CliResult, Outcome};
 use crate::grading::Mode;
-use crate::report::html;
-use crate::report::logs::SavedLogs;
+use crate::report::SavedLogs;
 
 const SHARED: &str = "../shared/datasets";
 
@@ -52,7 +51,7 @@ pub fn run(args: Args) -> CliResult {
     )))?;
     let saved = read_logs(&preds, &logs, None, &mut problems);
     let verdicts = grade_all(&ds, &preds, &saved, &mut problems);
-    let base = html::records_for_grading(&ds, &preds, &verdicts, &saved, Mode::Official);
+    let base = crate::report::records_for_grading(&ds, &preds, &verdicts, &saved, Mode::Official);
     if base.is_empty() {
         return Err("no records to repeat".into());
     }
@@ -70,9 +69,9 @@ pub fn run(args: Args) -> CliResult {
         .unwrap_or_else(|| tmp.path().to_path_buf());
     let page = dir.join("report.html");
     let t = Instant::now();
-    html::write(
+    crate::report::write_html(
         &page,
-        &html::Heading {
+        &crate::report::Heading {
             title: format!("bench: {} predictions", records.len()),
             notes: vec![],
         },

@@ -2,10 +2,10 @@
 //! target; each prints its figures and writes them as JSON when `--json` is given.
 
 mod args;
-pub mod correlate;
-pub mod grade;
-pub mod harness;
-pub mod html;
-pub mod reward;
+mod correlate;
+mod grade;
+mod harness;
+mod html;
+mod reward;
 
-pub use args::{run, Args, Target};
+pub use args::{run, Args};

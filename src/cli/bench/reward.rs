@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::cli::{CliResult, Outcome};
-use crate::reward::{self, batch};
+use crate::reward::{self, RewardRecord};
 
 fn shared() -> PathBuf {
     std::env::var_os("SWE_EVAL_SHARED")
@@ -77,18 +77,18 @@ fn rust_once(
     let loaded = crate::predictions::load_path(preds)?;
     steps.load_predictions = t.elapsed();
     let t = Instant::now();
-    let results = batch::unidiff_rewards(&ds, &loaded.items);
+    let results = reward::unidiff_rewards(&ds, &loaded.items);
     steps.rewards = t.elapsed();
     let t = Instant::now();
     let mut records = Vec::with_capacity(results.len());
     let mut sims = Vec::with_capacity(results.len());
     for (p, r) in loaded.items.iter().zip(&results) {
         if let Ok(r) = r {
-            records.push(batch::RewardRecord::new(p, r));
+            records.push(RewardRecord::new(p, r));
             sims.push(r.similarity);
         }
     }
-    crate::fsutil::write_atomic(out, &batch::to_jsonl(&records))?;
+    crate::fsutil::write_atomic(out, &reward::rewards_jsonl(&records))?;
     steps.write = t.elapsed();
     Ok((sims, steps))
 }

@@ -58,7 +58,7 @@ pub struct SwarmEngine {
     pub(super) pushed: Mutex<Vec<(String, std::time::Duration)>>,
     pub(super) place: Mutex<place::Placement>,
     pub(super) nodes: tokio::sync::Mutex<Option<(Instant, Vec<NodeView>)>>,
-    /// The id of the [`NO_NETWORK`] network.
+    /// The id of the [`super::network::NO_NETWORK`] network.
     pub(super) no_network: String,
     /// Services kept because their task is on a node that is down (name -> node); see
     /// [`strand`].

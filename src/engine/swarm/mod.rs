@@ -6,7 +6,7 @@
 //! policy `none` (not mode `replicated-job`: Docker 20.10 leaves a job's task containers on
 //! the nodes after its service is removed, where only each node's own daemon could remove
 //! them; ARCHITECTURE.md has the measurement), the run's labels, the job's CPU, memory and pids limits,
-//! no network unless the job has one (the internal network [`NO_NETWORK`]: a task given no
+//! no network unless the job has one (the internal network [`network::NO_NETWORK`]: a task given no
 //! network would join its node's default bridge), and
 //! `SIGKILL` as its stop signal. Its lifetime:
 //!
@@ -37,18 +37,20 @@
 mod backend;
 mod cluster;
 mod drive;
-pub mod inputs;
-pub mod logs;
+mod inputs;
+mod logs;
 mod network;
-pub mod place;
+mod place;
 mod registry;
 mod service;
 mod spec;
 mod strand;
 
-pub use backend::{CONFIG_PREFIX, SERVICE_PREFIX};
 pub use cluster::{SwarmEngine, SwarmOptions};
-pub use network::{NO_DNS, NO_NETWORK};
+pub use inputs::{
+    plan as plan_inputs, CONFIG_CHUNK as SWARM_CONFIG_CHUNK, INLINE_MAX as SWARM_INLINE_MAX,
+};
+use network::NO_DNS;
 pub use spec::{phase, registry_name, service_name, service_spec, TaskPhase};
 
 use cluster::NodeView;

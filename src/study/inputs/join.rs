@@ -69,7 +69,7 @@ fn models_differ(a: Option<&str>, b: Option<&str>) -> bool {
 }
 
 /// Joins rewards and outcomes on (instance_id, sample), both already numbered by
-/// [`assign_samples`]. Repository and difficulty come from the dataset when it has the
+/// `assign_samples`. Repository and difficulty come from the dataset when it has the
 /// instance, else the repository from the instance id.
 pub fn join(
     rewards: Vec<(String, u32, RewardRow)>,
@@ -123,7 +123,7 @@ pub fn join(
     joined
 }
 
-/// A row that can be numbered by [`assign_samples`].
+/// A row that can be numbered by `assign_samples`.
 pub trait Keyed {
     /// The row's instance id and its sample slot, to be filled when absent.
     fn key_mut(&mut self) -> (&str, &mut Option<u32>);

@@ -14,6 +14,6 @@ mod join;
 mod outcomes;
 mod rewards;
 
-pub use join::{assign_samples, join, load_outcome_files, load_rewards_files, Joined, Keyed};
+pub use join::{assign_samples, join, load_outcome_files, load_rewards_files, Joined};
 pub use outcomes::{load_outcomes, OutcomeRow};
 pub use rewards::{load_rewards, RewardRow};

@@ -1,0 +1,237 @@
+//! Which engine runs the jobs, chosen by the user ([`EngineChoice`]), and the one engine type
+//! every workflow holds ([`AnyEngine`]): a single daemon or a Swarm cluster behind the same
+//! [`Engine`] surface, connected by [`connect`]. The workflows are written once for
+//! `AnyEngine` instead of once per engine; the fake engine of the tests stays a type of its own.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::api::{BuildSettings, Engine, EngineInfo, Resource, TarSource};
+use super::docker::DockerEngine;
+use super::error::EngineError;
+use super::job::{JobOutput, JobSpec};
+use super::swarm::{SwarmEngine, SwarmOptions};
+
+/// Where the jobs run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum EngineKind {
+    /// Containers on the daemon at `DOCKER_HOST` (or the local socket).
+    #[default]
+    Docker,
+    /// One-shot services on the Docker Swarm cluster that daemon manages (images are built
+    /// there).
+    Swarm,
+}
+
+impl EngineKind {
+    /// The name the command line takes (`docker`, `swarm`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineKind::Docker => "docker",
+            EngineKind::Swarm => "swarm",
+        }
+    }
+}
+
+/// The user's choice of engine.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EngineChoice {
+    /// Where the jobs run.
+    pub kind: EngineKind,
+    /// With [`EngineKind::Swarm`]: `HOST:PORT` of a registry every node can pull from (the run
+    /// pushes the images it uses there); without it every node must already have them.
+    pub registry: Option<String>,
+}
+
+/// Why an [`EngineChoice`] cannot be used as given.
+#[derive(Debug, thiserror::Error)]
+pub enum ChoiceError {
+    /// A registry was named for a single daemon, which needs none.
+    #[error("--registry is for --engine swarm (a single daemon needs no registry)")]
+    RegistryWithoutSwarm,
+}
+
+impl EngineChoice {
+    /// Checks the choice without connecting (a registry without Swarm is refused).
+    pub fn check(&self) -> Result<(), ChoiceError> {
+        match self.kind {
+            EngineKind::Docker if self.registry.is_some() => Err(ChoiceError::RegistryWithoutSwarm),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Why no engine could be had.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// The choice itself is wrong (bad usage).
+    #[error(transparent)]
+    Choice(#[from] ChoiceError),
+    /// The engine did not answer.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
+
+/// Connects the engine `choice` names.
+pub async fn connect(choice: &EngineChoice) -> Result<AnyEngine, ConnectError> {
+    choice.check()?;
+    Ok(match choice.kind {
+        EngineKind::Docker => AnyEngine::Docker(DockerEngine::connect().await?),
+        EngineKind::Swarm => AnyEngine::Swarm(Box::new(
+            SwarmEngine::connect(SwarmOptions {
+                registry: choice.registry.clone(),
+                ..Default::default()
+            })
+            .await?,
+        )),
+    })
+}
+
+/// A connected engine of any kind the user can choose.
+pub enum AnyEngine {
+    /// A single daemon.
+    Docker(DockerEngine),
+    /// A Swarm cluster through its manager.
+    Swarm(Box<SwarmEngine>),
+}
+
+impl AnyEngine {
+    /// Its kind.
+    pub fn kind(&self) -> EngineKind {
+        match self {
+            AnyEngine::Docker(_) => EngineKind::Docker,
+            AnyEngine::Swarm(_) => EngineKind::Swarm,
+        }
+    }
+}
+
+impl From<DockerEngine> for AnyEngine {
+    fn from(e: DockerEngine) -> Self {
+        AnyEngine::Docker(e)
+    }
+}
+
+impl From<SwarmEngine> for AnyEngine {
+    fn from(e: SwarmEngine) -> Self {
+        AnyEngine::Swarm(Box::new(e))
+    }
+}
+
+/// Calls `$call` on whichever engine `$self` holds.
+macro_rules! each {
+    ($self:expr, $e:ident => $call:expr) => {
+        match $self {
+            AnyEngine::Docker($e) => $call,
+            AnyEngine::Swarm($e) => $call,
+        }
+    };
+}
+
+impl Engine for AnyEngine {
+    async fn info(&self) -> Result<EngineInfo, EngineError> {
+        each!(self, e => e.info().await)
+    }
+
+    async fn image_exists(&self, image: &str) -> Result<bool, EngineError> {
+        each!(self, e => e.image_exists(image).await)
+    }
+
+    async fn build_image_with(
+        &self,
+        tag: &str,
+        context_tar: impl Into<TarSource> + Send,
+        labels: BTreeMap<String, String>,
+        settings: BuildSettings,
+    ) -> Result<String, EngineError> {
+        let context: TarSource = context_tar.into();
+        each!(self, e => e.build_image_with(tag, context, labels, settings).await)
+    }
+
+    async fn import_image(
+        &self,
+        tag: &str,
+        rootfs_tar: impl Into<TarSource> + Send,
+        labels: BTreeMap<String, String>,
+    ) -> Result<(), EngineError> {
+        let rootfs: TarSource = rootfs_tar.into();
+        each!(self, e => e.import_image(tag, rootfs, labels).await)
+    }
+
+    async fn tag_image(&self, image: &str, new_name: &str) -> Result<(), EngineError> {
+        each!(self, e => e.tag_image(image, new_name).await)
+    }
+
+    async fn pull_image(&self, image: &str) -> Result<(), EngineError> {
+        each!(self, e => e.pull_image(image).await)
+    }
+
+    async fn remove_image(&self, image: &str) -> Result<(), EngineError> {
+        each!(self, e => e.remove_image(image).await)
+    }
+
+    async fn create_hold(
+        &self,
+        image: &str,
+        labels: BTreeMap<String, String>,
+    ) -> Result<String, EngineError> {
+        each!(self, e => e.create_hold(image, labels).await)
+    }
+
+    fn exported(&self) -> Vec<(String, Duration)> {
+        each!(self, e => e.exported())
+    }
+
+    fn prepares_ahead(&self) -> bool {
+        each!(self, e => e.prepares_ahead())
+    }
+
+    async fn run_job(&self, job: JobSpec) -> Result<JobOutput, EngineError> {
+        each!(self, e => e.run_job(job).await)
+    }
+
+    async fn list_containers(
+        &self,
+        labels: BTreeMap<String, String>,
+    ) -> Result<Vec<Resource>, EngineError> {
+        each!(self, e => e.list_containers(labels).await)
+    }
+
+    async fn remove_container(&self, id: &str) -> Result<(), EngineError> {
+        each!(self, e => e.remove_container(id).await)
+    }
+
+    async fn list_images(
+        &self,
+        labels: BTreeMap<String, String>,
+    ) -> Result<Vec<Resource>, EngineError> {
+        each!(self, e => e.list_images(labels).await)
+    }
+
+    async fn finish_run(&self) -> Vec<String> {
+        each!(self, e => e.finish_run().await)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_registry_is_for_swarm_only() {
+        let docker = EngineChoice {
+            kind: EngineKind::Docker,
+            registry: Some("127.0.0.1:5000".into()),
+        };
+        assert!(matches!(
+            docker.check(),
+            Err(ChoiceError::RegistryWithoutSwarm)
+        ));
+        let swarm = EngineChoice {
+            kind: EngineKind::Swarm,
+            ..docker
+        };
+        assert!(swarm.check().is_ok());
+        assert!(EngineChoice::default().check().is_ok());
+        assert_eq!(EngineChoice::default().kind.as_str(), "docker");
+    }
+}

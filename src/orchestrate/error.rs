@@ -1,0 +1,44 @@
+//! Why a workflow (`evaluate`, `validate`) could not finish.
+
+use super::inputs::InputError;
+use super::options::OptionsError;
+use crate::engine::ConnectError;
+use crate::runner::RunError;
+
+/// Why a workflow could not finish. Each variant is its cause as is (`Display` and `source`
+/// pass through), so a caller classifies it by [`WorkflowError::cause`].
+#[derive(Debug, thiserror::Error)]
+pub enum WorkflowError {
+    /// The dataset or predictions could not be loaded.
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// The image and repository choices cannot be used.
+    #[error(transparent)]
+    Options(#[from] OptionsError),
+    /// No engine: a wrong choice, or it did not answer.
+    #[error(transparent)]
+    Connect(#[from] ConnectError),
+    /// The run could not start or finish its files.
+    #[error(transparent)]
+    Run(#[from] RunError),
+    /// A validation's verdicts could not be read back.
+    #[error(transparent)]
+    Findings(#[from] super::findings::FindingsError),
+    /// A result file could not be written.
+    #[error(transparent)]
+    Write(#[from] crate::fsutil::WriteError),
+}
+
+impl WorkflowError {
+    /// The error this one stands for.
+    pub fn cause(&self) -> &(dyn std::error::Error + 'static) {
+        match self {
+            WorkflowError::Input(e) => e,
+            WorkflowError::Options(e) => e,
+            WorkflowError::Connect(e) => e,
+            WorkflowError::Run(e) => e,
+            WorkflowError::Findings(e) => e,
+            WorkflowError::Write(e) => e,
+        }
+    }
+}

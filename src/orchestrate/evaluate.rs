@@ -1,0 +1,89 @@
+//! `run` as one library call: load the inputs, fill in the defaults, connect the engine chosen,
+//! execute (images prepared beside the jobs), check the mini benchmark's verdicts, and decide
+//! how the run ended. Reports through [`Event`]s; prints nothing.
+
+use std::sync::Arc;
+
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+
+use super::error::WorkflowError;
+use super::inputs::load_inputs;
+use super::mini_check::{check_mini, MiniCheck};
+use super::outcome::{outcome, Outcome, Troubles};
+use super::prep_times::PrepTimes;
+use super::run_options::{RunOptions, Source};
+use super::workflow::{execute, notice, Event, ImagePolicy, Level, Work};
+use crate::runner::RunReport;
+
+/// A finished run.
+pub struct Evaluated {
+    /// The run's id (chosen, or the default for its input).
+    pub run_id: String,
+    /// What the runner did and wrote.
+    pub report: RunReport,
+    /// Where image preparation's time went.
+    pub prep: PrepTimes,
+    /// The mini benchmark's verdicts against the expected ones, when it was the input and the
+    /// comparison could be made (a failure to compare is a warning event).
+    pub mini: Option<MiniCheck>,
+    /// How the run ended: clean, or with problems to look at.
+    pub outcome: Outcome,
+}
+
+/// Runs the predictions `source` names with `opts`. `interrupts` delivers one message per
+/// Ctrl-C (see [`execute`]); `events` receives everything the user should see, input problems
+/// first (as warnings).
+pub async fn evaluate(
+    source: &Source,
+    opts: &RunOptions,
+    interrupts: UnboundedReceiver<()>,
+    events: UnboundedSender<Event>,
+) -> Result<Evaluated, WorkflowError> {
+    let mut opts = opts.clone();
+    // Git and the image builder run in other folders: relative paths must not change meaning.
+    opts.output = super::options::absolute(&opts.output)?;
+    let inputs = load_inputs(source, &opts.output)?;
+    for p in &inputs.problems {
+        notice(&events, Level::Warning, p.clone());
+    }
+    let mini = inputs.is_mini();
+    let run_id = opts.run_id(mini);
+    let prepare = opts.prepare(inputs.mini_mirrors.clone())?;
+    let config = opts.run_config(&run_id, mini);
+    let engine = Arc::new(crate::engine::connect(&opts.engine).await?);
+    let work = Work {
+        dataset: &inputs.dataset,
+        predictions: inputs.predictions.clone(),
+        instance_ids: inputs.instance_ids.clone(),
+    };
+    let images = ImagePolicy {
+        prepare: &prepare,
+        keep: opts.keep,
+    };
+    let (report, prep) = execute(engine, work, config, images, interrupts, events.clone()).await?;
+    let mut failed_checks = 0;
+    let check = if mini {
+        match check_mini(&report, opts.strict) {
+            Ok(check) => {
+                failed_checks = check.mismatches.len();
+                Some(check)
+            }
+            Err(e) => {
+                let message = format!("cannot compare with the expected verdicts: {e}");
+                notice(&events, Level::Warning, message);
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let troubles =
+        Troubles::of_run(inputs.problems.len(), &report).with_failed_checks(failed_checks);
+    Ok(Evaluated {
+        run_id,
+        report,
+        prep,
+        mini: check,
+        outcome: outcome(&troubles),
+    })
+}
