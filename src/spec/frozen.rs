@@ -992,7 +992,7 @@ mod data_tests {
         // The spec names them (and the build log echoes the same line).
         let xr = frozen_env("pydata__xarray-7393").unwrap();
         let p = xr.plan("pydata/xarray", DebianRelease::Bookworm);
-        let w = super::super::scripts::frozen_warnings(&p);
+        let w = super::super::debian::frozen_warnings(&p);
         assert!(
             w.iter()
                 .any(|w| w.contains("no wheel for python 3.11")
@@ -1000,7 +1000,7 @@ mod data_tests {
             "{w:?}"
         );
         let old = frozen_env("astropy__astropy-7166").unwrap();
-        let w = super::super::scripts::frozen_warnings(
+        let w = super::super::debian::frozen_warnings(
             &old.plan("astropy/astropy", DebianRelease::Bullseye),
         );
         assert!(

@@ -12,6 +12,9 @@
 //!
 //! A row that carries its own `eval_script` (SWE-bench 5) is run with it as is.
 
+mod build;
+mod conda;
+mod debian;
 mod directives;
 mod docker;
 mod error;
@@ -23,10 +26,12 @@ mod names;
 mod options;
 mod pkgname;
 mod pyrepr;
-mod scripts;
+mod script_parts;
 mod table;
 mod test_spec;
 
+pub(crate) use build::sha256_hex;
+pub use debian::BUILD_REQUIREMENTS_READER;
 pub use directives::{modified_files, test_directives};
 pub use docker::official_base_dockerfile;
 pub use docker::{
@@ -41,7 +46,5 @@ pub use names::{
     DEFAULT_NAMESPACE, END_TEST_OUTPUT, ENV_NAME, REPO_DIR, START_TEST_OUTPUT, TEST_EXIT_CODE,
 };
 pub use options::{GitRepoFiles, RepoFiles, SpecOptions};
-pub(crate) use scripts::sha256_hex;
-pub use scripts::BUILD_REQUIREMENTS_READER;
 pub use table::{table, RepoSpec};
 pub use test_spec::{group_warnings, official_image_name, ContextFile, TestSpec};
