@@ -114,11 +114,7 @@ pub(super) fn shell_quote(s: &str) -> String {
 
 /// A `requirements.txt` with its `-r` includes inlined first, editable/comment/`.[test` lines
 /// dropped and yanked packages replaced, as `get_requirements` does.
-fn assemble_requirements(
-    text: &str,
-    path: &str,
-    read: &dyn Fn(&str) -> Option<String>,
-) -> String {
+fn assemble_requirements(text: &str, path: &str, read: &dyn Fn(&str) -> Option<String>) -> String {
     let excluded = |l: &str| {
         let t = l.trim();
         ["-e .", "#", ".[test"].iter().any(|p| t.starts_with(p))
