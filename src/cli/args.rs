@@ -105,7 +105,7 @@ impl EngineArgs {
 
 impl clap::ValueEnum for EngineKind {
     fn value_variants<'a>() -> &'a [Self] {
-        &[EngineKind::Docker, EngineKind::Swarm]
+        &[EngineKind::Docker, EngineKind::Swarm, EngineKind::Podman]
     }
     fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
         let help = match self {
@@ -113,6 +113,13 @@ impl clap::ValueEnum for EngineKind {
             EngineKind::Swarm => {
                 "One-shot services on the Docker Swarm cluster that daemon manages (images are \
                  built there)"
+            }
+            EngineKind::Podman => {
+                "Containers on a Podman service (its Docker-compatible API): DOCKER_HOST, else \
+                 CONTAINER_HOST, else the user's rootless socket \
+                 ($XDG_RUNTIME_DIR/podman/podman.sock), else the rootful one \
+                 (/run/podman/podman.sock). A rootless service may apply no CPU, memory or pids \
+                 limits: the run says so (README: Running without Docker)"
             }
         };
         Some(clap::builder::PossibleValue::new(self.as_str()).help(help))

@@ -14,6 +14,12 @@ pub struct EngineInfo {
     pub api_version: String,
     /// The daemon's own version, e.g. `24.0.7`.
     pub server_version: String,
+    /// What it is, for the user: `Docker`, or `Podman 4.3.1 (rootless, cgroups v1, runc,
+    /// storage overlay)`.
+    pub product: String,
+    /// What a run on it does not do as on Docker (limits a rootless Podman cannot apply, a
+    /// slow storage driver), each a sentence a run prints as a warning at its start.
+    pub limitations: Vec<String>,
 }
 
 /// How an image is built.

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::api::{BuildSettings, Engine, EngineInfo, Resource, TarSource};
-use super::docker::DockerEngine;
+use super::docker::{Daemon, DockerEngine};
 use super::error::EngineError;
 use super::job::{JobOutput, JobSpec};
 use super::swarm::{SwarmEngine, SwarmOptions};
@@ -21,6 +21,9 @@ pub enum EngineKind {
     /// One-shot services on the Docker Swarm cluster that daemon manages (images are built
     /// there).
     Swarm,
+    /// Containers on a Podman service through its Docker-compatible API, found as
+    /// [`Daemon::Podman`] says (rootless or rootful).
+    Podman,
 }
 
 impl EngineKind {
@@ -29,6 +32,7 @@ impl EngineKind {
         match self {
             EngineKind::Docker => "docker",
             EngineKind::Swarm => "swarm",
+            EngineKind::Podman => "podman",
         }
     }
 }
@@ -55,7 +59,9 @@ impl EngineChoice {
     /// Checks the choice without connecting (a registry without Swarm is refused).
     pub fn check(&self) -> Result<(), ChoiceError> {
         match self.kind {
-            EngineKind::Docker if self.registry.is_some() => Err(ChoiceError::RegistryWithoutSwarm),
+            EngineKind::Docker | EngineKind::Podman if self.registry.is_some() => {
+                Err(ChoiceError::RegistryWithoutSwarm)
+            }
             _ => Ok(()),
         }
     }
@@ -77,6 +83,7 @@ pub async fn connect(choice: &EngineChoice) -> Result<AnyEngine, ConnectError> {
     choice.check()?;
     Ok(match choice.kind {
         EngineKind::Docker => AnyEngine::Docker(DockerEngine::connect().await?),
+        EngineKind::Podman => AnyEngine::Docker(DockerEngine::connect_to(Daemon::Podman).await?),
         EngineKind::Swarm => AnyEngine::Swarm(Box::new(
             SwarmEngine::connect(SwarmOptions {
                 registry: choice.registry.clone(),
@@ -89,7 +96,7 @@ pub async fn connect(choice: &EngineChoice) -> Result<AnyEngine, ConnectError> {
 
 /// A connected engine of any kind the user can choose.
 pub enum AnyEngine {
-    /// A single daemon.
+    /// A single daemon: Docker, or Podman behind its Docker-compatible API.
     Docker(DockerEngine),
     /// A Swarm cluster through its manager.
     Swarm(Box<SwarmEngine>),
@@ -99,6 +106,7 @@ impl AnyEngine {
     /// Its kind.
     pub fn kind(&self) -> EngineKind {
         match self {
+            AnyEngine::Docker(e) if e.is_podman() => EngineKind::Podman,
             AnyEngine::Docker(_) => EngineKind::Docker,
             AnyEngine::Swarm(_) => EngineKind::Swarm,
         }
@@ -231,6 +239,11 @@ mod tests {
             ..docker
         };
         assert!(swarm.check().is_ok());
+        let podman = EngineChoice {
+            kind: EngineKind::Podman,
+            registry: Some("127.0.0.1:5000".into()),
+        };
+        assert!(podman.check().is_err(), "one Podman service needs no registry");
         assert!(EngineChoice::default().check().is_ok());
         assert_eq!(EngineChoice::default().kind.as_str(), "docker");
     }

@@ -7,10 +7,11 @@
 //! waits for a stop timeout.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bollard::errors::Error as DockerError;
-use bollard::models::{ContainerCreateBody, HostConfig, HostConfigLogConfig};
+use bollard::models::{ContainerCreateBody, HostConfig, HostConfigLogConfig, ResourcesUlimits};
 use bollard::query_parameters::{
     AttachContainerOptionsBuilder, BuildImageOptionsBuilder, CreateContainerOptionsBuilder,
     CreateImageOptionsBuilder, KillContainerOptionsBuilder, ListContainersOptionsBuilder,
@@ -21,6 +22,7 @@ use bollard::Docker;
 use futures_util::{FutureExt, StreamExt};
 
 use super::bounded::{HeadTail, Watch};
+use super::podman::{self, LimitSupport, PodmanHost};
 use super::{
     tarball, BuildSettings, Engine, EngineError, EngineInfo, JobOutput, JobSpec, Resource,
     TarSource, LABEL_TOOL,
@@ -36,11 +38,26 @@ const KILL_GRACE: Duration = Duration::from_secs(30);
 /// are not limited by it once their headers arrived.
 const REQUEST_TIMEOUT_SECS: u64 = 600;
 
-/// A connected Docker daemon.
+/// A connected Docker daemon, or a Podman service behind its Docker-compatible API.
 #[derive(Debug, Clone)]
 pub struct DockerEngine {
     docker: Docker,
     endpoint: String,
+    /// Set when the daemon is Podman: what differs (see `podman.rs`).
+    podman: Option<Arc<PodmanSide>>,
+}
+
+/// What the adapter knows of a Podman service it talks to.
+#[derive(Debug)]
+struct PodmanSide {
+    /// What the service says about itself; `None` when its own API could not be read (then
+    /// every limit is sent, and nothing is said about what it ignores).
+    host: Option<PodmanHost>,
+    /// Why `host` is unknown.
+    unknown: Option<String>,
+    /// The service's own open-files and processes limits, given to each job as Docker's
+    /// containers inherit the daemon's (Podman would raise them to 1,048,576).
+    ulimits: Option<Vec<ResourcesUlimits>>,
 }
 
 /// The daemon address a connection will use: `DOCKER_HOST`, or the local socket.
@@ -48,19 +65,126 @@ pub fn endpoint() -> String {
     std::env::var("DOCKER_HOST").unwrap_or_else(|_| "unix:///var/run/docker.sock".to_string())
 }
 
+/// When Docker does not answer but a Podman service does: how to use it instead.
+fn podman_instead() -> String {
+    let uid = podman::effective_uid();
+    let xdg = std::env::var("XDG_RUNTIME_DIR").ok();
+    podman::candidate_sockets(uid, xdg.as_deref())
+        .into_iter()
+        .find(|s| s.exists())
+        .map(|s| {
+            format!(
+                " (a Podman socket is at {}: use `--engine podman` or \
+                 DOCKER_HOST=unix://{})",
+                s.display(),
+                s.display()
+            )
+        })
+        .unwrap_or_default()
+}
+
+/// Which daemon to look for when `DOCKER_HOST` does not name one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Daemon {
+    /// Docker: `DOCKER_HOST`, else `/var/run/docker.sock`.
+    Docker,
+    /// Podman: `DOCKER_HOST`, else `CONTAINER_HOST` (Podman's own variable, `unix://` only),
+    /// else the user's rootless socket (`$XDG_RUNTIME_DIR/podman/podman.sock`; not for root),
+    /// else the rootful one (`/run/podman/podman.sock`): the first that answers.
+    Podman,
+}
+
 impl DockerEngine {
     /// Connects to `DOCKER_HOST` (or the local socket) and negotiates the API version down to
     /// the daemon's. A daemon that does not answer gives `EngineError::Connect`, whose message
-    /// says how to start one.
+    /// says how to start one. A Podman service found this way is recognised as such.
     pub async fn connect() -> Result<Self, EngineError> {
-        let endpoint = endpoint();
+        Self::connect_to(Daemon::Docker).await
+    }
+
+    /// Connects to the daemon `which` names (see [`Daemon`]). When no Podman service answers,
+    /// the error lists the sockets tried and how to start one, rootless or rootful.
+    pub async fn connect_to(which: Daemon) -> Result<Self, EngineError> {
+        let uid = podman::effective_uid();
+        let xdg = std::env::var("XDG_RUNTIME_DIR").ok();
+        let sockets = podman::candidate_sockets(uid, xdg.as_deref());
+        // A named endpoint is the only one tried; for Podman, its failure says how to start
+        // a Podman service, not dockerd.
+        let named = |var: &str, endpoint: String, e: EngineError| match e {
+            EngineError::Connect { message, .. } => EngineError::PodmanConnect {
+                tried: format!("{endpoint} ({var})"),
+                message,
+                advice: podman::start_service_advice(uid, &sockets),
+            },
+            other => other,
+        };
+        if which == Daemon::Docker || std::env::var_os("DOCKER_HOST").is_some() {
+            let endpoint = endpoint();
+            return match Self::connect_at(&endpoint).await {
+                Err(EngineError::Connect { endpoint, message }) if which == Daemon::Docker => {
+                    Err(EngineError::Connect {
+                        message: format!("{message}{}", podman_instead()),
+                        endpoint,
+                    })
+                }
+                Err(e) => Err(named("DOCKER_HOST", endpoint, e)),
+                ok => ok,
+            };
+        }
+        if let Ok(host) = std::env::var("CONTAINER_HOST") {
+            if !host.starts_with("unix://") {
+                return Err(EngineError::PodmanConnect {
+                    tried: format!("{host} (CONTAINER_HOST)"),
+                    message: "only unix:// sockets are read from CONTAINER_HOST".into(),
+                    advice: "for a remote service, forward its socket to a local one and \
+                             set DOCKER_HOST=unix://PATH"
+                        .into(),
+                });
+            }
+            return Self::connect_at(&host)
+                .await
+                .map_err(|e| named("CONTAINER_HOST", host.clone(), e));
+        }
+        let mut why = Vec::new();
+        for sock in &sockets {
+            if !sock.exists() {
+                why.push(format!("{}: no such socket", sock.display()));
+                continue;
+            }
+            match Self::connect_at(&format!("unix://{}", sock.display())).await {
+                Ok(e) => return Ok(e),
+                Err(e) => why.push(e.to_string().lines().next().unwrap_or_default().into()),
+            }
+        }
+        Err(EngineError::PodmanConnect {
+            tried: sockets
+                .iter()
+                .map(|s| s.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            message: why.join("; "),
+            advice: podman::start_service_advice(uid, &sockets),
+        })
+    }
+
+    /// Connects to `endpoint` (`unix://PATH`, or what `DOCKER_HOST` holds) and finds out
+    /// whether it is Docker or Podman.
+    pub async fn connect_at(endpoint: &str) -> Result<Self, EngineError> {
         let connect_err = |e: DockerError| EngineError::Connect {
-            endpoint: endpoint.clone(),
+            endpoint: endpoint.to_string(),
             message: e.to_string(),
         };
-        let docker = Docker::connect_with_defaults()
-            .map_err(connect_err)?
-            .with_timeout(Duration::from_secs(REQUEST_TIMEOUT_SECS));
+        // A socket by its path; `DOCKER_HOST` with its TLS settings as the client library
+        // reads them; another address as plain HTTP.
+        let docker = if podman::unix_path(endpoint).is_some() {
+            Docker::connect_with_unix(endpoint, REQUEST_TIMEOUT_SECS, bollard::API_DEFAULT_VERSION)
+        } else if std::env::var("DOCKER_HOST").ok().as_deref() == Some(endpoint) {
+            Docker::connect_with_defaults()
+        } else {
+            Docker::connect_with_http(endpoint, REQUEST_TIMEOUT_SECS, bollard::API_DEFAULT_VERSION)
+        }
+        .map_err(connect_err)?
+        .with_timeout(Duration::from_secs(REQUEST_TIMEOUT_SECS));
         // A short first contact: a missing daemon must fail fast, not after the request timeout.
         let negotiated =
             tokio::time::timeout(Duration::from_secs(20), docker.negotiate_version()).await;
@@ -68,12 +192,87 @@ impl DockerEngine {
             Ok(r) => r.map_err(connect_err)?,
             Err(_) => {
                 return Err(EngineError::Connect {
-                    endpoint,
+                    endpoint: endpoint.to_string(),
                     message: "no answer within 20 s".into(),
                 })
             }
         };
-        Ok(DockerEngine { docker, endpoint })
+        let version = docker.version().await.map_err(connect_err)?;
+        let podman_version = version.components.as_deref().and_then(|cs| {
+            cs.iter()
+                .find(|c| c.name == "Podman Engine")
+                .map(|c| c.version.clone())
+        });
+        let podman = match podman_version {
+            None => None,
+            Some(v) => {
+                let (host, unknown) = match podman::get_json(endpoint, "/v4.0.0/libpod/info").await
+                {
+                    Ok(info) => (Some(PodmanHost::from_info(&v, &info)), None),
+                    Err(e) => (None, Some(e)),
+                };
+                let ulimits = podman::service_rlimits(endpoint)
+                    .await
+                    .map(|(nofile, nproc)| {
+                        [("nofile", nofile), ("nproc", nproc)]
+                            .into_iter()
+                            .filter_map(|(name, l)| {
+                                Some(ResourcesUlimits {
+                                    name: Some(name.into()),
+                                    soft: Some(l.soft?),
+                                    hard: Some(l.hard?),
+                                })
+                            })
+                            .collect()
+                    });
+                Some(Arc::new(PodmanSide {
+                    host,
+                    unknown,
+                    ulimits,
+                }))
+            }
+        };
+        let docker = match podman {
+            None => docker,
+            Some(_) => docker.with_request_modifier(|mut req| {
+                if let Some(uri) = podman::split_changes(&req.uri().to_string()) {
+                    if let Ok(uri) = uri.parse() {
+                        *req.uri_mut() = uri;
+                    }
+                }
+                req
+            }),
+        };
+        Ok(DockerEngine {
+            docker,
+            endpoint: endpoint.to_string(),
+            podman,
+        })
+    }
+
+    /// What the Podman service behind this engine says about itself (`None` on Docker, or when
+    /// its own API could not be read).
+    pub fn podman(&self) -> Option<&PodmanHost> {
+        self.podman.as_ref().and_then(|p| p.host.as_ref())
+    }
+
+    /// Whether the daemon is Podman.
+    pub fn is_podman(&self) -> bool {
+        self.podman.is_some()
+    }
+
+    /// The limits this daemon applies: all on Docker and rootful Podman.
+    fn limit_support(&self) -> LimitSupport {
+        self.podman()
+            .map_or(LimitSupport::ALL, PodmanHost::limit_support)
+    }
+
+    /// An image name as the caller knows it (Docker's familiar form).
+    fn read_name(&self, name: String) -> String {
+        match self.podman {
+            Some(_) => podman::familiar_name(&name).to_string(),
+            None => name,
+        }
     }
 
     /// The address this engine talks to.
@@ -105,12 +304,21 @@ impl DockerEngine {
     }
 
     async fn create(&self, job: &JobSpec) -> Result<String, EngineError> {
+        // Only the limits the daemon applies are sent (a rootless Podman service ignores the
+        // others; the run has said so at its start).
+        let can = self.limit_support();
+        let memory = job.limits.memory_bytes.filter(|_| can.memory);
         let host_config = HostConfig {
-            nano_cpus: job.limits.cpus.map(|c| (c * 1e9) as i64),
-            memory: job.limits.memory_bytes,
+            nano_cpus: job
+                .limits
+                .cpus
+                .filter(|_| can.cpu)
+                .map(|c| (c * 1e9) as i64),
+            memory,
             // Swap equal to memory means no swap: the memory limit is the real limit.
-            memory_swap: job.limits.memory_bytes,
-            pids_limit: job.limits.pids,
+            memory_swap: memory,
+            pids_limit: job.limits.pids.filter(|_| can.pids),
+            ulimits: self.podman.as_ref().and_then(|p| p.ulimits.clone()),
             network_mode: Some(if job.network { "bridge" } else { "none" }.into()),
             auto_remove: Some(false),
             log_config: Some(HostConfigLogConfig {
@@ -139,7 +347,7 @@ impl DockerEngine {
         };
         let created = match create().await {
             // A container of the same name left by an earlier, interrupted attempt.
-            Err(e) if status_of(&e) == Some(409) => {
+            Err(e) if podman::is_name_conflict(status_of(&e), &e.to_string()) => {
                 self.force_remove(&job.name).await?;
                 create().await
             }
@@ -211,10 +419,7 @@ impl DockerEngine {
         self.docker
             .start_container(id, None::<bollard::query_parameters::StartContainerOptions>)
             .await
-            .map_err(|e| EngineError::Start {
-                name: name.into(),
-                message: e.to_string(),
-            })?;
+            .map_err(|e| start_error(name, e))?;
         let started = Instant::now();
         out.setup = started.duration_since(t0).saturating_sub(out.queued);
 
@@ -344,6 +549,22 @@ impl DockerEngine {
     }
 }
 
+/// A failed start: the daemon's message, or, where the service's setup is at fault (which a
+/// retry cannot fix), what to change.
+fn start_error(name: &str, e: DockerError) -> EngineError {
+    let message = e.to_string();
+    match podman::start_advice(&message) {
+        Some(advice) => EngineError::Setup {
+            name: name.into(),
+            message: format!("{message}\n  {advice}"),
+        },
+        None => EngineError::Start {
+            name: name.into(),
+            message,
+        },
+    }
+}
+
 pub(super) fn split_tag(image: &str) -> (&str, &str) {
     // A digest reference is pulled whole; bollard then sends no tag.
     if image.contains('@') {
@@ -414,6 +635,12 @@ pub(super) fn label_filters(labels: &BTreeMap<String, String>) -> HashMap<String
     f
 }
 
+/// Whether `have` carries every label of `want` (an empty value: the key, with any value).
+fn has_labels(have: &HashMap<String, String>, want: &BTreeMap<String, String>) -> bool {
+    want.iter()
+        .all(|(k, v)| have.get(k).is_some_and(|got| v.is_empty() || got == v))
+}
+
 fn build_log_line(info: &bollard::models::BuildInfo, log: &mut String) {
     if let Some(s) = &info.stream {
         log.push_str(s);
@@ -433,9 +660,25 @@ impl Engine for DockerEngine {
                 endpoint: self.endpoint.clone(),
                 message: e.to_string(),
             })?;
+        let (product, limitations) = match &self.podman {
+            None => ("Docker".to_string(), Vec::new()),
+            Some(p) => match (&p.host, &p.unknown) {
+                (Some(h), _) => (h.describe(), h.limitations()),
+                (None, why) => (
+                    "Podman".to_string(),
+                    vec![format!(
+                        "Podman: its own API (/libpod/info) could not be read ({}): every \
+                         limit is sent, but whether a rootless service applies them is unknown",
+                        why.as_deref().unwrap_or("no reason given")
+                    )],
+                ),
+            },
+        };
         Ok(EngineInfo {
             api_version: v.api_version.unwrap_or_default(),
             server_version: v.version.unwrap_or_default(),
+            product,
+            limitations,
         })
     }
 
@@ -508,7 +751,6 @@ impl Engine for DockerEngine {
         rootfs_tar: impl Into<TarSource> + Send,
         labels: BTreeMap<String, String>,
     ) -> Result<(), EngineError> {
-        let (repo, version) = split_tag(tag);
         // Dockerfile instructions applied on import: labels, and a shell as default command.
         let mut changes: Vec<String> = labels
             .iter()
@@ -516,10 +758,11 @@ impl Engine for DockerEngine {
             .collect();
         changes.push("CMD [\"/bin/bash\"]".into());
         changes.push("ENV LANG=C.UTF-8".into());
+        // The whole name in `repo`, as the docker CLI sends it: Podman ignores `tag` on an
+        // import (it stored `docker.io/<repo>:latest`, and no build found the base).
         let opts = CreateImageOptionsBuilder::default()
             .from_src("-")
-            .repo(repo)
-            .tag(version)
+            .repo(tag)
             .changes(changes)
             .build();
         let mut stream = self.docker.create_image(
@@ -535,12 +778,36 @@ impl Engine for DockerEngine {
             )),
             None,
         );
+        // The stream's last status is the new image's id (`sha256:...`) on both engines.
+        let mut id = None;
         while let Some(item) = stream.next().await {
-            if let Err(e) = item {
-                return Err(EngineError::Import {
-                    tag: tag.into(),
-                    message: e.to_string(),
-                });
+            match item {
+                Ok(info) => {
+                    if let Some(s) = info.status.filter(|s| s.starts_with("sha256:")) {
+                        id = Some(s);
+                    }
+                }
+                Err(e) => {
+                    return Err(EngineError::Import {
+                        tag: tag.into(),
+                        message: e.to_string(),
+                    })
+                }
+            }
+        }
+        // Checked, not assumed: an engine that stored the image under another name gets the
+        // one asked for from the id, or the import fails here rather than every build later.
+        if !self.image_exists(tag).await? {
+            match id {
+                Some(id) => self.tag_image(&id, tag).await?,
+                None => {
+                    return Err(EngineError::Import {
+                        tag: tag.into(),
+                        message: "the engine imported the file system but stored no image of \
+                                  that name, and gave no image id"
+                            .into(),
+                    })
+                }
             }
         }
         Ok(())
@@ -692,7 +959,17 @@ impl Engine for DockerEngine {
         &self,
         labels: BTreeMap<String, String>,
     ) -> Result<Vec<Resource>, EngineError> {
-        let filters = label_filters(&labels);
+        // Podman 4.3 lists no image for two label filters or more (containers are fine): it
+        // is asked for the first, and the rest are checked here.
+        let asked = match self.podman {
+            Some(_) => labels
+                .iter()
+                .take(1)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            None => labels.clone(),
+        };
+        let filters = label_filters(&asked);
         let opts = ListImagesOptionsBuilder::default()
             .filters(&filters)
             .build();
@@ -706,6 +983,7 @@ impl Engine for DockerEngine {
             })?;
         Ok(list
             .into_iter()
+            .filter(|i| has_labels(&i.labels, &labels))
             // One resource per name, so a caller finds (and removes) an image by any of its tags.
             .flat_map(|i| {
                 let labels: BTreeMap<String, String> = i.labels.into_iter().collect();
@@ -716,7 +994,7 @@ impl Engine for DockerEngine {
                 };
                 names.into_iter().map(move |name| Resource {
                     id: i.id.clone(),
-                    name,
+                    name: self.read_name(name),
                     labels: labels.clone(),
                 })
             })
@@ -757,6 +1035,28 @@ mod tests {
             ("b".into(), "".into()),
         ]));
         assert_eq!(f["label"], vec!["a=1".to_string(), "b".to_string()]);
+    }
+
+    #[test]
+    fn labels_are_matched_as_the_daemon_filters_them() {
+        let have = HashMap::from([
+            ("swe-eval".to_string(), "1".to_string()),
+            ("swe-eval.layer".to_string(), "base".to_string()),
+        ]);
+        let want = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        assert!(has_labels(&have, &want(&[])));
+        assert!(has_labels(
+            &have,
+            &want(&[("swe-eval", "1"), ("swe-eval.layer", "base")])
+        ));
+        assert!(has_labels(&have, &want(&[("swe-eval.layer", "")])));
+        assert!(!has_labels(&have, &want(&[("swe-eval.layer", "env")])));
+        assert!(!has_labels(&have, &want(&[("swe-eval.hold", "")])));
     }
 
     #[test]

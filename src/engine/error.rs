@@ -11,6 +11,16 @@ pub enum EngineError {
         /// Why the connection failed.
         message: String,
     },
+    #[error("cannot reach a Podman service (tried {tried}): {message}\n  {advice}")]
+    /// `--engine podman` found no service that answers.
+    PodmanConnect {
+        /// The sockets tried, in order.
+        tried: String,
+        /// Why each failed.
+        message: String,
+        /// How to start one, rootless or rootful.
+        advice: String,
+    },
     #[error("image build of {tag} failed: {message}")]
     /// An image build failed.
     Build {
@@ -91,6 +101,16 @@ pub enum EngineError {
         /// What went wrong, usually the daemon's error message.
         message: String,
     },
+    #[error("container start {name} failed: {message}")]
+    /// Starting a container failed for the engine's own setup (its runtime refuses this
+    /// machine's cgroups, cannot set the job's rlimits): every job would fail the same way,
+    /// and a retry cannot help. The message says what to change.
+    Setup {
+        /// The container's name.
+        name: String,
+        /// The daemon's message and what to change.
+        message: String,
+    },
     #[error("container wait {name} failed: {message}")]
     /// Waiting for a container (or task) to end failed.
     Wait {
@@ -139,6 +159,7 @@ impl EngineError {
         match self {
             EngineError::ImageMissing { .. }
             | EngineError::Build { .. }
+            | EngineError::Setup { .. }
             | EngineError::Withdrawn { .. } => false,
             // A registry that does not have the image, or refuses us, will not change its mind.
             EngineError::Pull { message, .. } => {

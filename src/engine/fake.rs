@@ -262,6 +262,8 @@ impl Engine for FakeEngine {
         Ok(EngineInfo {
             api_version: "1.41".into(),
             server_version: "fake".into(),
+            product: "fake".into(),
+            limitations: Vec::new(),
         })
     }
 

@@ -148,13 +148,17 @@ fn bootstrap_blocking(
     let script = tmp.path().join("bootstrap.sh");
     std::fs::write(&script, BOOTSTRAP_SCRIPT).map_err(|e| fail(e.to_string(), String::new()))?;
     let rootfs = tmp.path().join("rootfs");
-    let out = Command::new("bash")
-        .arg(&script)
-        .arg(release)
-        .arg(&rootfs)
-        .arg(&opts.mirror)
+    let tar = tempfile::NamedTempFile::new_in(&opts.work_dir).map_err(|e| {
+        fail(
+            format!("temporary file in {}: {e}", opts.work_dir.display()),
+            String::new(),
+        )
+    })?;
+    let how = Privilege::of_this_process().map_err(|m| fail(m, String::new()))?;
+    let out = how
+        .command(&script, release, &rootfs, &opts.mirror, tar.path())
         .output()
-        .map_err(|e| fail(format!("cannot run bash: {e}"), String::new()))?;
+        .map_err(|e| fail(format!("cannot run {}: {e}", how.program()), String::new()))?;
     let log = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -164,27 +168,122 @@ fn bootstrap_blocking(
         let _ = write_log(f, &log);
     }
     if !out.status.success() {
-        let hint = if log.contains("must be root") || log.contains("Permission denied") {
-            " (debootstrap needs root: run as root or with sudo)"
-        } else {
-            ""
+        let hint = match how {
+            Privilege::Root
+                if log.contains("must be root") || log.contains("Permission denied") =>
+            {
+                " (debootstrap needs root: run as root or with sudo)"
+            }
+            Privilege::Unshare if log.contains("newuidmap") || log.contains("subuid") => {
+                " (bootstrapping as an ordinary user needs subordinate ids: an administrator \
+                 adds them with `usermod --add-subuids 100000-165535 --add-subgids \
+                 100000-165535 USER`, and Debian's uidmap package)"
+            }
+            _ => "",
         };
         return Err(fail(
-            format!("debootstrap exited with {}{hint}", out.status),
+            format!("{} exited with {}{hint}", how.describe(), out.status),
             log,
         ));
     }
-    let tar = tempfile::NamedTempFile::new_in(&opts.work_dir).map_err(|e| {
-        fail(
-            format!("temporary file in {}: {e}", opts.work_dir.display()),
-            log.clone(),
-        )
-    })?;
-    tar_rootfs(&rootfs, tar.path()).map_err(|m| fail(m, log.clone()))?;
-    // Removing the tree also needs root for some files; the temporary folder does it on drop.
+    if how == Privilege::Root {
+        tar_rootfs(&rootfs, tar.path()).map_err(|m| fail(m, log.clone()))?;
+    }
+    // As root, removing the tree needs root for some files: the temporary folder does it on
+    // drop. In a user namespace the recipe removed it there (outside, its files are owned by
+    // subordinate ids the user cannot remove).
     drop(tmp);
     Ok(tar)
 }
+
+/// How the recipe gets the root it needs: as root, or as an ordinary user in a user namespace
+/// where they are root over their subordinate ids (`podman unshare`, as rootless Podman
+/// stores images), so a user without root bootstraps the base their rootless Podman imports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Privilege {
+    /// This process is root: the recipe runs as is, and the tar is made here.
+    Root,
+    /// An ordinary user: the recipe, the tar and the removal of the tree run under
+    /// `podman unshare`, with `container=lxc` so debootstrap bind-mounts the devices it may
+    /// not create (the recipe removes them from the image anyway).
+    Unshare,
+}
+
+impl Privilege {
+    fn of_this_process() -> Result<Privilege, String> {
+        use std::os::unix::fs::MetadataExt;
+        let uid = std::fs::metadata("/proc/self").map_or(0, |m| m.uid());
+        if uid == 0 {
+            return Ok(Privilege::Root);
+        }
+        let podman = Command::new("podman")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if podman {
+            Ok(Privilege::Unshare)
+        } else {
+            Err(format!(
+                "the offline base is bootstrapped by debootstrap, which needs root: this process \
+                 runs as uid {uid}. Run as root or with sudo, or install podman (with uidmap) \
+                 to bootstrap in a user namespace as rootless Podman does"
+            ))
+        }
+    }
+
+    fn program(self) -> &'static str {
+        match self {
+            Privilege::Root => "bash",
+            Privilege::Unshare => "podman unshare",
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            Privilege::Root => "debootstrap",
+            Privilege::Unshare => "debootstrap in `podman unshare`",
+        }
+    }
+
+    fn command(
+        self,
+        script: &Path,
+        release: &str,
+        rootfs: &Path,
+        mirror: &str,
+        tar: &Path,
+    ) -> Command {
+        match self {
+            Privilege::Root => {
+                let mut c = Command::new("bash");
+                c.arg(script).arg(release).arg(rootfs).arg(mirror);
+                c
+            }
+            Privilege::Unshare => {
+                // An ordinary user's PATH often lacks the sbin folders debootstrap and chroot
+                // live in.
+                let mut c = Command::new("podman");
+                c.args(["unshare", "env", "container=lxc"])
+                    .arg("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+                    .args(["bash", "-c", UNSHARED_STEPS, "bootstrap"])
+                    .arg(script)
+                    .arg(release)
+                    .arg(rootfs)
+                    .arg(mirror)
+                    .arg(tar);
+                c
+            }
+        }
+    }
+}
+
+/// The recipe, the tar (numeric owners: the ids inside the namespace, as inside the image)
+/// and the removal of the tree, in one user namespace: `$1` recipe, `$2` release, `$3` tree,
+/// `$4` mirror, `$5` tar.
+const UNSHARED_STEPS: &str = r#"bash "$1" "$2" "$3" "$4"; s=$?
+if [ "$s" -eq 0 ]; then tar --numeric-owner --xattrs -C "$3" -cf "$5" . ; s=$?; fi
+rm -rf "$3"
+exit "$s""#;
 
 /// A tar of the root file system with numeric owners (uids inside the image, not the host's).
 fn tar_rootfs(dir: &Path, dest: &Path) -> Result<(), String> {

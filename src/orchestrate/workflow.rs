@@ -112,6 +112,7 @@ pub async fn execute<E: Engine>(
     events: UnboundedSender<Event>,
 ) -> Result<(RunReport, PrepTimes), RunError> {
     let pending = runner::pending(&work.predictions, &config);
+    engine_limitations(&*engine, &events).await;
     reap_dead_images(&*engine, &events).await;
     let opts = images.prepare;
     let needed = needed(work.dataset, &pending);
@@ -385,6 +386,16 @@ fn append_line(file: &mut Option<std::fs::File>, path: &std::path::Path, line: &
     }
     if let Some(f) = file {
         let _ = writeln!(f, "{line}");
+    }
+}
+
+/// What the engine does not do as asked (a rootless Podman that applies no resource limits),
+/// said before anything runs. An engine that does not answer is the runner's to report.
+async fn engine_limitations<E: Engine>(engine: &E, events: &UnboundedSender<Event>) {
+    if let Ok(info) = engine.info().await {
+        for l in info.limitations {
+            notice(events, Level::Warning, l);
+        }
     }
 }
 

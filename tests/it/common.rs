@@ -180,3 +180,29 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     );
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
+
+/// Runs the integration test `test` (its full path, e.g. `engine::a_test`) alone in a child
+/// process of this test binary with `env` set (`None` removes a variable) and
+/// `SWE_EVAL_IT_CHILD=1`, which the test reads to know it is the child; returns the child's
+/// standard output after checking it succeeded. For tests that must change the process's
+/// environment (where the engine is found) without disturbing the others.
+pub fn rerun_alone(test: &str, env: &[(&str, Option<&str>)]) -> String {
+    let mut c = Command::new(std::env::current_exe().unwrap());
+    c.args([test, "--exact", "--nocapture"])
+        .env("SWE_EVAL_IT_CHILD", "1");
+    for (k, v) in env {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    let out = c.output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{text}");
+    text
+}
+
+/// Whether this process is the child [`rerun_alone`] started.
+pub fn is_rerun_child() -> bool {
+    std::env::var_os("SWE_EVAL_IT_CHILD").is_some()
+}

@@ -80,10 +80,14 @@ async fn containers_of(e: &DockerEngine, run: &str) -> usize {
 #[tokio::test]
 async fn exit_code_output_and_files() {
     let Some(e) = engine().await else { return };
-    let img = base_image().await;
+    check_exit_code_output_and_files(&e, &base_image().await).await;
+}
+
+/// Exit code, stdout and stderr, files copied in before the start, the container removed.
+pub async fn check_exit_code_output_and_files(e: &DockerEngine, img: &str) {
     let run = run_id("exit3");
     let mut j = job(
-        &img,
+        img,
         &run,
         "cat /swe-eval/in.txt; /swe-eval/run.sh; echo to-stderr >&2; exit 3",
     );
@@ -114,18 +118,22 @@ async fn exit_code_output_and_files() {
     );
     assert_eq!(out.truncated_bytes, 0);
 
-    let merged = job(&img, &run, "exec 2>&1; echo one; echo two >&2; echo three");
+    let merged = job(img, &run, "exec 2>&1; echo one; echo two >&2; echo three");
     let out = e.run_job(merged).await.unwrap();
     assert_eq!(String::from_utf8_lossy(&out.output), "one\ntwo\nthree\n");
-    assert_eq!(containers_of(&e, &run).await, 0, "container removed");
+    assert_eq!(containers_of(e, &run).await, 0, "container removed");
 }
 
 #[tokio::test]
 async fn deadline_kills_fast_and_removes() {
     let Some(e) = engine().await else { return };
-    let img = base_image().await;
+    check_deadline_kills_fast_and_removes(&e, &base_image().await).await;
+}
+
+/// A job past its deadline is killed at once (no stop timeout) and removed.
+pub async fn check_deadline_kills_fast_and_removes(e: &DockerEngine, img: &str) {
     let run = run_id("sleep");
-    let mut j = job(&img, &run, "echo started; sleep 600");
+    let mut j = job(img, &run, "echo started; sleep 600");
     j.timeout = Duration::from_secs(2);
     let t0 = Instant::now();
     let out = e.run_job(j).await.unwrap();
@@ -135,7 +143,7 @@ async fn deadline_kills_fast_and_removes() {
     assert_eq!(String::from_utf8_lossy(&out.output), "started\n");
     // Deadline plus create/kill/remove, never a stop timeout (10 s by default in Docker).
     assert!(took < Duration::from_secs(8), "took {took:?}");
-    assert_eq!(containers_of(&e, &run).await, 0);
+    assert_eq!(containers_of(e, &run).await, 0);
 }
 
 #[tokio::test]
@@ -165,10 +173,14 @@ async fn endless_output_is_bounded() {
 #[tokio::test]
 async fn full_speed_output_is_killed_at_the_deadline() {
     let Some(e) = engine().await else { return };
-    let img = base_image().await;
+    check_full_speed_output_is_killed_at_the_deadline(&e, &base_image().await).await;
+}
+
+/// A job printing at full speed still stops at its deadline, three times in a row.
+pub async fn check_full_speed_output_is_killed_at_the_deadline(e: &DockerEngine, img: &str) {
     for attempt in 0..3 {
         let run = run_id(&format!("yes-fast-{attempt}"));
-        let mut j = job(&img, &run, "");
+        let mut j = job(img, &run, "");
         j.command = vec!["yes".into()];
         j.timeout = Duration::from_secs(3);
         let t0 = Instant::now();
@@ -187,7 +199,7 @@ async fn full_speed_output_is_killed_at_the_deadline() {
         assert_eq!(out.exit_code, None);
         assert!(out.output.starts_with(b"y\ny\n"), "attempt {attempt}");
         assert_eq!(
-            containers_of(&e, &run).await,
+            containers_of(e, &run).await,
             0,
             "attempt {attempt}: container gone"
         );
@@ -197,7 +209,11 @@ async fn full_speed_output_is_killed_at_the_deadline() {
 #[tokio::test]
 async fn network_is_off_unless_asked() {
     let Some(e) = engine().await else { return };
-    let img = base_image().await;
+    check_network_is_off(&e, &base_image().await).await;
+}
+
+/// A job without network has only loopback and reaches nothing outside.
+pub async fn check_network_is_off(e: &DockerEngine, img: &str) {
     let run = run_id("net");
     let script = r#"
 cut -d: -f1 /proc/net/dev | tail -n +3 | tr -d ' ' | sort | tr '\n' ' '; echo
@@ -212,7 +228,7 @@ except OSError as e:
     print("BLOCKED", type(e).__name__)
 EOF
 "#;
-    let out = e.run_job(job(&img, &run, script)).await.unwrap();
+    let out = e.run_job(job(img, &run, script)).await.unwrap();
     let text = String::from_utf8_lossy(&out.output);
     assert_eq!(out.exit_code, Some(0), "{text}");
     let mut lines = text.lines();
@@ -223,7 +239,11 @@ EOF
 #[tokio::test]
 async fn limits_are_applied() {
     let Some(e) = engine().await else { return };
-    let img = base_image().await;
+    check_limits_are_applied(&e, &base_image().await).await;
+}
+
+/// CPU, memory (no swap beyond it) and pids limits are the container's cgroup values.
+pub async fn check_limits_are_applied(e: &DockerEngine, img: &str) {
     let run = run_id("limits");
     // cgroup v1 and v2 file names.
     let script = r#"
@@ -232,7 +252,7 @@ for f in memory/memory.limit_in_bytes memory.max pids/pids.max pids.max cpu/cpu.
 done
 true
 "#;
-    let mut j = job(&img, &run, script);
+    let mut j = job(img, &run, script);
     j.limits = Limits {
         cpus: Some(0.5),
         memory_bytes: Some(256 << 20),
@@ -265,10 +285,14 @@ true
 #[tokio::test]
 async fn memory_exhaustion_is_an_oom_kill_and_fork_bombs_hit_the_pids_limit() {
     let Some(e) = engine().await else { return };
-    let img = base_image().await;
+    check_oom_kill_and_pids_limit(&e, &base_image().await).await;
+}
+
+/// A job over its memory limit is killed; a fork bomb stops at the pids limit.
+pub async fn check_oom_kill_and_pids_limit(e: &DockerEngine, img: &str) {
     let run = run_id("oom");
     let mut j = job(
-        &img,
+        img,
         &run,
         "python3 -c 'x = bytearray(600 << 20); print(len(x))'",
     );
@@ -300,7 +324,7 @@ for _ in range(200):
 print(f"started={started}", flush=True)
 os._exit(0)
 EOF"#;
-    let mut j = job(&img, &run, script);
+    let mut j = job(img, &run, script);
     j.limits.pids = Some(50);
     j.timeout = Duration::from_secs(20);
     let out = e.run_job(j).await.unwrap();
@@ -316,9 +340,13 @@ EOF"#;
 #[tokio::test]
 async fn labels_list_and_reap() {
     let Some(e) = engine().await else { return };
-    let img = base_image().await;
+    check_labels_list_and_reap(&e, &base_image().await).await;
+}
+
+/// A job's container is listed by its labels, and a reap removes it at once.
+pub async fn check_labels_list_and_reap(e: &DockerEngine, img: &str) {
     let run = run_id("reap");
-    let mut j = job(&img, &run, "sleep 120");
+    let mut j = job(img, &run, "sleep 120");
     j.labels.insert("swe-eval.instance".into(), "x__y-1".into());
     let e2 = e.clone();
     let running = tokio::spawn(async move { e2.run_job(j).await });
@@ -351,7 +379,7 @@ async fn labels_list_and_reap() {
     let ended = tokio::time::timeout(Duration::from_secs(20), running).await;
     assert!(ended.is_ok(), "the job ended after the reap");
     assert!(t0.elapsed() < Duration::from_secs(20));
-    assert_eq!(containers_of(&e, &run).await, 0);
+    assert_eq!(containers_of(e, &run).await, 0);
     // A reap of what is already gone is not an error.
     e.remove_container(&found[0].id).await.unwrap();
 }
@@ -359,6 +387,11 @@ async fn labels_list_and_reap() {
 #[tokio::test]
 async fn a_missing_image_is_its_own_error() {
     let Some(e) = engine().await else { return };
+    check_a_missing_image_is_its_own_error(&e).await;
+}
+
+/// A job on an absent image fails with `ImageMissing`, which is not retried.
+pub async fn check_a_missing_image_is_its_own_error(e: &DockerEngine) {
     let run = run_id("noimage");
     let err = e
         .run_job(job("swe-eval/does-not-exist:none", &run, "true"))
@@ -375,24 +408,15 @@ async fn a_missing_image_is_its_own_error() {
 async fn a_missing_daemon_says_how_to_start_one() {
     // Point this process's client at a socket nobody listens on, in a child process so the
     // other tests keep the real daemon.
-    if std::env::var_os("SWE_EVAL_IT_NO_DAEMON").is_some() {
+    if crate::common::is_rerun_child() {
         let err = DockerEngine::connect().await.unwrap_err();
         println!("CONNECT-ERROR: {err}");
         return;
     }
-    let exe = std::env::current_exe().unwrap();
-    let out = std::process::Command::new(exe)
-        .args([
-            "engine::a_missing_daemon_says_how_to_start_one",
-            "--exact",
-            "--nocapture",
-        ])
-        .env("SWE_EVAL_IT_NO_DAEMON", "1")
-        .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}");
+    let text = crate::common::rerun_alone(
+        "engine::a_missing_daemon_says_how_to_start_one",
+        &[("DOCKER_HOST", Some("unix:///nonexistent/docker.sock"))],
+    );
     assert!(
         text.contains(
             "CONNECT-ERROR: cannot reach the Docker daemon at unix:///nonexistent/docker.sock"

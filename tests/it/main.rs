@@ -17,6 +17,7 @@ mod hub;
 mod images;
 mod layers;
 mod mini;
+mod podman;
 mod report_html;
 mod reward;
 mod run_e2e;
