@@ -30,6 +30,11 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 
+# One at a time (tests of both modes may call this at once; apt-get takes a lock of its own).
+mkdir -p /run/lock
+exec 9>/run/lock/swe-eval-ensure-podman.lock
+flock 9
+
 missing=()
 command -v podman >/dev/null 2>&1 || missing+=(podman)
 command -v newuidmap >/dev/null 2>&1 || missing+=(uidmap)

@@ -135,8 +135,8 @@ impl PodmanHost {
             .collect();
         if !missing.is_empty() {
             let why = if self.cgroup_version == "v1" {
-                "a rootless service on cgroups v1 cannot limit anything (cgroups v1 are not \
-                 delegated to users)"
+                "a rootless service on cgroups v1 cannot limit anything: cgroups v1 are not \
+                 delegated to users"
                     .to_string()
             } else if self.cgroup_manager != "systemd" {
                 format!(

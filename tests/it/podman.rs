@@ -399,7 +399,7 @@ fn killed_run_then_next_run(mode: Mode) {
         "{all}"
     );
     assert!(
-        stdout.contains("1 error"),
+        stdout.contains("resolved 2 · unresolved 0 · error 1 ·"),
         "the endless loop killed at its timeout: {all}"
     );
     if mode == Mode::Rootless {
