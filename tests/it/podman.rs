@@ -145,7 +145,6 @@ async fn import_base_from_docker(e: &DockerEngine, base: &str) {
 
 /// The engine's behaviours on `mode`.
 async fn engine_behaviours(mode: Mode) {
-    let _turn = turn(mode);
     let Some((e, img)) = engine(mode).await else {
         return;
     };
@@ -225,14 +224,22 @@ async fn limits_not_applied_are_not_pretended(e: &DockerEngine, img: &str) {
     );
 }
 
-#[tokio::test]
-async fn engine_behaviours_on_rootful_podman() {
-    engine_behaviours(Mode::Rootful).await;
+/// [`engine_behaviours`] in `mode`'s turn (the guard held outside the async code).
+fn engine_behaviours_in_turn(mode: Mode) {
+    let _turn = turn(mode);
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(engine_behaviours(mode));
 }
 
-#[tokio::test]
-async fn engine_behaviours_on_rootless_podman() {
-    engine_behaviours(Mode::Rootless).await;
+#[test]
+fn engine_behaviours_on_rootful_podman() {
+    engine_behaviours_in_turn(Mode::Rootful);
+}
+
+#[test]
+fn engine_behaviours_on_rootless_podman() {
+    engine_behaviours_in_turn(Mode::Rootless);
 }
 
 /// Containers of `run_id` on the engine (jobs and holds).
