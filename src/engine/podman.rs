@@ -9,6 +9,7 @@
 //! | import `changes` (one value, instructions joined by newlines, as the client library sends them) | parsed as Dockerfile lines | taken as one instruction: the first `LABEL` swallowed the rest | one `changes` parameter per instruction ([`split_changes`], a request modifier of the Podman connection) |
 //! | image names listed | `R:T` | `docker.io/R:T` (`localhost/R:T` for some) | names read back without the registry Podman adds ([`familiar_name`]) |
 //! | images listed by two label filters or more | images with every label | none (containers are fine) | images asked for by the first label, the rest checked by the adapter |
+//! | a build's `networkmode=none` | `RUN` steps without network | ignored by the 4.3 service (compatible and libpod endpoints, rootful and rootless): `RUN` steps see the service's network | said in README; the jobs' own `--network none` holds |
 //! | a container name in use | 409 | 500 `... is already in use` | both are a conflict |
 //! | open files and processes of a job (`RLIMIT_NOFILE`, `RLIMIT_NPROC`) | the daemon's own | raised to 1,048,576 by the runtime, which fails where the service lacks `CAP_SYS_RESOURCE` | the service's own limits, read from `/proc/<pid>/limits` of the socket's peer, passed as the job's ulimits: the same as Docker gives |
 //! | CPU, memory, pids limits | applied | rootful: applied; rootless: only with the controllers delegated to the user on cgroups v2, else ignored with a line in the service's log | sent only where they apply; otherwise the run says so ([`PodmanHost::limitations`]) |
