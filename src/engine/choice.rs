@@ -243,7 +243,10 @@ mod tests {
             kind: EngineKind::Podman,
             registry: Some("127.0.0.1:5000".into()),
         };
-        assert!(podman.check().is_err(), "one Podman service needs no registry");
+        assert!(
+            podman.check().is_err(),
+            "one Podman service needs no registry"
+        );
         assert!(EngineChoice::default().check().is_ok());
         assert_eq!(EngineChoice::default().kind.as_str(), "docker");
     }

@@ -30,10 +30,6 @@ pub use error::EngineError;
 pub use fake::{exited, timed_out, Call, FakeEngine};
 pub use job::{FileIn, GatePass, JobOutput, JobSpec, Limits, Place, StartGate, Ticket};
 pub use labels::{LABEL_DOOMED, LABEL_HOLD, LABEL_KEEP, LABEL_OWNER, LABEL_RUN_ID, LABEL_TOOL};
-mod podman;
-mod swarm;
-mod tarball;
-
-pub use api::{BuildSettings, Engine, EngineInfo, Resource, TarSource};
-pub use choice::{connect, AnyEngine, ChoiceError, ConnectError, EngineChoice, EngineKind};
-pub use docker::{Daemon, DockerEngine};
+pub use podman::{LimitSupport, PodmanHost};
+pub use swarm::{plan_inputs, SwarmEngine, SwarmOptions, SWARM_CONFIG_CHUNK, SWARM_INLINE_MAX};
+pub use tarball::{archive, archive_with_dirs, files_archive, write_archive, TarEntry};

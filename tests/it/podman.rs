@@ -360,10 +360,7 @@ fn killed_run_then_next_run(mode: Mode) {
     while t0.elapsed() < Duration::from_secs(600) {
         let held = rt.block_on(e.list_containers(std::collections::BTreeMap::from([
             (LABEL_RUN_ID.to_string(), run_id.clone()),
-            (
-                swe_eval::images::hold::LABEL_REMOVES.to_string(),
-                String::new(),
-            ),
+            (swe_eval::images::LABEL_REMOVES.to_string(), String::new()),
         ])));
         left = held.unwrap();
         if !left.is_empty() || child.try_wait().unwrap().is_some() {
