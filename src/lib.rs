@@ -14,6 +14,7 @@ pub mod cli;
 pub mod compare;
 pub mod dataset;
 pub mod engine;
+pub mod evaluator;
 pub mod fsutil;
 pub mod grading;
 pub mod images;

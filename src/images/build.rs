@@ -81,13 +81,19 @@ pub async fn ensure<E: Engine>(engine: &E, plan: &ImagePlan, opts: &BuildOptions
         created: &created,
         report: &report,
     };
-    let pipelines = groups.into_iter().map(|(_, members)| {
-        let base = members
-            .first()
-            .and_then(|i| i.build.as_ref())
-            .and_then(|c| base_failures.get(c.base.image()).cloned());
-        environment_pipeline(&shared, members, base)
-    });
+    // Collected first: a stream over the mapping closure itself would make this future's
+    // `Send` depend on a closure generic over lifetimes, which a spawned task (the evaluator's
+    // preparer) cannot prove.
+    let pipelines: Vec<_> = groups
+        .into_iter()
+        .map(|(_, members)| {
+            let base = members
+                .first()
+                .and_then(|i| i.build.as_ref())
+                .and_then(|c| base_failures.get(c.base.image()).cloned());
+            environment_pipeline(&shared, members, base)
+        })
+        .collect();
     let results: Vec<_> = futures_util::stream::iter(pipelines)
         .buffer_unordered(parallel)
         .collect()

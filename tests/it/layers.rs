@@ -14,7 +14,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Outside crates that only the listed modules may name.
-const ONLY_IN: &[(&str, &[&str])] = &[("bollard", &["engine"])];
+const ONLY_IN: &[(&str, &[&str])] = &[("bollard", &["engine"]), ("rusqlite", &["evaluator"])];
+
+/// (module, the only modules that may import it): the evaluator serves the faces above it.
+const ONLY_IMPORTED_BY: &[(&str, &[&str])] = &[("evaluator", &["cli", "serve"])];
 
 /// (modules, modules none of them may import).
 const FORBIDDEN: &[(&[&str], &[&str])] = &[
@@ -267,6 +270,14 @@ fn check(src: &Path) -> (Graph, Vec<Violation>) {
                     file: file.clone(),
                     rule: format!("{module} imports nothing of the crate, but imports {dep}"),
                 });
+            }
+            for (m, importers) in ONLY_IMPORTED_BY {
+                if *m == dep && !importers.contains(&module.as_str()) {
+                    violations.push(Violation {
+                        file: file.clone(),
+                        rule: format!("{dep} is imported only by {}", importers.join(", ")),
+                    });
+                }
             }
             for (m, allowed) in ONLY_IMPORTS {
                 if *m == module && !allowed.contains(&dep.as_str()) {
@@ -761,6 +772,8 @@ fn the_checker_finds_each_kind_of_violation() {
         "engine/mod.rs",
         "pub mod docker;\nmod fake;\npub mod inline { pub fn f() {} }\n",
     );
+    // A layer below the evaluator importing it.
+    write("images/x.rs", "use crate::evaluator::Evaluator;\n");
 
     let (graph, violations) = check(src);
     let rules: Vec<(String, String)> = violations
@@ -775,6 +788,10 @@ fn the_checker_finds_each_kind_of_violation() {
         ),
         ("src/grading.rs", "bollard is used only in engine"),
         ("src/grading.rs", "grading must not import runner"),
+        (
+            "src/images/x.rs",
+            "evaluator is imported only by cli, serve",
+        ),
         (
             "src/owner.rs",
             "owner imports nothing of the crate, but imports fsutil",

@@ -1,0 +1,34 @@
+//! The evaluator: predictions evaluated one at a time or in batches, at any moment, each
+//! result handed back in memory, over the same image preparation, dispatcher, retries,
+//! grading and verdict store as `swe-eval run` (the runner's one dispatcher, fed through its
+//! submissions channel). `swe-eval serve` is its HTTP face; a program can use it directly.
+//!
+//! - `core`: the [`Evaluator`] (requests, images asked for on first use, in-flight sharing,
+//!   deadlines, restart).
+//! - `request`: what a request carries and why one is refused ([`Refusal`]).
+//! - `evaluation`: what comes back ([`Evaluation`], [`Status`], `mask`).
+//! - `key`: the content key of a verdict (the cache's key).
+//! - `store`: the state in SQLite (requests, results, the cache), surviving a kill.
+//! - `metrics`: counters and latency histograms.
+//! - `export`: the rollouts as the study (`correlate`, `compare`) reads them.
+//! - `options`: the evaluator's settings.
+
+mod core;
+mod evaluation;
+mod export;
+mod key;
+mod metrics;
+mod options;
+mod request;
+mod store;
+#[cfg(test)]
+mod tests;
+
+pub use core::{Evaluator, Health, Shutdown, StartError};
+pub use evaluation::{Evaluation, Outcome, Passed, State, Status, Timings};
+pub use export::export;
+pub use key::{content_key, harness_version, KeySettings};
+pub use metrics::{Histogram, Metrics, BUCKETS};
+pub use options::{EvaluatorOptions, DEFAULT_DEADLINE, DEFAULT_MAX_QUEUE, DEFAULT_MODEL};
+pub use request::{requests_from_json, Bounds, Refusal, RefusalCode, Request};
+pub use store::{db_path, parse_id, Row, Store, StoreError};

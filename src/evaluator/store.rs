@@ -1,0 +1,595 @@
+//! The evaluator's state in SQLite (`<state>/serve.sqlite`): every accepted request and its
+//! result, and the results by content key (the cache), so a server killed outright finishes
+//! every accepted request once after a restart and answers the finished ones.
+//!
+//! The database is in WAL mode with `synchronous=NORMAL`: a committed transaction survives the
+//! process being killed (only an operating-system crash can lose the last ones). One writer
+//! thread commits everything waiting in one transaction (group commit) and acknowledges each
+//! write once it is committed, so the server answers "accepted" only for what is stored; reads
+//! use a connection of their own.
+
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc as std_mpsc, Mutex};
+
+use rusqlite::{params, Connection, OptionalExtension};
+use tokio::sync::oneshot;
+
+use super::evaluation::{Evaluation, Outcome, State};
+
+/// The schema version this build writes and reads.
+const SCHEMA_VERSION: i64 = 1;
+
+/// The database file in a state folder.
+pub fn db_path(state: &Path) -> PathBuf {
+    state.join("serve.sqlite")
+}
+
+/// Why the state could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// SQLite failed.
+    #[error("state database {path}: {source}")]
+    Sqlite {
+        /// The database file.
+        path: PathBuf,
+        /// SQLite's error.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The database was written by a newer swe-eval.
+    #[error("state database {path} has schema version {found}, newer than this swe-eval's {SCHEMA_VERSION}: use a newer swe-eval or another --state folder")]
+    Newer {
+        /// The database file.
+        path: PathBuf,
+        /// Its version.
+        found: i64,
+    },
+    /// A stored result could not be read.
+    #[error("state database {path}: request {id}: {message}")]
+    Corrupt {
+        /// The database file.
+        path: PathBuf,
+        /// The request.
+        id: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The writer thread is gone (the store is closed).
+    #[error("state database {path}: closed")]
+    Closed {
+        /// The database file.
+        path: PathBuf,
+    },
+}
+
+/// One accepted request, as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// Its number (the id is `e<seq>`).
+    pub seq: u64,
+    /// The instance.
+    pub instance_id: String,
+    /// The model.
+    pub model: String,
+    /// The sample.
+    pub sample: u32,
+    /// The patch.
+    pub patch: String,
+    /// The content key ("" when not executed).
+    pub key: String,
+    /// Execution asked for.
+    pub execute: bool,
+    /// The deadline, in milliseconds since the Unix epoch.
+    pub deadline_ms: Option<i64>,
+    /// When it was accepted, in milliseconds since the Unix epoch.
+    pub accepted_ms: i64,
+    /// The similarity.
+    pub similarity: f64,
+    /// The reward.
+    pub reward: f64,
+    /// The reward's format verdict.
+    pub format: String,
+    /// The executed outcome, once known.
+    pub outcome: Option<Outcome>,
+    /// The outcome came from the cache (or a simultaneous identical request).
+    pub cached: bool,
+    /// The request is done (an outcome, or no execution asked).
+    pub done: bool,
+}
+
+impl Row {
+    /// The id a client uses.
+    pub fn id(&self) -> String {
+        format!("e{}", self.seq)
+    }
+
+    /// The request as a trainer reads it.
+    pub fn evaluation(&self) -> Evaluation {
+        Evaluation {
+            id: self.id(),
+            instance_id: self.instance_id.clone(),
+            model_name_or_path: self.model.clone(),
+            sample: self.sample,
+            state: if self.done {
+                State::Done
+            } else {
+                State::Queued
+            },
+            similarity: self.similarity,
+            reward: self.reward,
+            format: self.format.clone(),
+            execute: self.execute,
+            outcome: self.outcome.clone(),
+            cached: self.cached,
+        }
+    }
+}
+
+/// The seq of an id (`e<seq>`), if it is one.
+pub fn parse_id(id: &str) -> Option<u64> {
+    let digits = id.strip_prefix('e')?;
+    if digits.is_empty() || digits.len() > 19 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// A write for the writer thread.
+enum Write {
+    /// New requests (done ones with their outcome).
+    Insert(Vec<Row>),
+    /// Requests finished: (seq, outcome, cached); and the outcome under its key, when it may
+    /// answer identical requests.
+    Finish {
+        done: Vec<(u64, Outcome, bool)>,
+        cache: Option<(String, Outcome)>,
+    },
+}
+
+struct Job {
+    write: Write,
+    ack: oneshot::Sender<Result<(), String>>,
+}
+
+/// The state database: a writer thread and a read connection.
+pub struct Store {
+    path: PathBuf,
+    tx: Mutex<Option<std_mpsc::Sender<Job>>>,
+    writer: Mutex<Option<std::thread::JoinHandle<()>>>,
+    read: Mutex<Connection>,
+}
+
+fn sqlite(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+    move |source| StoreError::Sqlite {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn sqlite_owned(path: PathBuf) -> impl Fn(rusqlite::Error) -> StoreError {
+    move |source| StoreError::Sqlite {
+        path: path.clone(),
+        source,
+    }
+}
+
+fn to_ms(t: std::time::SystemTime) -> i64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Milliseconds since the Unix epoch, now.
+pub fn now_ms() -> i64 {
+    to_ms(std::time::SystemTime::now())
+}
+
+impl Store {
+    /// Opens (or creates) the database in `state`.
+    pub fn open(state: &Path) -> Result<Store, StoreError> {
+        let path = db_path(state);
+        let err = sqlite_owned(path.clone());
+        let conn = Connection::open(&path).map_err(&err)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(&err)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(&err)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(&err)?;
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(&err)?;
+        if version > SCHEMA_VERSION {
+            return Err(StoreError::Newer {
+                path,
+                found: version,
+            });
+        }
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS requests (
+                seq INTEGER PRIMARY KEY,
+                instance_id TEXT NOT NULL,
+                model TEXT NOT NULL,
+                sample INTEGER NOT NULL,
+                patch TEXT NOT NULL,
+                key TEXT NOT NULL,
+                execute INTEGER NOT NULL,
+                deadline_ms INTEGER,
+                accepted_ms INTEGER NOT NULL,
+                similarity REAL NOT NULL,
+                reward REAL NOT NULL,
+                format TEXT NOT NULL,
+                done INTEGER NOT NULL,
+                cached INTEGER NOT NULL,
+                outcome TEXT,
+                finished_ms INTEGER
+            );
+            CREATE INDEX IF NOT EXISTS requests_pending ON requests(done) WHERE done = 0;
+            CREATE TABLE IF NOT EXISTS results (
+                key TEXT PRIMARY KEY,
+                outcome TEXT NOT NULL,
+                created_ms INTEGER NOT NULL
+            );",
+        )
+        .map_err(&err)?;
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION)
+            .map_err(&err)?;
+        let read = Connection::open(&path).map_err(&err)?;
+        read.busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(&err)?;
+        let (tx, rx) = std_mpsc::channel::<Job>();
+        let writer = std::thread::Builder::new()
+            .name("swe-eval-state".into())
+            .spawn(move || write_loop(conn, rx))
+            .map_err(|e| StoreError::Corrupt {
+                path: path.clone(),
+                id: "-".into(),
+                message: format!("cannot start the writer thread: {e}"),
+            })?;
+        Ok(Store {
+            path,
+            tx: Mutex::new(Some(tx)),
+            writer: Mutex::new(Some(writer)),
+            read: Mutex::new(read),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    async fn write(&self, write: Write) -> Result<(), StoreError> {
+        let (ack, done) = oneshot::channel();
+        let sent = {
+            let tx = self.tx.lock().unwrap_or_else(|p| p.into_inner());
+            tx.as_ref()
+                .is_some_and(|tx| tx.send(Job { write, ack }).is_ok())
+        };
+        let closed = || StoreError::Closed {
+            path: self.path.clone(),
+        };
+        if !sent {
+            return Err(closed());
+        }
+        match done.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(message)) => Err(StoreError::Corrupt {
+                path: self.path.clone(),
+                id: "-".into(),
+                message,
+            }),
+            Err(_) => Err(closed()),
+        }
+    }
+
+    /// Stores new requests (committed when this returns).
+    pub async fn insert(&self, rows: Vec<Row>) -> Result<(), StoreError> {
+        self.write(Write::Insert(rows)).await
+    }
+
+    /// Stores requests' outcomes, and `cache` under its key (committed when this returns).
+    pub async fn finish(
+        &self,
+        done: Vec<(u64, Outcome, bool)>,
+        cache: Option<(String, Outcome)>,
+    ) -> Result<(), StoreError> {
+        self.write(Write::Finish { done, cache }).await
+    }
+
+    fn reader(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.read.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The cached outcome of content key `key`, if any.
+    pub fn cached(&self, key: &str) -> Result<Option<Outcome>, StoreError> {
+        let conn = self.reader();
+        let text: Option<String> = conn
+            .prepare("SELECT outcome FROM results WHERE key = ?1")
+            .and_then(|mut s| s.query_row(params![key], |r| r.get(0)).optional())
+            .map_err(sqlite(&self.path))?;
+        text.map(|t| {
+            serde_json::from_str(&t).map_err(|e| StoreError::Corrupt {
+                path: self.path.clone(),
+                id: format!("cache {key}"),
+                message: e.to_string(),
+            })
+        })
+        .transpose()
+    }
+
+    /// The request `seq`, if stored.
+    pub fn get(&self, seq: u64) -> Result<Option<Row>, StoreError> {
+        let conn = self.reader();
+        let mut stmt = conn
+            .prepare(&format!("{SELECT} WHERE seq = ?1"))
+            .map_err(sqlite(&self.path))?;
+        let row = stmt
+            .query_row(params![seq as i64], raw_row)
+            .optional()
+            .map_err(sqlite(&self.path))?;
+        row.map(|r| self.row(r)).transpose()
+    }
+
+    /// The highest request number stored (0 when none).
+    pub fn max_seq(&self) -> Result<u64, StoreError> {
+        let conn = self.reader();
+        let max: Option<i64> = conn
+            .query_row("SELECT MAX(seq) FROM requests", [], |r| r.get(0))
+            .map_err(sqlite(&self.path))?;
+        Ok(max.unwrap_or(0).max(0) as u64)
+    }
+
+    /// Every request not done, oldest first.
+    pub fn pending(&self) -> Result<Vec<Row>, StoreError> {
+        self.rows("WHERE done = 0 ORDER BY seq", 0)
+    }
+
+    /// Every request from `since` (a seq) on, oldest first.
+    pub fn since(&self, since: u64) -> Result<Vec<Row>, StoreError> {
+        self.rows("WHERE seq >= ?1 ORDER BY seq", since)
+    }
+
+    fn rows(&self, tail: &str, arg: u64) -> Result<Vec<Row>, StoreError> {
+        let conn = self.reader();
+        let mut stmt = conn
+            .prepare(&format!("{SELECT} {tail}"))
+            .map_err(sqlite(&self.path))?;
+        let raws: Vec<RawRow> = if tail.contains("?1") {
+            stmt.query_map(params![arg as i64], raw_row)
+                .and_then(|rows| rows.collect())
+        } else {
+            stmt.query_map([], raw_row).and_then(|rows| rows.collect())
+        }
+        .map_err(sqlite(&self.path))?;
+        drop(stmt);
+        drop(conn);
+        raws.into_iter().map(|r| self.row(r)).collect()
+    }
+
+    fn row(&self, r: RawRow) -> Result<Row, StoreError> {
+        let outcome = match &r.outcome {
+            Some(t) => Some(serde_json::from_str(t).map_err(|e| StoreError::Corrupt {
+                path: self.path.clone(),
+                id: format!("e{}", r.seq),
+                message: e.to_string(),
+            })?),
+            None => None,
+        };
+        Ok(Row {
+            seq: r.seq.max(0) as u64,
+            instance_id: r.instance_id,
+            model: r.model,
+            sample: u32::try_from(r.sample).unwrap_or(0),
+            patch: r.patch,
+            key: r.key,
+            execute: r.execute,
+            deadline_ms: r.deadline_ms,
+            accepted_ms: r.accepted_ms,
+            similarity: r.similarity,
+            reward: r.reward,
+            format: r.format,
+            outcome,
+            cached: r.cached,
+            done: r.done,
+        })
+    }
+
+    /// Stops the writer once every write sent is committed.
+    pub fn close(&self) {
+        self.tx.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(h) = self.writer.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+const SELECT: &str = "SELECT seq, instance_id, model, sample, patch, key, execute, deadline_ms, \
+     accepted_ms, similarity, reward, format, done, cached, outcome FROM requests";
+
+struct RawRow {
+    seq: i64,
+    instance_id: String,
+    model: String,
+    sample: i64,
+    patch: String,
+    key: String,
+    execute: bool,
+    deadline_ms: Option<i64>,
+    accepted_ms: i64,
+    similarity: f64,
+    reward: f64,
+    format: String,
+    done: bool,
+    cached: bool,
+    outcome: Option<String>,
+}
+
+fn raw_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
+    Ok(RawRow {
+        seq: r.get(0)?,
+        instance_id: r.get(1)?,
+        model: r.get(2)?,
+        sample: r.get(3)?,
+        patch: r.get(4)?,
+        key: r.get(5)?,
+        execute: r.get(6)?,
+        deadline_ms: r.get(7)?,
+        accepted_ms: r.get(8)?,
+        similarity: r.get(9)?,
+        reward: r.get(10)?,
+        format: r.get(11)?,
+        done: r.get(12)?,
+        cached: r.get(13)?,
+        outcome: r.get(14)?,
+    })
+}
+
+/// The writer thread: takes every write waiting, commits them in one transaction, then
+/// acknowledges each. Ends when the store is closed.
+fn write_loop(mut conn: Connection, rx: std_mpsc::Receiver<Job>) {
+    while let Ok(first) = rx.recv() {
+        let mut batch = vec![first];
+        while batch.len() < 512 {
+            match rx.try_recv() {
+                Ok(j) => batch.push(j),
+                Err(_) => break,
+            }
+        }
+        let result = commit(&mut conn, &batch).map_err(|e| e.to_string());
+        for j in batch {
+            let _ = j.ack.send(result.clone());
+        }
+    }
+}
+
+fn commit(conn: &mut Connection, batch: &[Job]) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    let now = now_ms();
+    for job in batch {
+        match &job.write {
+            Write::Insert(rows) => {
+                let mut stmt = tx.prepare(
+                    "INSERT INTO requests (seq, instance_id, model, sample, patch, key, execute, \
+                     deadline_ms, accepted_ms, similarity, reward, format, done, cached, outcome, \
+                     finished_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, \
+                     ?14, ?15, ?16)",
+                )?;
+                for r in rows {
+                    let outcome = r.outcome.as_ref().map(outcome_json);
+                    stmt.execute(params![
+                        r.seq as i64,
+                        r.instance_id,
+                        r.model,
+                        r.sample,
+                        r.patch,
+                        r.key,
+                        r.execute,
+                        r.deadline_ms,
+                        r.accepted_ms,
+                        r.similarity,
+                        r.reward,
+                        r.format,
+                        r.done,
+                        r.cached,
+                        outcome,
+                        r.done.then_some(now),
+                    ])?;
+                }
+            }
+            Write::Finish { done, cache } => {
+                let mut stmt = tx.prepare(
+                    "UPDATE requests SET done = 1, outcome = ?2, cached = ?3, finished_ms = ?4 \
+                     WHERE seq = ?1 AND done = 0",
+                )?;
+                for (seq, outcome, cached) in done {
+                    stmt.execute(params![*seq as i64, outcome_json(outcome), cached, now])?;
+                }
+                if let Some((key, outcome)) = cache {
+                    tx.prepare(
+                        "INSERT OR REPLACE INTO results (key, outcome, created_ms) VALUES (?1, ?2, ?3)",
+                    )?
+                    .execute(params![key, outcome_json(outcome), now])?;
+                }
+            }
+        }
+    }
+    tx.commit()
+}
+
+fn outcome_json(o: &Outcome) -> String {
+    serde_json::to_string(o).expect("an outcome serializes")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evaluator::evaluation::Status;
+
+    fn row(seq: u64, done: bool) -> Row {
+        Row {
+            seq,
+            instance_id: "a__b-1".into(),
+            model: "m".into(),
+            sample: 0,
+            patch: "diff".into(),
+            key: "k1".into(),
+            execute: true,
+            deadline_ms: Some(5),
+            accepted_ms: 1,
+            similarity: 0.5,
+            reward: 0.5,
+            format: "ok".into(),
+            outcome: None,
+            cached: false,
+            done,
+        }
+    }
+
+    #[tokio::test]
+    async fn requests_and_results_survive_a_reopen_and_pending_ones_are_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        store
+            .insert(vec![row(1, false), row(2, false)])
+            .await
+            .unwrap();
+        let outcome = Outcome::masked(Status::InfraError, "daemon gone".into());
+        store
+            .finish(
+                vec![(1, outcome.clone(), false)],
+                Some(("k1".into(), outcome.clone())),
+            )
+            .await
+            .unwrap();
+        // A second finish of a done request changes nothing.
+        let other = Outcome::masked(Status::Timeout, "late".into());
+        store.finish(vec![(1, other, true)], None).await.unwrap();
+        drop(store);
+
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.max_seq().unwrap(), 2);
+        let one = store.get(1).unwrap().unwrap();
+        assert!(one.done && !one.cached);
+        assert_eq!(one.outcome, Some(outcome.clone()));
+        assert_eq!(store.cached("k1").unwrap(), Some(outcome));
+        assert_eq!(store.cached("k2").unwrap(), None);
+        let pending: Vec<u64> = store.pending().unwrap().iter().map(|r| r.seq).collect();
+        assert_eq!(pending, [2]);
+        assert_eq!(store.get(3).unwrap(), None);
+        assert_eq!(store.since(2).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn ids_are_e_and_a_number() {
+        assert_eq!(parse_id("e12"), Some(12));
+        for bad in ["", "e", "12", "e-1", "e1x", "E1", "e99999999999999999999"] {
+            assert_eq!(parse_id(bad), None, "{bad}");
+        }
+    }
+}
