@@ -23,13 +23,13 @@ use tokio::time::Instant;
 
 use crate::dataset::{Dataset, Instance};
 use crate::engine::Engine;
-use crate::images::hold::{self, hold_labels, Holding};
-use crate::images::{self, BuildEvent, BuildHooks, StopFlag};
-use crate::orchestrate::prepare;
+use crate::images::{self, hold_labels, reap_dead_holds, Holding, StopFlag};
+use crate::orchestrate::{
+    instance_setup, instance_specs, prepare_streaming, release_and_clean, Event, Preparing, Specs,
+};
 use crate::predictions::Prediction;
 use crate::runner::{
-    self, Arrive, Delivery, NewSetup, Plan, RunEvent, RunReport, Setup, Submission, Submit,
-    Submitted,
+    self, Arrive, Delivery, NewSetup, Plan, RunEvent, RunReport, Submission, Submit, Submitted,
 };
 use crate::spec::TestSpec;
 
@@ -54,7 +54,7 @@ pub enum StartError {
     },
     /// Another process serves from the same state folder.
     #[error(transparent)]
-    Lock(#[from] runner::store::LockError),
+    Lock(#[from] runner::LockError),
     /// The state database cannot be opened.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -153,7 +153,7 @@ struct Shared<E: Engine> {
     stop_preparing: StopFlag,
     preparer_stop: Notify,
     /// The state folder's lock, released at shutdown.
-    lock: Mutex<Option<runner::store::RunLock>>,
+    lock: Mutex<Option<runner::RunLock>>,
 }
 
 /// The evaluator's tasks: the dispatcher and the preparer.
@@ -192,13 +192,13 @@ impl<E: Engine> Evaluator<E> {
             path: opts.state.clone(),
             source,
         })?;
-        let lock = runner::store::lock(&runner::Layout::new(&opts.state, "serve"))?;
+        let lock = runner::lock(&runner::Layout::new(&opts.state, "serve"))?;
         let store = Store::open(&opts.state)?;
         engine.info().await?;
         let (notices, notices_rx) = mpsc::unbounded_channel();
         let owner = crate::owner::owner_id();
         let run_id = run_id_of(&opts.state);
-        let reaped = hold::reap_dead(&*engine, &owner).await;
+        let reaped = reap_dead_holds(&*engine, &owner).await;
         if !reaped.removed.is_empty() {
             let _ = notices.send(format!(
                 "removed {} image(s) that servers or runs which died had left to remove",
@@ -428,16 +428,10 @@ impl<E: Engine> Evaluator<E> {
             ..Default::default()
         };
         let (etx, mut erx) = mpsc::unbounded_channel();
-        crate::orchestrate::workflow::release_and_clean(
-            &*self.shared.engine,
-            &prepared,
-            self.shared.opts.keep,
-            &etx,
-        )
-        .await;
+        release_and_clean(&*self.shared.engine, &prepared, self.shared.opts.keep, &etx).await;
         drop(etx);
         while let Some(ev) = erx.recv().await {
-            if let crate::orchestrate::Event::Notice(n) = ev {
+            if let Event::Notice(n) = ev {
                 let _ = self.shared.notices.send(n.message);
             }
         }
@@ -502,7 +496,7 @@ fn spec_of<E: Engine>(shared: &Shared<E>, inst: &Instance) -> Result<Arc<TestSpe
     if let Some(s) = shared.lock().specs.get(&inst.instance_id) {
         return s.clone();
     }
-    let made = prepare::specs(&[inst], &shared.opts.prepare);
+    let made = instance_specs(&[inst], &shared.opts.prepare);
     let spec = match made.ready.into_iter().next() {
         Some((_, spec)) => Ok(Arc::new(spec)),
         None => Err(made
@@ -731,7 +725,7 @@ fn ask_image(book: &mut Book, inst: &Instance, spec: &TestSpec) -> Option<NewSet
         Some(Image::Preparing | Image::Ready(_) | Image::Failed { transient: false }) => None,
         None | Some(Image::Failed { transient: true }) => {
             book.images.insert(id.clone(), Image::Preparing);
-            let stand_in = prepare::setup(inst, spec, Err("image not prepared yet".into()));
+            let stand_in = instance_setup(inst, spec, Err("image not prepared yet".into()));
             Some(NewSetup {
                 setup: Arc::new(stand_in),
                 awaited: true,
@@ -991,91 +985,68 @@ async fn prepare_loop<E: Engine>(shared: Arc<Shared<E>>, mut rx: mpsc::Unbounded
                 batch.push((inst.clone(), (*spec).clone()));
             }
         }
-        prepare_batch(&shared, &batch).await;
+        prepare_batch(&shared, batch).await;
         if shared.stop_preparing.stopped() {
             return;
         }
     }
 }
 
-async fn prepare_batch<E: Engine>(shared: &Arc<Shared<E>>, batch: &[(Instance, TestSpec)]) {
+async fn prepare_batch<E: Engine>(shared: &Arc<Shared<E>>, batch: Vec<(Instance, TestSpec)>) {
     if batch.is_empty() {
         return;
     }
-    let by_id: HashMap<&str, &(Instance, TestSpec)> = batch
-        .iter()
-        .map(|b| (b.0.instance_id.as_str(), b))
-        .collect();
-    let deliver = |id: &str, image: Result<String, &images::ImageFailure>| {
-        let Some((inst, spec)) = by_id.get(id) else {
-            return;
-        };
-        let state = match &image {
-            Ok(image) => Image::Ready(image.clone()),
-            Err(f) => Image::Failed {
-                transient: f.transient || f.stopped,
-            },
-        };
-        if let Err(f) = &image {
-            if !f.stopped {
-                shared.notice(format!("{id}: image {} failed: {}", f.image, f.message));
-            }
-            inc(&shared.metrics.images_failed);
-        } else {
-            inc(&shared.metrics.images_ready);
-        }
-        let setup: Setup =
-            prepare::setup(inst, spec, image.map_err(|f| prepare::unavailable(Some(f))));
-        shared.lock().images.insert(id.to_string(), state);
-        shared.arrive.send(Arc::new(setup));
+    let specs = Specs {
+        ready: batch,
+        ..Default::default()
     };
-    let (tx, mut brx) = mpsc::unbounded_channel();
-    let hooks = BuildHooks::new(tx, shared.stop_preparing.clone());
-    let building = prepare::build(&shared.holding, batch, &shared.opts.prepare, hooks);
-    let mut delivered = std::collections::HashSet::new();
-    let consuming = async {
-        while let Some(ev) = brx.recv().await {
-            match ev {
-                BuildEvent::Instance {
-                    instance_id,
-                    result,
-                } => match result {
-                    Ok(image) => {
-                        delivered.insert(instance_id.clone());
-                        deliver(&instance_id, Ok(image));
-                    }
-                    Err(f) if f.transient => {}
-                    Err(f) => {
-                        delivered.insert(instance_id.clone());
-                        deliver(&instance_id, Err(&f));
-                    }
-                },
-                BuildEvent::Created { image, layer } => shared
-                    .created
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push((image, layer)),
-                BuildEvent::Started { .. } | BuildEvent::Timed { .. } => {}
-            }
+    let preparing = Preparing::default();
+    let (etx, mut erx) = mpsc::unbounded_channel();
+    let building = prepare_streaming(
+        &shared.holding,
+        &specs,
+        &shared.opts.prepare,
+        &shared.stop_preparing,
+        shared.arrive.clone(),
+        &preparing,
+        &etx,
+    );
+    // Each instance's setup went to the dispatcher just before its event.
+    let take = |ev: Event| match ev {
+        Event::ImageDone {
+            instance_id,
+            image,
+            retry,
+            ..
+        } => {
+            let state = match image {
+                Some(image) => {
+                    inc(&shared.metrics.images_ready);
+                    Image::Ready(image)
+                }
+                None => {
+                    inc(&shared.metrics.images_failed);
+                    Image::Failed { transient: retry }
+                }
+            };
+            shared.lock().images.insert(instance_id, state);
+        }
+        Event::Notice(n) => shared.notice(n.message),
+        _ => {}
+    };
+    tokio::pin!(building);
+    let prepared = loop {
+        tokio::select! {
+            prepared = &mut building => break prepared,
+            Some(ev) = erx.recv() => take(ev),
         }
     };
-    let (prepared, ()) = tokio::join!(building, consuming);
-    let never = images::ImageFailure {
-        image: "(none)".into(),
-        layer: images::Layer::Instance,
-        message: "no image was prepared".into(),
-        log_path: None,
-        transient: true,
-        stopped: false,
-    };
-    for (inst, _) in batch {
-        let id = inst.instance_id.as_str();
-        if delivered.contains(id) {
-            continue;
-        }
-        match prepared.images.get(id) {
-            Some(image) => deliver(id, Ok(image.clone())),
-            None => deliver(id, Err(prepared.failed.get(id).unwrap_or(&never))),
-        }
+    while let Ok(ev) = erx.try_recv() {
+        take(ev);
     }
+    shared
+        .created
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .extend(prepared.created);
 }

@@ -7,6 +7,8 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::dataset::kind_of as kind;
+
 /// One prediction to evaluate.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Request {
@@ -295,18 +297,6 @@ fn request_from_json(v: &Value, bounds: &Bounds, at: &str) -> Result<Request, Re
         deadline,
         execute,
     })
-}
-
-/// A JSON value's kind, for messages.
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::*;
-use crate::engine::fake::{exited, FakeEngine};
+use crate::engine::{exited, FakeEngine};
 use crate::engine::{EngineError, JobSpec};
 use crate::images::base_image_name;
 use crate::orchestrate::{load_inputs, PrepareOptions};
@@ -25,7 +25,7 @@ struct Mini {
 }
 
 fn mini(dir: &std::path::Path) -> Mini {
-    let inputs = load_inputs(None, "test", None, &[], &dir.join("in")).unwrap();
+    let inputs = load_inputs(&crate::orchestrate::Source::default(), &dir.join("in")).unwrap();
     let prepare = PrepareOptions {
         flavour: Flavour::Debian,
         namespace: None,

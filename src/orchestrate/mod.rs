@@ -46,9 +46,12 @@ pub use options::{
 };
 pub use outcome::{outcome, Outcome, Troubles};
 pub use prep_times::PrepTimes;
-pub use prepare::PrepareOptions;
+pub use prepare::{setup as instance_setup, specs as instance_specs, PrepareOptions, Specs};
 pub use run_options::{
     time_run_id, RunOptions, Source, DEFAULT_SPLIT, DEFAULT_TIMEOUT, MINI_RUN_ID, MINI_TIMEOUT,
 };
 pub use validate::{gold_and_empty, validate, Validated, DEFAULT_REPEAT, VALIDATE_RUN_ID};
-pub use workflow::{execute, run_plan, Event, ImagePolicy, Level, Notice, Work};
+pub use workflow::{
+    execute, prepare_streaming, release_and_clean, run_plan, Event, ImagePolicy, Level, Notice,
+    Preparing, Work,
+};

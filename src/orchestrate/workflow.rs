@@ -46,6 +46,11 @@ pub enum Event {
         instance_id: String,
         /// The image is there.
         ok: bool,
+        /// The image, when it is there.
+        image: Option<String>,
+        /// It failed for a reason that may pass (the engine away, preparation stopped): a
+        /// later preparation may succeed.
+        retry: bool,
     },
     /// The runner and the preparation are done; no [`Event::Run`] follows.
     Executed,
@@ -227,7 +232,7 @@ async fn forward_run<E: Engine>(
 /// What a preparation in progress has told so far (kept outside it, so a preparation
 /// abandoned midway still says what it made and how long it took).
 #[derive(Default)]
-struct Preparing {
+pub struct Preparing {
     state: std::sync::Mutex<(Vec<(String, images::Layer)>, PrepTimes)>,
 }
 
@@ -235,10 +240,12 @@ impl Preparing {
     fn lock(&self) -> std::sync::MutexGuard<'_, (Vec<(String, images::Layer)>, PrepTimes)> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
-    fn created(&self) -> Vec<(String, images::Layer)> {
+    /// The images made so far, with their layer.
+    pub fn created(&self) -> Vec<(String, images::Layer)> {
         self.lock().0.clone()
     }
-    fn times(&self) -> PrepTimes {
+    /// Where the preparation's time went so far.
+    pub fn times(&self) -> PrepTimes {
         self.lock().1.clone()
     }
 }
@@ -247,7 +254,7 @@ impl Preparing {
 /// (`arrive`) as soon as its image is ready or has failed for good, and passing builds and
 /// their times on as events (and into `timings.jsonl` beside the build logs). Stops starting
 /// builds once `stop` is set or the runner takes no more setups.
-async fn prepare_streaming<E: Engine>(
+pub async fn prepare_streaming<E: Engine>(
     engine: &E,
     specs: &prepare::Specs,
     opts: &PrepareOptions,
@@ -279,6 +286,8 @@ async fn prepare_streaming<E: Engine>(
             return;
         }
         let ok = image.is_ok();
+        let ready = image.as_ref().ok().cloned();
+        let retry = image.as_ref().is_err_and(|f| f.transient || f.stopped);
         let image = image.map_err(|f| {
             if f.stopped {
                 stopped += 1;
@@ -292,6 +301,8 @@ async fn prepare_streaming<E: Engine>(
         let _ = events.send(Event::ImageDone {
             instance_id: id.to_string(),
             ok,
+            image: ready,
+            retry,
         });
         let mut state = preparing.lock();
         if ok {

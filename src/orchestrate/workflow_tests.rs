@@ -231,7 +231,7 @@ async fn a_failed_image_gives_its_predictions_infra_verdicts_and_the_others_run(
     assert_eq!((times.ready, times.failed), (7, 1));
     assert!(events.iter().any(|ev| matches!(
         ev,
-        Event::ImageDone { instance_id, ok: false } if *instance_id == victim
+        Event::ImageDone { instance_id, ok: false, .. } if *instance_id == victim
     )));
     let said = position(&events, |ev| {
         matches!(ev, Event::Notice(n) if n.message.contains(&victim) && n.message.contains("failed"))
