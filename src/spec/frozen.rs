@@ -6,26 +6,23 @@
 //! instance; written by `scripts/frozen_envs_dump.py`, equal environments stored once): the
 //! Python version, the conda packages (name=version) and the pip packages (name==version).
 //!
-//! `conda_map.json` is this project's mapping of every conda name found there: a PyPI
-//! distribution (installed at the conda version), Debian packages, `skip` (a conda runtime
-//! piece or a native library the PyPI wheels bundle) or `none` (a Python package with no PyPI
-//! or Debian source, reported as missing). A name it does not know is reported as unmapped.
+//! Every conda name found there is mapped by `conda_map.json` (`conda_map.rs`) to PyPI, Debian,
+//! `skip` or `none`; a name it does not know is reported as unmapped.
 //!
-//! [`compare_freeze`] measures how close a built environment is: its `pip freeze` against the
-//! frozen Python packages (matched, different version, missing, extra).
+//! How close a built environment is to its frozen one is measured in `freeze_check.rs`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::OnceLock;
 
 use serde::Deserialize;
 
+use super::conda_map::{conda_map, CondaMap, CondaTarget};
 use super::frozen_too_old::{too_old_table, TooOldTable};
 use super::frozen_wheels::{wheel_table, Substitution, WheelTable};
 pub use super::pkgname::normalize_name;
 use super::DebianRelease;
 
 const FROZEN_JSON: &str = include_str!("frozen_envs.json");
-const CONDA_MAP_JSON: &str = include_str!("conda_map.json");
 
 /// One frozen environment as SWE-bench records it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
@@ -71,92 +68,6 @@ pub fn frozen_instance_ids() -> impl Iterator<Item = &'static str> {
 /// The distinct frozen environments.
 pub fn frozen_envs() -> &'static [FrozenEnv] {
     &frozen_file().envs
-}
-
-/// Where a conda package comes from in the Debian flavour.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CondaTarget<'a> {
-    /// This PyPI distribution, at the conda version.
-    Pypi(&'a str),
-    /// These Debian packages (the version is Debian's).
-    Debian(Vec<&'a str>),
-    /// Not a Python package of the environment (a conda runtime piece, a bundled library).
-    Skip(&'a str),
-    /// A Python package with no PyPI or Debian source: missing, and reported.
-    Unavailable(&'a str),
-}
-
-/// The conda-name mapping (`conda_map.json`).
-#[derive(Debug, Deserialize)]
-pub struct CondaMap {
-    /// Debian packages that make a C compiler and Python's headers available.
-    pub compiler: Vec<String>,
-    /// Repositories whose own install builds C extensions.
-    pub compiler_repos: Vec<String>,
-    map: BTreeMap<String, String>,
-}
-
-/// Why a mapping entry is not understood.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("conda_map.json: `{name}`: {message}")]
-pub struct MapError {
-    /// The mapped name.
-    pub name: String,
-    /// What is wrong with its entry.
-    pub message: String,
-}
-
-impl CondaMap {
-    /// Parses and checks the mapping (`conda_map.json`).
-    pub fn parse(text: &str) -> Result<CondaMap, String> {
-        let m: CondaMap = serde_json::from_str(text).map_err(|e| format!("conda_map.json: {e}"))?;
-        for name in m.map.keys() {
-            m.target(name)
-                .expect("a key of the map")
-                .map_err(|e| e.to_string())?;
-        }
-        Ok(m)
-    }
-
-    /// The target of a conda name: `None` when the map does not know it.
-    pub fn target(&self, conda_name: &str) -> Option<Result<CondaTarget<'_>, MapError>> {
-        let value = self.map.get(conda_name)?;
-        let err = |message: &str| MapError {
-            name: conda_name.to_string(),
-            message: message.to_string(),
-        };
-        let Some((kind, rest)) = value.split_once(':') else {
-            return Some(Err(err("expected `pypi:`, `debian:`, `skip:` or `none:`")));
-        };
-        let rest = rest.trim();
-        if rest.is_empty() {
-            return Some(Err(err("nothing after the colon")));
-        }
-        Some(match kind {
-            "pypi" if !rest.contains(char::is_whitespace) => Ok(CondaTarget::Pypi(rest)),
-            "pypi" => Err(err("a PyPI name has no spaces")),
-            "debian" => Ok(CondaTarget::Debian(rest.split_whitespace().collect())),
-            "skip" => Ok(CondaTarget::Skip(rest)),
-            "none" => Ok(CondaTarget::Unavailable(rest)),
-            _ => Err(err("expected `pypi:`, `debian:`, `skip:` or `none:`")),
-        })
-    }
-
-    /// Number of conda names mapped.
-    pub fn len(&self) -> usize {
-        self.map.len()
-    }
-
-    /// True for an empty mapping.
-    pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
-    }
-}
-
-/// The mapping the binary carries.
-pub fn conda_map() -> &'static CondaMap {
-    static MAP: OnceLock<CondaMap> = OnceLock::new();
-    MAP.get_or_init(|| CondaMap::parse(CONDA_MAP_JSON).unwrap_or_else(|e| panic!("{e}")))
 }
 
 /// A Python package of a frozen environment.
@@ -351,183 +262,16 @@ impl FrozenEnv {
     }
 }
 
-/// A version in a comparable form: lowercase, `-`/`_` as `.`, a dot before `post`/`dev`
-/// (`2.9.0post0` is `2.9.0.post0`), a leading `v` dropped, trailing `.0` release parts dropped
-/// (`1.0` is `1`), and a local part (`+cpu`) dropped.
-pub fn normalize_version(v: &str) -> String {
-    let v = v.trim().to_lowercase();
-    let v = v.strip_prefix('v').unwrap_or(&v);
-    let v = v.split('+').next().unwrap_or("");
-    let v = v.replace(['-', '_'], ".");
-    let mut s = String::with_capacity(v.len() + 2);
-    for (i, c) in v.char_indices() {
-        let rest = &v[i..];
-        if (rest.starts_with("post") || rest.starts_with("dev")) && i > 0 && !s.ends_with('.') {
-            s.push('.');
-        }
-        s.push(c);
-    }
-    // The release is the leading run of dotted numbers.
-    let split = s
-        .char_indices()
-        .find(|&(_, c)| !(c.is_ascii_digit() || c == '.'))
-        .map_or(s.len(), |(i, _)| i);
-    let (release, rest) = s.split_at(split);
-    let mut parts: Vec<String> = release
-        .split('.')
-        .filter(|p| !p.is_empty())
-        .map(|p| p.trim_start_matches('0').to_string())
-        .map(|p| if p.is_empty() { "0".to_string() } else { p })
-        .collect();
-    while parts.len() > 1 && parts.last().is_some_and(|p| p == "0") {
-        parts.pop();
-    }
-    let rest = rest.trim_start_matches('.');
-    if rest.is_empty() {
-        parts.join(".")
-    } else {
-        format!("{}.{rest}", parts.join("."))
-    }
-}
-
-/// A `pip freeze` line that names a package at a version.
-fn parse_freeze_line(line: &str) -> Option<(String, String)> {
-    let line = line.trim();
-    if line.is_empty() || line.starts_with('#') || line.starts_with('-') {
-        return None;
-    }
-    let (name, version) = line.split_once("==")?;
-    Some((name.trim().to_string(), version.trim().to_string()))
-}
-
-/// One environment's `pip freeze` against its frozen Python packages.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct EnvCheck {
-    /// Names present at the frozen version.
-    pub matched: Vec<String>,
-    /// `(name, frozen version, installed version)`.
-    pub different: Vec<(String, String, String)>,
-    /// `(name, frozen version)` not installed at all.
-    pub missing: Vec<(String, String)>,
-    /// `(name, version)` installed but not in the frozen file.
-    pub extra: Vec<(String, String)>,
-    /// Freeze lines that name no version (editable or URL installs: the repository itself).
-    pub not_compared: Vec<String>,
-}
-
-impl EnvCheck {
-    /// How many frozen Python packages there are.
-    pub fn expected(&self) -> usize {
-        self.matched.len() + self.different.len() + self.missing.len()
-    }
-
-    /// Matched packages as a percentage of the frozen ones (100 for an empty list).
-    pub fn match_percent(&self) -> f64 {
-        match self.expected() {
-            0 => 100.0,
-            n => 100.0 * self.matched.len() as f64 / n as f64,
-        }
-    }
-}
-
-/// Compares `pip freeze --all` output with the frozen packages. `pip` itself is left out on
-/// both sides (the harness pins its own installer), and so is the `pkg_resources==0.0.0`
-/// record of Debian's venv.
-pub fn compare_freeze(expected: &[Pin], freeze: &str) -> EnvCheck {
-    let mut installed: BTreeMap<String, (String, String)> = BTreeMap::new();
-    let mut out = EnvCheck::default();
-    for line in freeze.lines() {
-        match parse_freeze_line(line) {
-            Some((name, version)) => {
-                installed.insert(normalize_name(&name), (name, version));
-            }
-            None => {
-                let t = line.trim();
-                if !t.is_empty() && !t.starts_with('#') {
-                    out.not_compared.push(t.to_string());
-                }
-            }
-        }
-    }
-    installed.remove("pip");
-    // Debian's venv leaves an empty `pkg_resources-0.0.0` record: not a package.
-    if installed
-        .get("pkg-resources")
-        .is_some_and(|(_, v)| v == "0.0.0")
-    {
-        installed.remove("pkg-resources");
-    }
-    let mut seen = BTreeSet::new();
-    for pin in expected {
-        let key = normalize_name(&pin.name);
-        if key == "pip" || !seen.insert(key.clone()) {
-            continue;
-        }
-        match installed.get(&key) {
-            None => out.missing.push((pin.name.clone(), pin.version.clone())),
-            Some((_, got)) if normalize_version(got) == normalize_version(&pin.version) => {
-                out.matched.push(pin.name.clone())
-            }
-            Some((_, got)) => {
-                out.different
-                    .push((pin.name.clone(), pin.version.clone(), got.clone()))
-            }
-        }
-    }
-    out.extra = installed
-        .into_iter()
-        .filter(|(k, _)| !seen.contains(k))
-        .map(|(_, nv)| nv)
-        .collect();
-    out
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::conda_map::test_map as map;
     use super::*;
-
-    fn map(entries: &str) -> CondaMap {
-        CondaMap::parse(&format!(
-            r#"{{"compiler": ["build-essential", "python3-dev"], "compiler_repos": ["a/ext"], "map": {{{entries}}}}}"#
-        ))
-        .unwrap()
-    }
 
     fn env(python: &str, conda: &[&str], pip: &[&str]) -> FrozenEnv {
         FrozenEnv {
             python: python.to_string(),
             conda: conda.iter().map(|s| s.to_string()).collect(),
             pip: pip.iter().map(|s| s.to_string()).collect(),
-        }
-    }
-
-    #[test]
-    fn map_values_parse_or_are_refused_by_name() {
-        let m = map(
-            r#""a": "pypi:A-b", "z": "debian:zlib1g-dev libz", "s": "skip: runtime", "n": "none: conda only""#,
-        );
-        assert_eq!(m.target("a"), Some(Ok(CondaTarget::Pypi("A-b"))));
-        assert_eq!(
-            m.target("z"),
-            Some(Ok(CondaTarget::Debian(vec!["zlib1g-dev", "libz"])))
-        );
-        assert_eq!(m.target("s"), Some(Ok(CondaTarget::Skip("runtime"))));
-        assert_eq!(
-            m.target("n"),
-            Some(Ok(CondaTarget::Unavailable("conda only")))
-        );
-        assert_eq!(m.target("unknown"), None);
-        for bad in [
-            r#""x": "pip:x""#,
-            r#""x": "pypi:""#,
-            r#""x": "pypi:a b""#,
-            r#""x": "x""#,
-        ] {
-            let e = CondaMap::parse(&format!(
-                r#"{{"compiler": [], "compiler_repos": [], "map": {{{bad}}}}}"#
-            ))
-            .unwrap_err();
-            assert!(e.contains("`x`"), "{e}");
         }
     }
 
@@ -589,78 +333,6 @@ mod tests {
             cairo.debian,
             vec!["build-essential", "libcairo2-dev", "python3-dev"]
         );
-    }
-
-    #[test]
-    fn names_and_versions_normalize() {
-        assert_eq!(normalize_name("Jupyter_Core"), "jupyter-core");
-        assert_eq!(normalize_name("zope.interface"), "zope-interface");
-        assert_eq!(normalize_name("a--_b"), "a-b");
-        assert_eq!(
-            normalize_version("2.9.0post0"),
-            normalize_version("2.9.0.post0")
-        );
-        assert_eq!(normalize_version("1.0"), normalize_version("1.0.0"));
-        assert_eq!(normalize_version("1.0"), "1");
-        assert_eq!(
-            normalize_version("2.0.0.dev0"),
-            normalize_version("2.0.0dev0")
-        );
-        assert_eq!(normalize_version("1.2+cpu"), "1.2");
-        assert_ne!(normalize_version("1.10"), normalize_version("1.1"));
-        assert_ne!(normalize_version("1.0rc1"), normalize_version("1.0"));
-        assert_eq!(normalize_version("2024.01"), "2024.1");
-    }
-
-    #[test]
-    fn freeze_comparison_sorts_every_package() {
-        let expected = vec![
-            Pin {
-                name: "numpy".into(),
-                version: "1.25.2".into(),
-                origin: "conda numpy".into(),
-            },
-            Pin {
-                name: "python-dateutil".into(),
-                version: "2.9.0post0".into(),
-                origin: "pip".into(),
-            },
-            Pin {
-                name: "six".into(),
-                version: "1.16.0".into(),
-                origin: "pip".into(),
-            },
-            Pin {
-                name: "cdms2".into(),
-                version: "3.1.5".into(),
-                origin: "conda cdms2".into(),
-            },
-            Pin {
-                name: "pip".into(),
-                version: "24.2".into(),
-                origin: "conda pip".into(),
-            },
-        ];
-        let freeze = "# comment\nNumPy==1.26.0\npython_dateutil==2.9.0.post0\nsix==1.16\npip==24.0\n-e git+https://x/y@abc#egg=y\ny @ file:///testbed\nextra-thing==0.1\npkg_resources==0.0.0\n";
-        let c = compare_freeze(&expected, freeze);
-        assert_eq!(c.matched, ["python-dateutil", "six"]);
-        assert_eq!(
-            c.different,
-            [(
-                "numpy".to_string(),
-                "1.25.2".to_string(),
-                "1.26.0".to_string()
-            )]
-        );
-        assert_eq!(c.missing, [("cdms2".to_string(), "3.1.5".to_string())]);
-        assert_eq!(c.extra, [("extra-thing".to_string(), "0.1".to_string())]);
-        assert_eq!(
-            c.not_compared,
-            ["-e git+https://x/y@abc#egg=y", "y @ file:///testbed"]
-        );
-        assert_eq!(c.expected(), 4, "pip is left out");
-        assert!((c.match_percent() - 50.0).abs() < 1e-9);
-        assert_eq!(compare_freeze(&[], "").match_percent(), 100.0);
     }
 }
 

@@ -14,11 +14,13 @@
 
 mod build;
 mod conda;
+mod conda_map;
 mod debian;
 mod directives;
 mod docker;
 mod error;
 mod flavour;
+mod freeze_check;
 mod frozen;
 mod frozen_too_old;
 mod frozen_wheels;
@@ -39,9 +41,8 @@ pub use docker::{
 };
 pub use error::SpecError;
 pub use flavour::Flavour;
-pub use frozen::{
-    compare_freeze, frozen_env, frozen_envs, frozen_instance_ids, EnvCheck, EnvPlan, FrozenEnv,
-};
+pub use freeze_check::{compare_freeze, EnvCheck};
+pub use frozen::{frozen_env, frozen_envs, frozen_instance_ids, EnvPlan, FrozenEnv};
 pub use names::{
     DEFAULT_NAMESPACE, END_TEST_OUTPUT, ENV_NAME, REPO_DIR, START_TEST_OUTPUT, TEST_EXIT_CODE,
 };
