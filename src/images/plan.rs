@@ -60,7 +60,7 @@ pub struct InstanceRecipe {
     pub files: Vec<TarEntry>,
     /// The image needs the repository at `base_commit`: it is built from a history image
     /// (made on the host's git, shared along the repository's chain, see
-    /// `images/history.rs`) that its Dockerfile's `FROM <environment>` is replaced by.
+    /// `images/history/`) that its Dockerfile's `FROM <environment>` is replaced by.
     pub needs_repo: bool,
     /// The build needs the network even with the repository in the context (its install
     /// step fetches from PyPI, as the official build does).
