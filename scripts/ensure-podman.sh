@@ -48,10 +48,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-# crun cannot start containers on hybrid cgroups with a controller in the v2 hierarchy.
+# crun cannot start containers on hybrid cgroups with a controller in the v2 hierarchy (cgroup
+# files have no size: read, not `test -s`).
 runtime=crun
-unified=/sys/fs/cgroup/unified/cgroup.controllers
-if [ -s "$unified" ] && grep -q '[a-z]' "$unified"; then
+if grep -qs '[a-z]' /sys/fs/cgroup/unified/cgroup.controllers; then
   runtime=runc
 fi
 
@@ -97,14 +97,12 @@ rootless)
   mkdir -p "$run"
   chown "$user:" "$run"
   chmod 700 "$run"
+  # The user is this script's: its settings are written every time (a service already running
+  # keeps the ones it started with until it exits when idle).
   conf="$home/.config/containers"
-  if [ ! -f "$conf/storage.conf" ] || [ ! -f "$conf/containers.conf" ]; then
-    runuser -u "$user" -- mkdir -p "$conf"
-    [ -f "$conf/storage.conf" ] ||
-      runuser -u "$user" -- sh -c "printf '[storage]\ndriver = \"overlay\"\n' > '$conf/storage.conf'"
-    [ -f "$conf/containers.conf" ] ||
-      runuser -u "$user" -- sh -c "printf '[engine]\nruntime = \"$runtime\"\n' > '$conf/containers.conf'"
-  fi
+  runuser -u "$user" -- mkdir -p "$conf"
+  runuser -u "$user" -- sh -c "printf '[storage]\ndriver = \"overlay\"\n' > '$conf/storage.conf'"
+  runuser -u "$user" -- sh -c "printf '[engine]\nruntime = \"$runtime\"\n' > '$conf/containers.conf'"
   sock="$run/podman/podman.sock"
   if ! answers "$sock"; then
     runuser -u "$user" -- mkdir -p "$run/podman"
