@@ -31,6 +31,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 # One at a time (tests of both modes may call this at once; apt-get takes a lock of its own).
+# The services started below must not inherit the lock's descriptor (9>&-), or they hold it.
 mkdir -p /run/lock
 exec 9>/run/lock/swe-eval-ensure-podman.lock
 flock 9
@@ -80,7 +81,7 @@ rootful)
     log=/run/podman/swe-eval-service.log
     rm -f "$sock"
     setsid podman --runtime "$runtime" system service --time "$idle" "unix://$sock" \
-      >"$log" 2>&1 </dev/null &
+      >"$log" 2>&1 </dev/null 9>&- &
     wait_for "$sock" "$log"
   fi
   ;;
@@ -115,7 +116,7 @@ rootless)
       sh -c 'podman system service --time "$1" "unix://$2" > "$3" 2>&1 < /dev/null
              p="$XDG_RUNTIME_DIR/libpod/tmp/pause.pid"
              [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null; exit 0' \
-      service "$idle" "$sock" "$log" </dev/null >/dev/null 2>&1 &
+      service "$idle" "$sock" "$log" </dev/null >/dev/null 2>&1 9>&- &
     wait_for "$sock" "$log"
   fi
   ;;
