@@ -87,17 +87,7 @@ pub async fn ensure_base<E: Engine>(
         import: Duration::ZERO,
     };
     if !engine.image_exists(&image).await? {
-        let t0 = Instant::now();
-        let rootfs = bootstrap(release, opts).await?;
-        outcome.bootstrap = t0.elapsed();
-        let t1 = Instant::now();
-        let labels = labels_for(Layer::Base, None);
-        engine
-            .import_image(&image, rootfs.path().to_path_buf(), labels)
-            .await?;
-        drop(rootfs);
-        outcome.import = t1.elapsed();
-        outcome.built = true;
+        outcome = build_base(engine, release, &image, opts).await?;
     }
     for alias in aliases {
         if alias != &image {
@@ -105,6 +95,30 @@ pub async fn ensure_base<E: Engine>(
         }
     }
     Ok(outcome)
+}
+
+/// Bootstraps `release` and imports it as `tag`, whether or not an image of that name exists.
+pub async fn build_base<E: Engine>(
+    engine: &E,
+    release: DebianRelease,
+    tag: &str,
+    opts: &BaseOptions,
+) -> Result<BaseOutcome, ImageError> {
+    let t0 = Instant::now();
+    let rootfs = bootstrap(release, opts).await?;
+    let bootstrap = t0.elapsed();
+    let t1 = Instant::now();
+    let labels = labels_for(Layer::Base, None);
+    engine
+        .import_image(tag, rootfs.path().to_path_buf(), labels)
+        .await?;
+    drop(rootfs);
+    Ok(BaseOutcome {
+        image: tag.to_string(),
+        built: true,
+        bootstrap,
+        import: t1.elapsed(),
+    })
 }
 
 /// Runs the recipe into a temporary folder; returns the root file system as a tar file (a

@@ -29,7 +29,7 @@ mod plan;
 mod repo;
 mod submodules;
 
-pub use base::{base_image_name, ensure_base, BaseOptions, BaseOutcome};
+pub use base::{base_image_name, build_base, ensure_base, BaseOptions, BaseOutcome};
 pub use build::ensure;
 pub use build_events::{BuildEvent, BuildHooks, Phase, Stage, StopFlag};
 pub use build_failure::ImageFailure;

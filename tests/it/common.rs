@@ -3,7 +3,8 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
 
 use proptest::test_runner::{Config as ProptestConfig, RngSeed};
 
@@ -205,4 +206,104 @@ pub fn rerun_alone(test: &str, env: &[(&str, Option<&str>)]) -> String {
 /// Whether this process is the child [`rerun_alone`] started.
 pub fn is_rerun_child() -> bool {
     std::env::var_os("SWE_EVAL_IT_CHILD").is_some()
+}
+
+/// Polls `f` every `every` until it gives `Some`, or `None` once `limit` has passed (`f` is
+/// asked once more at the end): the one polling loop of the tests.
+pub fn poll<T>(limit: Duration, every: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let t0 = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        if t0.elapsed() >= limit {
+            return f();
+        }
+        std::thread::sleep(every);
+    }
+}
+
+/// [`poll`] for a condition, every 100 ms: whether it held within `limit`.
+pub fn poll_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    poll(limit, Duration::from_millis(100), || cond().then_some(())).is_some()
+}
+
+/// [`poll`] every half second, panicking with `what` when `limit` passes.
+pub fn wait_for<T>(what: &str, limit: Duration, f: impl FnMut() -> Option<T>) -> T {
+    poll(limit, Duration::from_millis(500), f)
+        .unwrap_or_else(|| panic!("timed out after {limit:?} waiting for {what}"))
+}
+
+/// [`poll`] for async tests: awaits `f` every `every` until it gives `Some`, or `None` once
+/// `limit` has passed.
+pub async fn poll_async<T, F, Fut>(limit: Duration, every: Duration, mut f: F) -> Option<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let t0 = Instant::now();
+    loop {
+        if let Some(v) = f().await {
+            return Some(v);
+        }
+        if t0.elapsed() >= limit {
+            return f().await;
+        }
+        tokio::time::sleep(every).await;
+    }
+}
+
+// A finished `swe-eval run` of the mini benchmark, read back.
+
+pub(crate) struct Finished {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+}
+
+pub(crate) fn finish(child: Child) -> Finished {
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    eprintln!("{stdout}\n{stderr}");
+    Finished {
+        code: out.status.code().unwrap_or(-1),
+        stdout,
+        stderr,
+    }
+}
+
+/// Every file named `name` under a run's log tree.
+pub(crate) fn run_files(results: &Path, run_id: &str, name: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![results.join("logs/run_evaluation").join(run_id)];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.file_name().is_some_and(|n| n == name) {
+                found.push(p);
+            }
+        }
+    }
+    found
+}
+
+pub(crate) fn verdict_files(results: &Path, run_id: &str) -> usize {
+    run_files(results, run_id, "verdict.json").len()
+}
+
+pub(crate) fn assert_mini_ok(run: &Finished) {
+    assert_eq!(run.code, 0, "the run is clean:\n{}", run.stdout);
+    assert_mini_verdicts(run);
+}
+
+pub(crate) fn assert_mini_verdicts(run: &Finished) {
+    assert!(
+        run.stdout
+            .contains("mini benchmark: 22/22 verdicts as expected"),
+        "{}",
+        run.stdout
+    );
 }

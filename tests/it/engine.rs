@@ -6,7 +6,6 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use futures_util::StreamExt;
 use swe_eval::engine::{DockerEngine, Engine, FileIn, JobSpec, Limits, LABEL_RUN_ID, LABEL_TOOL};
 use swe_eval::images::{ensure_base, BaseOptions};
 use swe_eval::spec::DebianRelease;
@@ -351,14 +350,16 @@ pub async fn check_labels_list_and_reap(e: &DockerEngine, img: &str) {
     let e2 = e.clone();
     let running = tokio::spawn(async move { e2.run_job(j).await });
     // Poll until the daemon shows it (bounded: creation takes well under 30 s).
-    let mut found = Vec::new();
-    for _ in 0..300 {
-        found = e.list_containers(labels(&run)).await.unwrap();
-        if !found.is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let found = crate::common::poll_async(
+        Duration::from_secs(30),
+        Duration::from_millis(100),
+        || async {
+            let found = e.list_containers(labels(&run)).await.unwrap();
+            (!found.is_empty()).then_some(found)
+        },
+    )
+    .await
+    .unwrap_or_default();
     assert_eq!(
         found.len(),
         1,
@@ -424,41 +425,6 @@ async fn a_missing_daemon_says_how_to_start_one() {
         "{text}"
     );
     assert!(text.contains("dockerd"), "{text}");
-}
-
-/// Figures, not a check: `cargo test --test it -- --ignored engine::measure_trivial_jobs --nocapture`.
-#[tokio::test]
-#[ignore]
-async fn measure_trivial_jobs() {
-    let Some(e) = engine().await else { return };
-    let img = base_image().await;
-    for parallel in [1usize, 2] {
-        let n = 20;
-        let t0 = Instant::now();
-        let mut totals = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
-        let runs: Vec<_> = (0..n)
-            .map(|i| job(&img, &run_id(&format!("true-{parallel}-{i}")), "true"))
-            .collect();
-        let outs: Vec<_> = futures_util::stream::iter(runs.into_iter().map(|j| e.run_job(j)))
-            .buffer_unordered(parallel)
-            .collect()
-            .await;
-        for o in outs {
-            let o = o.unwrap();
-            assert_eq!(o.exit_code, Some(0));
-            totals.0 += o.setup;
-            totals.1 += o.run;
-            totals.2 += o.teardown;
-        }
-        let wall = t0.elapsed();
-        println!(
-            "parallel {parallel}: {n} jobs in {wall:.2?} = {:.0} ms/job wall; mean setup {:.0} ms, run {:.0} ms, teardown {:.0} ms",
-            wall.as_secs_f64() * 1000.0 / n as f64,
-            totals.0.as_secs_f64() * 1000.0 / n as f64,
-            totals.1.as_secs_f64() * 1000.0 / n as f64,
-            totals.2.as_secs_f64() * 1000.0 / n as f64,
-        );
-    }
 }
 
 #[tokio::test]

@@ -22,6 +22,8 @@ const COMMANDS: &[&[&str]] = &[
     &["bench", "grade"],
     &["bench", "correlate"],
     &["bench", "harness"],
+    &["bench", "engine"],
+    &["bench", "base"],
     &["bench", "html"],
 ];
 

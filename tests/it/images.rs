@@ -305,19 +305,12 @@ async fn a_prebuilt_row_image_is_pulled_through_a_namespace_override() {
     let ns = format!("127.0.0.1:{port}/swebench");
     let remote = format!("{ns}/sweb.eval.x86_64.x_1776_y:latest");
     docker_cli(&["tag", &base, &remote]);
-    let mut pushed = false;
-    for _ in 0..50 {
-        if Command::new("docker")
+    let pushed = crate::common::poll_until(Duration::from_secs(10), || {
+        Command::new("docker")
             .args(["push", &remote])
             .output()
-            .map(|o| o.status.success())
-            .unwrap_or(false)
-        {
-            pushed = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+            .is_ok_and(|o| o.status.success())
+    });
     assert!(pushed, "push to the loopback registry");
     docker_cli(&["rmi", &remote]);
     assert!(!e.image_exists(&remote).await.unwrap());
@@ -391,41 +384,6 @@ async fn a_prebuilt_row_image_is_pulled_through_a_namespace_override() {
         !e.image_exists(&remote).await.unwrap(),
         "pulled instance image removed at level env"
     );
-}
-
-/// Figures, not a check (minutes; needs root and Debian's mirror):
-/// `cargo test --test it -- --ignored images::measure_bullseye_bootstrap --nocapture`.
-#[tokio::test]
-#[ignore]
-async fn measure_bullseye_bootstrap() {
-    let Some(e) = engine().await else { return };
-    // SWE_EVAL_IT_RELEASE=trixie measures another release.
-    let release = std::env::var("SWE_EVAL_IT_RELEASE")
-        .ok()
-        .and_then(|r| DebianRelease::from_name(&r))
-        .unwrap_or(DebianRelease::Bullseye);
-    let t0 = std::time::Instant::now();
-    let out = swe_eval::images::ensure_base(&e, release, &[], &BaseOptions::default())
-        .await
-        .unwrap_or_else(|err| panic!("{err}\n{}", err.log().unwrap_or("")));
-    println!(
-        "{}: built {} in {:.1?} (debootstrap+tar {:.1?}, import {:.1?})",
-        out.image,
-        out.built,
-        t0.elapsed(),
-        out.bootstrap,
-        out.import
-    );
-    let o = e
-        .run_job(job(
-            &out.image,
-            &run_id("bullseye"),
-            "python3 --version; python3 -m pytest --version",
-        ))
-        .await
-        .unwrap();
-    println!("{}", String::from_utf8_lossy(&o.output));
-    assert_eq!(o.exit_code, Some(0));
 }
 
 /// Holds on the real daemon: an image another live run holds survives this run's cleanup, is

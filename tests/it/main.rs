@@ -5,9 +5,12 @@ mod common;
 
 mod compare;
 mod correlate;
+mod daemons;
 mod engine;
 mod envpins;
-mod faults;
+mod faults_daemon;
+mod faults_disk;
+mod faults_run;
 mod fuzz;
 mod grading;
 mod help;
@@ -27,3 +30,4 @@ mod spec;
 mod submit;
 mod swarm;
 mod swarm_restart;
+mod tasks;

@@ -356,18 +356,15 @@ fn killed_run_then_next_run(mode: Mode) {
         .unwrap();
     // Killed once it holds an image it built and would remove (`swe-eval.removes`).
     let t0 = Instant::now();
-    let mut left = Vec::new();
-    while t0.elapsed() < Duration::from_secs(600) {
+    let left = crate::common::poll(Duration::from_secs(600), Duration::from_millis(200), || {
         let held = rt.block_on(e.list_containers(std::collections::BTreeMap::from([
             (LABEL_RUN_ID.to_string(), run_id.clone()),
             (swe_eval::images::LABEL_REMOVES.to_string(), String::new()),
         ])));
-        left = held.unwrap();
-        if !left.is_empty() || child.try_wait().unwrap().is_some() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
+        let left = held.unwrap();
+        (!left.is_empty() || child.try_wait().unwrap().is_some()).then_some(left)
+    })
+    .unwrap_or_default();
     let _ = child.kill(); // SIGKILL
     let _ = child.wait();
     assert!(

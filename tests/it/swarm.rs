@@ -24,433 +24,20 @@
 //! mode. It refuses to start when that daemon already is in a swarm.
 
 use std::collections::BTreeSet;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use swe_eval::engine::{Engine, FileIn, JobSpec, Limits, SwarmEngine, SwarmOptions};
 use swe_eval::images::base_image_name;
 use swe_eval::spec::DebianRelease;
 
-use crate::common::{bin, prerequisite, require, require_program};
-
-/// Runs `program args`; its standard output, or its standard error as the failure.
-pub(crate) fn run(program: &str, args: &[&str]) -> Result<String, String> {
-    let out = Command::new(program)
-        .args(args)
-        .output()
-        .map_err(|e| format!("{program}: {e}"))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-    } else {
-        Err(format!(
-            "{program} {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
-
-pub(crate) fn must(program: &str, args: &[&str]) -> String {
-    run(program, args).unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// Polls `f` every half second until it gives `Some`, or panics after `limit` saying `what`.
-pub(crate) fn wait_for<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let t0 = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(
-            t0.elapsed() < limit,
-            "timed out after {limit:?} waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(500));
-    }
-}
-
-/// A TCP forward from a host loopback port to an address in the namespace.
-struct Forward {
-    stop: Arc<AtomicBool>,
-    port: u16,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Forward {
-    fn start(listener: TcpListener, to: SocketAddr) -> Forward {
-        let port = listener.local_addr().unwrap().port();
-        let stop = Arc::new(AtomicBool::new(false));
-        let halt = stop.clone();
-        let thread = std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                if halt.load(Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(down) = conn else { continue };
-                let Ok(up) = TcpStream::connect_timeout(&to, Duration::from_secs(5)) else {
-                    continue;
-                };
-                for (mut a, mut b) in [
-                    (down.try_clone().unwrap(), up.try_clone().unwrap()),
-                    (up, down),
-                ] {
-                    std::thread::spawn(move || {
-                        let _ = std::io::copy(&mut a, &mut b);
-                        let _ = b.shutdown(std::net::Shutdown::Write);
-                    });
-                }
-            }
-        });
-        Forward {
-            stop,
-            port,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Forward {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        // Wake the accept loop so it sees the flag.
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-/// The cluster and everything the test made for it; `Drop` takes it all down.
-struct Cluster {
-    ns: String,
-    host_if: String,
-    host_ip: String,
-    worker_ip: String,
-    dir: PathBuf,
-    _tmp: tempfile::TempDir,
-    cgroup_parent: String,
-    worker: Option<Child>,
-    registry: Option<Child>,
-    forward: Option<Forward>,
-    port: u16,
-    /// The machine's daemon was made a manager by this test.
-    swarm: bool,
-    gwbridge_before: bool,
-}
-
-impl Cluster {
-    fn host(&self) -> String {
-        format!("unix://{}", self.dir.join("d.sock").display())
-    }
-
-    fn worker_docker(&self, args: &[&str]) -> Result<String, String> {
-        let host = self.host();
-        let mut all = vec!["-H", host.as_str()];
-        all.extend_from_slice(args);
-        run("docker", &all)
-    }
-
-    fn start_worker(&mut self) {
-        self.worker = Some(spawn_ns_dockerd(
-            &self.ns,
-            &self.dir,
-            &self.host(),
-            &self.cgroup_parent,
-        ));
-        wait_for("the worker's daemon", Duration::from_secs(60), || {
-            self.worker_docker(&["version"]).ok()
-        });
-    }
-
-    /// Kills the worker's daemon at once (SIGKILL), as a machine that dies.
-    fn kill_worker(&mut self) {
-        if let Some(mut c) = self.worker.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-
-    /// Stops the worker's daemon (SIGTERM, then SIGKILL after 30 s).
-    fn stop_worker(&mut self) {
-        if let Some(c) = self.worker.take() {
-            stop_daemon(c);
-        }
-    }
-
-    fn nodes_ready(&self) -> Option<usize> {
-        let out = run("docker", &["node", "ls", "--format", "{{.Status}}"]).ok()?;
-        let ready = out.lines().filter(|l| *l == "Ready").count();
-        Some(ready)
-    }
-
-    fn worker_node_id(&self) -> String {
-        must(
-            "docker",
-            &["-H", &self.host(), "info", "--format", "{{.Swarm.NodeID}}"],
-        )
-    }
-
-    fn teardown(&mut self) {
-        if self.worker.is_some() {
-            let _ = self.worker_docker(&["swarm", "leave", "--force"]);
-        }
-        if self.swarm {
-            let _ = run("docker", &["swarm", "leave", "--force"]);
-            self.swarm = false;
-        }
-        self.stop_worker();
-        if let Some(mut r) = self.registry.take() {
-            let _ = r.kill();
-            let _ = r.wait();
-        }
-        self.forward = None;
-        kill_leftovers(&self.dir, &self.cgroup_parent);
-        unmount_leftovers(&self.dir);
-        if !self.gwbridge_before {
-            let _ = run("docker", &["network", "rm", "docker_gwbridge"]);
-        }
-        let _ = run("ip", &["link", "del", &self.host_if]);
-        let _ = run("ip", &["netns", "del", &self.ns]);
-    }
-}
-
-/// Starts a `dockerd` in network namespace `ns` with everything of its own under `dir` (data
-/// root, exec root, pid file, log `dockerd.log`), listening on `host`, its containers under
-/// `cgroup_parent`, no bridge and no iptables.
-pub(crate) fn spawn_ns_dockerd(ns: &str, dir: &Path, host: &str, cgroup_parent: &str) -> Child {
-    let d = dir.display().to_string();
-    let log = std::fs::File::options()
-        .create(true)
-        .append(true)
-        .open(dir.join("dockerd.log"))
-        .unwrap();
-    Command::new("nsenter")
-        .arg(format!("--net=/var/run/netns/{ns}"))
-        .arg("dockerd")
-        .args(["--data-root", &format!("{d}/data")])
-        .args(["--exec-root", &format!("{d}/exec")])
-        .args(["--pidfile", &format!("{d}/dockerd.pid")])
-        .args(["-H", host])
-        .args(["--bridge", "none", "--iptables=false", "--ip-masq=false"])
-        .args(["--cgroup-parent", cgroup_parent])
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .expect("start a dockerd in the test's namespace")
-}
-
-/// Stops a daemon as `systemctl stop docker` does: SIGTERM, then SIGKILL after 30 s.
-pub(crate) fn stop_daemon(mut c: Child) {
-    let _ = run("kill", &["-TERM", &c.id().to_string()]);
-    let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_secs(30) {
-        if let Ok(Some(_)) = c.try_wait() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let _ = c.kill();
-    let _ = c.wait();
-}
-
-/// Processes a namespaced daemon whose files are under `dir` left behind (containerd, shims,
-/// container processes), and its cgroups under `cgroup_parent`.
-pub(crate) fn kill_leftovers(dir: &Path, cgroup_parent: &str) {
-    let marker = dir.display().to_string();
-    if let Ok(entries) = std::fs::read_dir("/proc") {
-        for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().to_string();
-            if !name.bytes().all(|b| b.is_ascii_digit()) {
-                continue;
-            }
-            let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-            if String::from_utf8_lossy(&cmdline).contains(&marker) {
-                let _ = run("kill", &["-KILL", &name]);
-            }
-        }
-    }
-    for ctl in [
-        "pids", "memory", "cpu", "cpuacct", "cpuset", "blkio", "devices", "freezer", "systemd",
-        "unified",
-    ] {
-        let root = Path::new("/sys/fs/cgroup")
-            .join(ctl)
-            .join(cgroup_parent.trim_start_matches('/'));
-        let Ok(children) = std::fs::read_dir(&root) else {
-            continue;
-        };
-        for c in children.flatten().filter(|c| c.path().is_dir()) {
-            let procs = std::fs::read_to_string(c.path().join("cgroup.procs")).unwrap_or_default();
-            for pid in procs.split_whitespace() {
-                let _ = run("kill", &["-KILL", pid]);
-            }
-            std::thread::sleep(Duration::from_millis(100));
-            let _ = std::fs::remove_dir(c.path());
-        }
-        let _ = std::fs::remove_dir(&root);
-    }
-}
-
-/// Mounts a namespaced daemon made under `dir` (its data root, namespace files) and left
-/// when it stopped: without this the folder could not be removed.
-pub(crate) fn unmount_leftovers(dir: &Path) {
-    let marker = dir.display().to_string();
-    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    let mut points: Vec<&str> = info
-        .lines()
-        .filter_map(|l| l.split(' ').nth(4))
-        .filter(|p| p.starts_with(&marker))
-        .collect();
-    // Deepest first.
-    points.sort_by_key(|p| std::cmp::Reverse(p.len()));
-    for p in points {
-        let _ = run("umount", &["-l", p]);
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        self.teardown();
-    }
-}
-
-/// Brings the cluster up; the returned guard owns it whatever happens next.
-fn cluster() -> Cluster {
-    let n = std::process::id() % 200 + 20;
-    let tag = format!("swe{}", std::process::id() % 100_000);
-    let tmp = tempfile::Builder::new()
-        .prefix("sw")
-        .tempdir_in("/tmp")
-        .unwrap();
-    let gwbridge_before = run("docker", &["network", "inspect", "docker_gwbridge"]).is_ok();
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let mut c = Cluster {
-        ns: format!("{tag}-ns"),
-        host_if: format!("{tag}h"),
-        host_ip: format!("10.213.{n}.1"),
-        worker_ip: format!("10.213.{n}.2"),
-        dir: tmp.path().to_path_buf(),
-        _tmp: tmp,
-        cgroup_parent: format!("/{tag}-worker"),
-        worker: None,
-        registry: None,
-        forward: None,
-        port,
-        swarm: false,
-        gwbridge_before,
-    };
-    let peer = format!("{tag}n");
-    must("ip", &["netns", "add", &c.ns]);
-    must(
-        "ip",
-        &[
-            "link", "add", &c.host_if, "type", "veth", "peer", "name", &peer, "netns", &c.ns,
-        ],
-    );
-    must(
-        "ip",
-        &[
-            "addr",
-            "add",
-            &format!("{}/30", c.host_ip),
-            "dev",
-            &c.host_if,
-        ],
-    );
-    must("ip", &["link", "set", &c.host_if, "up"]);
-    for args in [
-        vec!["addr", "add", &format!("{}/30", c.worker_ip), "dev", &peer],
-        vec!["link", "set", &peer, "up"],
-        vec!["link", "set", "lo", "up"],
-    ] {
-        let mut all = vec!["-n", c.ns.as_str()];
-        all.extend(args.iter().copied());
-        must("ip", &all);
-    }
-    c.start_worker();
-
-    // The registry, in the namespace; the manager reaches it through the forward.
-    let cfg = c.dir.join("registry.yml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: 0.0.0.0:{port}\n",
-            c.dir.join("registry").display()
-        ),
-    )
-    .unwrap();
-    let registry_bin = if Path::new("/usr/bin/docker-registry").exists() {
-        "/usr/bin/docker-registry"
-    } else {
-        "docker-registry"
-    };
-    c.registry = Some(
-        Command::new("nsenter")
-            .arg(format!("--net=/var/run/netns/{}", c.ns))
-            .args([registry_bin, "serve"])
-            .arg(&cfg)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start docker-registry (scripts/setup.sh installs it)"),
-    );
-    c.forward = Some(Forward::start(
-        listener,
-        format!("{}:{port}", c.worker_ip).parse().unwrap(),
-    ));
-    wait_for("the registry", Duration::from_secs(30), || {
-        let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-        s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-        s.write_all(b"GET /v2/ HTTP/1.0\r\n\r\n").ok()?;
-        let mut answer = String::new();
-        s.read_to_string(&mut answer).ok()?;
-        answer
-            .starts_with("HTTP/1.0 200")
-            .then_some(())
-            .or_else(|| answer.starts_with("HTTP/1.1 200").then_some(()))
-    });
-
-    must(
-        "docker",
-        &[
-            "swarm",
-            "init",
-            "--advertise-addr",
-            &c.host_ip,
-            "--listen-addr",
-            &format!("{}:2377", c.host_ip),
-        ],
-    );
-    c.swarm = true;
-    let token = must("docker", &["swarm", "join-token", "-q", "worker"]);
-    c.worker_docker(&[
-        "swarm",
-        "join",
-        "--token",
-        &token,
-        "--advertise-addr",
-        &c.worker_ip,
-        "--listen-addr",
-        &format!("{}:2377", c.worker_ip),
-        &format!("{}:2377", c.host_ip),
-    ])
-    .unwrap_or_else(|e| panic!("worker join: {e}"));
-    wait_for("two ready nodes", Duration::from_secs(60), || {
-        (c.nodes_ready()? == 2).then_some(())
-    });
-    c
-}
-
-pub(crate) struct Finished {
-    pub(crate) code: i32,
-    pub(crate) stdout: String,
-    pub(crate) stderr: String,
-}
+use crate::common::{
+    assert_mini_ok, assert_mini_verdicts, bin, finish, poll, prerequisite, require,
+    require_program, run_files, verdict_files, wait_for,
+};
+use crate::daemons::{cluster, lines, must, run, Cluster};
 
 fn spawn_run(dir: &Path, run_id: &str, registry: &str) -> Child {
     Command::new(bin())
@@ -469,35 +56,6 @@ fn spawn_run(dir: &Path, run_id: &str, registry: &str) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn swe-eval")
-}
-
-pub(crate) fn finish(child: Child) -> Finished {
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    eprintln!("{stdout}\n{stderr}");
-    Finished {
-        code: out.status.code().unwrap_or(-1),
-        stdout,
-        stderr,
-    }
-}
-
-/// Every file named `name` under a run's log tree.
-pub(crate) fn run_files(results: &Path, run_id: &str, name: &str) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut stack = vec![results.join("logs/run_evaluation").join(run_id)];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.file_name().is_some_and(|n| n == name) {
-                found.push(p);
-            }
-        }
-    }
-    found
 }
 
 /// The node lines (`node <host> (<id>)`) of every job log of a run: the node ids.
@@ -538,33 +96,6 @@ fn print_timings(results: &Path, run_id: &str) {
         median(0),
         median(1),
         median(2)
-    );
-}
-
-pub(crate) fn verdict_files(results: &Path, run_id: &str) -> usize {
-    run_files(results, run_id, "verdict.json").len()
-}
-
-pub(crate) fn lines(s: Result<String, String>) -> BTreeSet<String> {
-    s.unwrap_or_default()
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(String::from)
-        .collect()
-}
-
-pub(crate) fn assert_mini_ok(run: &Finished) {
-    assert_eq!(run.code, 0, "the run is clean:\n{}", run.stdout);
-    assert_mini_verdicts(run);
-}
-
-pub(crate) fn assert_mini_verdicts(run: &Finished) {
-    assert!(
-        run.stdout
-            .contains("mini benchmark: 22/22 verdicts as expected"),
-        "{}",
-        run.stdout
     );
 }
 
@@ -1087,12 +618,11 @@ fn mini_benchmark_on_a_two_node_swarm_survives_a_killed_client_and_a_dead_worker
     };
     // Swarm removes a removed service's containers through their nodes, asynchronously:
     // wait, then name what is left.
-    let t0 = Instant::now();
-    let mut left = tasks_left(&c);
-    while !left.is_empty() && t0.elapsed() < Duration::from_secs(60) {
-        std::thread::sleep(Duration::from_millis(500));
-        left = tasks_left(&c);
-    }
+    let left = poll(Duration::from_secs(60), Duration::from_millis(500), || {
+        let left = tasks_left(&c);
+        left.is_empty().then_some(left)
+    })
+    .unwrap_or_else(|| tasks_left(&c));
     assert!(
         left.is_empty(),
         "the restarted worker still holds the runs' containers 60 s after the last run: {left:?}"
@@ -1105,12 +635,11 @@ fn mini_benchmark_on_a_two_node_swarm_survives_a_killed_client_and_a_dead_worker
             .filter(|n| n.starts_with("swe-eval-swarm"))
             .collect()
     };
-    let t0 = Instant::now();
-    let mut left = manager_tasks();
-    while !left.is_empty() && t0.elapsed() < Duration::from_secs(60) {
-        std::thread::sleep(Duration::from_millis(500));
-        left = manager_tasks();
-    }
+    let left = poll(Duration::from_secs(60), Duration::from_millis(500), || {
+        let left = manager_tasks();
+        left.is_empty().then_some(left)
+    })
+    .unwrap_or_else(manager_tasks);
     assert!(
         left.is_empty(),
         "task containers left on the manager 60 s after the run: {left:?}"

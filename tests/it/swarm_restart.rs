@@ -18,15 +18,15 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use swe_eval::images::base_image_name;
 use swe_eval::spec::DebianRelease;
 
+use crate::common::{assert_mini_ok, finish, poll, run_files, verdict_files, wait_for, Finished};
 use crate::common::{bin, prerequisite, require, require_program};
-use crate::swarm::{
-    assert_mini_ok, finish, kill_leftovers, lines, must, run, run_files, spawn_ns_dockerd,
-    stop_daemon, unmount_leftovers, verdict_files, wait_for, Finished,
+use crate::daemons::{
+    kill_leftovers, lines, must, run, spawn_ns_dockerd, stop_daemon, unmount_leftovers,
 };
 
 /// A `dockerd` in a network namespace of its own, a single-node swarm manager.
@@ -58,17 +58,16 @@ impl Manager {
             &self.host(),
             &self.cgroup_parent,
         ));
-        let t0 = Instant::now();
-        while self.docker(&["version"]).is_err() {
-            if t0.elapsed() > Duration::from_secs(180) {
-                let log = std::fs::read_to_string(self.dir.join("dockerd.log")).unwrap_or_default();
-                let tail: Vec<&str> = log.lines().rev().take(40).collect();
-                panic!(
-                    "the manager's daemon did not answer within 180 s; its log ends:\n{}",
-                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-                );
-            }
-            std::thread::sleep(Duration::from_millis(500));
+        let up = poll(Duration::from_secs(180), Duration::from_millis(500), || {
+            self.docker(&["version"]).ok()
+        });
+        if up.is_none() {
+            let log = std::fs::read_to_string(self.dir.join("dockerd.log")).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(40).collect();
+            panic!(
+                "the manager's daemon did not answer within 180 s; its log ends:\n{}",
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            );
         }
     }
 
@@ -255,18 +254,17 @@ fn a_manager_restarted_mid_run_loses_nothing_and_the_rerun_completes() {
     // 3. Nothing of the runs left on the manager.
     assert!(in_flight(&m).is_empty(), "no service of the run left");
     assert!(lines(m.docker(&["config", "ls", "-q", "--filter", "label=swe-eval"])).is_empty());
-    let t0 = Instant::now();
     let jobs_left = |m: &Manager| -> Vec<String> {
         lines(m.docker(&["ps", "-a", "--format", "{{.Names}}"]))
             .into_iter()
             .filter(|n| n.starts_with("swe-eval-restart"))
             .collect()
     };
-    let mut left = jobs_left(&m);
-    while !left.is_empty() && t0.elapsed() < Duration::from_secs(60) {
-        std::thread::sleep(Duration::from_millis(500));
-        left = jobs_left(&m);
-    }
+    let left = poll(Duration::from_secs(60), Duration::from_millis(500), || {
+        let left = jobs_left(&m);
+        left.is_empty().then_some(left)
+    })
+    .unwrap_or_else(|| jobs_left(&m));
     assert!(
         left.is_empty(),
         "job containers left on the manager: {left:?}"

@@ -3,7 +3,9 @@
 
 use crate::cli::CliResult;
 
+use super::base;
 use super::correlate;
+use super::engine;
 use super::grade;
 use super::harness;
 use super::html;
@@ -28,6 +30,10 @@ pub enum Target {
     Correlate(correlate::Args),
     /// Harness overhead per prediction (everything but the test command) on a real engine.
     Harness(harness::Args),
+    /// The engine's own cost of a job (create, start, run `true`, remove), no harness.
+    Engine(engine::Args),
+    /// The offline base image bootstrapped and imported from nothing (under a throwaway name).
+    Base(base::Args),
     /// Writing a run's report.html and opening it in headless chromium.
     Html(html::Args),
 }
@@ -68,6 +74,8 @@ impl Args {
                 }
             }
             Target::Harness(a) => IoPlan::new().output_file(a.json.as_deref()),
+            Target::Engine(a) => IoPlan::new().output_file(a.json.as_deref()),
+            Target::Base(_) => IoPlan::new(),
             Target::Html(a) => match &a.output {
                 Some(o) => IoPlan::new().output(Output::Folder(o.clone())),
                 None => IoPlan::new(),
@@ -83,6 +91,8 @@ pub fn run(args: Args) -> CliResult {
         Target::Grade(a) => grade::run(a),
         Target::Correlate(a) => correlate::run(a),
         Target::Harness(a) => harness::run(a),
+        Target::Engine(a) => engine::run(a),
+        Target::Base(a) => base::run(a),
         Target::Html(a) => html::run(a),
     }
 }

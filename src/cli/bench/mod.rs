@@ -2,7 +2,9 @@
 //! target; each prints its figures and writes them as JSON when `--json` is given.
 
 mod args;
+mod base;
 mod correlate;
+mod engine;
 mod grade;
 mod harness;
 mod html;
