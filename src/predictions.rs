@@ -10,7 +10,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use crate::dataset::{json_values, kind_of, Dataset, InputProblem, LoadError, Loaded, Location};
+use crate::dataset::{json_values, kind_of, Dataset, InputProblem, LoadError, Loaded};
 
 /// One model output for one instance.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,18 +61,50 @@ pub fn model_dir_name(model: &str) -> String {
     model.replace('/', "__")
 }
 
+/// The name of sample `sample` of an instance in a run's layout (its log folder, and its key
+/// in saved logs): the instance id for sample 0, `<instance_id>.sample<k>` for sample k > 0.
+/// The one place that spells it; [`parse_sample_name`] reads it back.
+pub fn sample_name(instance_id: &str, sample: u32) -> String {
+    if sample == 0 {
+        instance_id.to_string()
+    } else {
+        format!("{instance_id}.sample{sample}")
+    }
+}
+
+/// The instance id and sample a name made by [`sample_name`] stands for; a name without a
+/// `.sample<k>` suffix (digits only) is sample 0 of itself, and `None` as the sample means
+/// digits too many for a sample number.
+pub fn parse_sample_name(name: &str) -> (String, Option<u32>) {
+    match name.rsplit_once(".sample") {
+        Some((id, k)) if !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()) => {
+            (id.to_string(), k.parse().ok())
+        }
+        _ => (name.to_string(), Some(0)),
+    }
+}
+
+/// The official run summary's file name of one model's sample in run `run_id`:
+/// `<model>.<run_id>.json` for sample 0, `<model>.<run_id>.sample<k>.json` after.
+pub fn summary_file_name(model: &str, run_id: &str, sample: u32) -> String {
+    let model = model_dir_name(model);
+    if sample == 0 {
+        format!("{model}.{run_id}.json")
+    } else {
+        format!("{model}.{run_id}.sample{sample}.json")
+    }
+}
+
 /// Loads predictions from `spec`: a path, or the word `gold` (which needs the dataset).
 pub fn load(spec: &str, dataset: Option<&Dataset>) -> Result<Loaded<Prediction>, LoadError> {
     if spec == "gold" {
         let Some(ds) = dataset else {
-            return Err(LoadError::Invalid(InputProblem {
-                location: Location {
-                    path: "gold".into(),
-                    line: None,
-                    field: None,
-                },
-                message: "`gold` predictions need a dataset".into(),
-            }));
+            return Err(LoadError::Invalid(InputProblem::new(
+                "gold",
+                None,
+                None,
+                "`gold` predictions need a dataset",
+            )));
         };
         return Ok(gold(ds));
     }
@@ -122,14 +154,10 @@ pub fn from_bytes(path: &Path, bytes: &[u8]) -> Result<Loaded<Prediction>, LoadE
                 p.line = line;
                 out.items.push((p, explicit_sample));
             }
-            Err((field, message)) => out.problems.push(InputProblem {
-                location: Location {
-                    path: path.to_path_buf(),
-                    line,
-                    field,
-                },
-                message,
-            }),
+            Err((field, message)) => {
+                out.problems
+                    .push(InputProblem::new(path.to_path_buf(), line, field, message))
+            }
         }
     }
     let items = number_samples(out.items, path, &mut out.problems);
@@ -180,19 +208,17 @@ fn number_samples(
         };
         let ck = (key.0, key.1, sample);
         if let Some(first) = claimed.get(&ck) {
-            problems.push(InputProblem {
-                location: Location {
-                    path: path.to_path_buf(),
-                    line: p.line,
-                    field: Some("sample".into()),
-                },
-                message: format!(
+            problems.push(InputProblem::new(
+                path.to_path_buf(),
+                p.line,
+                Some("sample".into()),
+                format!(
                     "sample {sample} of {} by {} already given at line {}; this row is ignored",
                     p.instance_id,
                     p.model_name_or_path,
                     first.map_or("?".to_string(), |l| l.to_string())
                 ),
-            });
+            ));
             continue;
         }
         claimed.insert(ck, p.line);
@@ -304,14 +330,12 @@ pub fn check_against(dataset: &Dataset, preds: Vec<Prediction>, path: &Path) -> 
         if dataset.get(&p.instance_id).is_some() {
             out.items.push(p);
         } else {
-            out.problems.push(InputProblem {
-                location: Location {
-                    path: path.to_path_buf(),
-                    line: p.line,
-                    field: Some("instance_id".into()),
-                },
-                message: format!("instance {} is not in the dataset", p.instance_id),
-            });
+            out.problems.push(InputProblem::new(
+                path.to_path_buf(),
+                p.line,
+                Some("instance_id".into()),
+                format!("instance {} is not in the dataset", p.instance_id),
+            ));
         }
     }
     out
@@ -320,6 +344,23 @@ pub fn check_against(dataset: &Dataset, preds: Vec<Prediction>, path: &Path) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sample_names_read_back_as_written() {
+        assert_eq!(sample_name("a__b-1", 0), "a__b-1");
+        assert_eq!(sample_name("a__b-1", 3), "a__b-1.sample3");
+        for k in [0, 1, 7, 1234] {
+            assert_eq!(
+                parse_sample_name(&sample_name("x.sample__y-2", k)),
+                ("x.sample__y-2".to_string(), Some(k))
+            );
+        }
+        assert_eq!(parse_sample_name("a.sample"), ("a.sample".into(), Some(0)));
+        assert_eq!(parse_sample_name("a.sample1x"), ("a.sample1x".into(), Some(0)));
+        assert_eq!(parse_sample_name("a.sample99999999999"), ("a".into(), None));
+        assert_eq!(summary_file_name("org/m", "r", 0), "org__m.r.json");
+        assert_eq!(summary_file_name("org/m", "r", 2), "org__m.r.sample2.json");
+    }
 
     fn parse(text: &str) -> Loaded<Prediction> {
         from_bytes(Path::new("p.jsonl"), text.as_bytes()).unwrap()

@@ -42,9 +42,33 @@ pub fn unversioned() -> u32 {
     1
 }
 
+/// Why a record's `format_version` is not one this build reads.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VersionError {
+    /// Written by a newer swe-eval.
+    #[error(
+        "{what} of format_version {found}, written by a newer swe-eval; this one reads up to \
+         version {supported}"
+    )]
+    Newer {
+        /// What the record is, e.g. "a rewards row".
+        what: String,
+        /// The version found.
+        found: u64,
+        /// The newest version this build reads.
+        supported: u32,
+    },
+    /// Not a version number of 1 or more.
+    #[error("expected a format_version number of 1 or more, found {found}")]
+    NotAVersion {
+        /// The value found, as JSON.
+        found: String,
+    },
+}
+
 /// The version of a record whose `format_version` value is `found` (`None`: absent), when this
 /// build reads it; otherwise why not (`what` names the format, e.g. "a rewards row").
-pub fn check(found: Option<&Value>, supported: u32, what: &str) -> Result<u32, String> {
+pub fn check(found: Option<&Value>, supported: u32, what: &str) -> Result<u32, VersionError> {
     let version = match found {
         None | Some(Value::Null) => return Ok(unversioned()),
         Some(Value::Number(n)) => n.as_u64(),
@@ -53,14 +77,14 @@ pub fn check(found: Option<&Value>, supported: u32, what: &str) -> Result<u32, S
     };
     match version {
         Some(v) if v >= 1 && v <= u64::from(supported) => Ok(v as u32),
-        Some(v) if v > u64::from(supported) => Err(format!(
-            "{what} of format_version {v}, written by a newer swe-eval; this one reads up to \
-             version {supported}"
-        )),
-        _ => Err(format!(
-            "expected a format_version number of 1 or more, found {}",
-            found.map_or_else(String::new, Value::to_string)
-        )),
+        Some(v) if v > u64::from(supported) => Err(VersionError::Newer {
+            what: what.to_string(),
+            found: v,
+            supported,
+        }),
+        _ => Err(VersionError::NotAVersion {
+            found: found.map_or_else(String::new, Value::to_string),
+        }),
     }
 }
 
@@ -86,7 +110,7 @@ mod tests {
             let got = check(found.as_ref(), 1, "a row");
             match (want, &got) {
                 (Ok(w), Ok(g)) => assert_eq!(w, g, "{found:?}"),
-                (Err(w), Err(g)) => assert!(g.contains(w), "{found:?}: {g}"),
+                (Err(w), Err(g)) => assert!(g.to_string().contains(w), "{found:?}: {g}"),
                 _ => panic!("{found:?}: got {got:?}, want {want:?}"),
             }
         }

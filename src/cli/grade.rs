@@ -287,7 +287,7 @@ pub fn write_outputs(
             submitted,
             mode,
         );
-        let name = report::summary_file_name(model, run_id);
+        let name = crate::predictions::summary_file_name(model, run_id, 0);
         let name = if *sample == 0 {
             name
         } else {

@@ -20,7 +20,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::dataset::{InputProblem, LoadError, Location};
+use crate::dataset::{InputProblem, LoadError};
 use crate::study::{assign_samples, OutcomeRow, RewardRow};
 use crate::study::{load_outcomes, load_rewards, Outcome};
 
@@ -99,14 +99,12 @@ pub struct Run {
 }
 
 fn invalid(path: &Path, field: Option<&str>, message: String) -> LoadError {
-    LoadError::Invalid(InputProblem {
-        location: Location {
-            path: path.to_path_buf(),
-            line: None,
-            field: field.map(str::to_string),
-        },
+    LoadError::Invalid(InputProblem::new(
+        path.to_path_buf(),
+        None,
+        field.map(str::to_string),
         message,
-    })
+    ))
 }
 
 fn sorted_children(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
@@ -202,39 +200,28 @@ pub fn read_model_dir(
             continue;
         }
         let folder = file_name(&child);
-        let (id, sample) = match folder.rsplit_once(".sample") {
-            Some((id, k)) if !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()) => {
-                (id.to_string(), k.parse::<u32>().ok())
-            }
-            _ => (folder.clone(), Some(0)),
-        };
+        let (id, sample) = crate::predictions::parse_sample_name(&folder);
         let report = child.join(crate::report::REPORT_FILE);
         let verdict = if report.is_file() {
             match crate::report::read_instance_report(&report) {
                 Ok((rid, rep)) => {
                     if rid != id {
-                        problems.push(InputProblem {
-                            location: Location {
-                                path: report.clone(),
-                                line: None,
-                                field: Some(rid.clone()),
-                            },
-                            message: format!(
-                                "report of `{rid}` in the folder of `{id}`; kept as `{id}`"
-                            ),
-                        });
+                        problems.push(InputProblem::new(
+                            report.clone(),
+                            None,
+                            Some(rid.clone()),
+                            format!("report of `{rid}` in the folder of `{id}`; kept as `{id}`"),
+                        ));
                     }
                     Outcome::of_resolved(rep.resolved)
                 }
                 Err(e) => {
-                    problems.push(InputProblem {
-                        location: Location {
-                            path: report.clone(),
-                            line: None,
-                            field: None,
-                        },
-                        message: format!("{e}; instance left out"),
-                    });
+                    problems.push(InputProblem::new(
+                        report.clone(),
+                        None,
+                        None,
+                        format!("{e}; instance left out"),
+                    ));
                     continue;
                 }
             }
@@ -534,17 +521,10 @@ pub fn load_all(
             .collect();
         orphans.sort();
         if let Some((id, s)) = orphans.first() {
-            problems.push(InputProblem {
-                location: Location {
-                    path: file.clone(),
-                    line: None,
-                    field: Some("instance_id".into()),
-                },
-                message: format!(
+            problems.push(InputProblem::new(file.clone(), None, Some("instance_id".into()), format!(
                     "{} reward rows have no outcome in run `{name}` (first: {id} sample {s}); left out",
                     orphans.len()
-                ),
-            });
+                )));
         }
         run.similarity = Some(sims);
     }

@@ -27,7 +27,7 @@ mod summary;
 pub use analyze::{analyze, labels};
 pub use headline::p_text;
 pub use inputs::{check_output, load_all, load_runs, Run, RunSpec};
-pub use report::{write_compare, WriteCompareError};
+pub use report::write_compare;
 pub use stats::{bootstrap_mean_ci, group_seed, mcnemar_exact, pass_at_k, sd, wilson};
 pub use summary::{
     CompareError, Diff, Methods, Options, PairStats, PassAtK, RepeatStats, RunStats,

@@ -4,48 +4,14 @@
 //! reports with the study's table code, so the two say the same thing.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::{labels, plots, Diff, PairStats, PassAtK, Run, Summary};
 
 use crate::dataset::Dataset;
-use crate::fsutil::{write_atomic, write_json_atomic, WriteError};
-use crate::study::Rasterizer;
+use crate::fsutil::{write_atomic, write_json_atomic};
 use crate::study::{esc, html_table, md_table, Table, CSS};
-
-/// Why the comparison's files could not be written.
-#[derive(Debug, thiserror::Error)]
-pub enum WriteCompareError {
-    /// The output folder could not be created.
-    #[error("cannot create output folder {path}: {source}")]
-    Dir {
-        /// The folder.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A file could not be written.
-    #[error(transparent)]
-    Write(#[from] WriteError),
-    /// A CSV file could not be written.
-    #[error("cannot write {file}: {message}")]
-    Csv {
-        /// The file's name.
-        file: &'static str,
-        /// What went wrong.
-        message: String,
-    },
-}
-
-/// What was written, and plots that could not be rasterized (their SVG is still there).
-#[derive(Debug, Clone, Default)]
-pub struct Written {
-    /// Every file written, in the order written.
-    pub files: Vec<PathBuf>,
-    /// Plots whose PNG could not be made, with why.
-    pub png_problems: Vec<String>,
-}
+use crate::study::{Rasterizer, WriteReportError, Written};
 
 /// A run name as a file-name part.
 fn file_part(s: &str) -> String {
@@ -77,13 +43,13 @@ pub fn write_compare(
     summary: &Summary,
     runs: &[Run],
     dataset: Option<&Dataset>,
-) -> Result<Written, WriteCompareError> {
-    std::fs::create_dir_all(dir).map_err(|source| WriteCompareError::Dir {
+) -> Result<Written, WriteReportError> {
+    std::fs::create_dir_all(dir).map_err(|source| WriteReportError::Dir {
         path: dir.to_path_buf(),
         source,
     })?;
     let mut w = Written::default();
-    let put = |name: &str, bytes: &[u8], w: &mut Written| -> Result<(), WriteCompareError> {
+    let put = |name: &str, bytes: &[u8], w: &mut Written| -> Result<(), WriteReportError> {
         let p = dir.join(name);
         write_atomic(&p, bytes)?;
         w.files.push(p);
@@ -128,8 +94,8 @@ fn csv_bytes(
     file: &'static str,
     header: &[String],
     rows: impl Iterator<Item = Vec<String>>,
-) -> Result<Vec<u8>, WriteCompareError> {
-    let err = |e: &dyn std::fmt::Display| WriteCompareError::Csv {
+) -> Result<Vec<u8>, WriteReportError> {
+    let err = |e: &dyn std::fmt::Display| WriteReportError::Csv {
         file,
         message: e.to_string(),
     };
@@ -149,7 +115,7 @@ fn per_prediction_csv(
     runs: &[Run],
     dataset: Option<&Dataset>,
     unstable: &BTreeSet<&str>,
-) -> Result<Vec<u8>, WriteCompareError> {
+) -> Result<Vec<u8>, WriteReportError> {
     let header = strings(&[
         "run",
         "instance_id",
@@ -191,7 +157,7 @@ fn per_instance_csv(
     runs: &[Run],
     dataset: Option<&Dataset>,
     unstable: &BTreeSet<&str>,
-) -> Result<Vec<u8>, WriteCompareError> {
+) -> Result<Vec<u8>, WriteReportError> {
     let mut header = strings(&["instance_id", "repo", "difficulty", "unstable"]);
     header.extend(runs.iter().map(|r| r.name.clone()));
     let ids: BTreeSet<&String> = runs.iter().flat_map(|r| r.outcomes.keys()).collect();
@@ -218,7 +184,7 @@ fn flips_csv(
     s: &Summary,
     dataset: Option<&Dataset>,
     unstable: &BTreeSet<&str>,
-) -> Result<Vec<u8>, WriteCompareError> {
+) -> Result<Vec<u8>, WriteReportError> {
     let header = strings(&[
         "a",
         "b",

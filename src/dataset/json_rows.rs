@@ -6,7 +6,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use super::instance::Instance;
-use super::loaded::{InputProblem, LoadError, Loaded, Location};
+use super::loaded::{InputProblem, LoadError, Loaded};
 
 /// Rows with the line they came from.
 pub(super) type Located<T> = Loaded<(T, Option<usize>)>;
@@ -17,14 +17,10 @@ pub(super) fn load_json_rows(path: &Path, bytes: &[u8]) -> Result<Located<Instan
     for (value, line) in values.items {
         match instance_from_value(value) {
             Ok(inst) => out.items.push((inst, line)),
-            Err((field, message)) => out.problems.push(InputProblem {
-                location: Location {
-                    path: path.to_path_buf(),
-                    line,
-                    field,
-                },
-                message,
-            }),
+            Err((field, message)) => {
+                out.problems
+                    .push(InputProblem::new(path.to_path_buf(), line, field, message))
+            }
         }
     }
     out.problems.extend(values.problems);
@@ -111,14 +107,12 @@ pub(crate) fn json_values(path: &Path, bytes: &[u8]) -> Result<Located<Value>, L
     };
     if whole_doc {
         let value: Value = serde_json::from_str(trimmed).map_err(|e| {
-            LoadError::Invalid(InputProblem {
-                location: Location {
-                    path: path.to_path_buf(),
-                    line: Some(e.line()),
-                    field: None,
-                },
-                message: format!("invalid JSON: {e}"),
-            })
+            LoadError::Invalid(InputProblem::new(
+                path.to_path_buf(),
+                Some(e.line()),
+                None,
+                format!("invalid JSON: {e}"),
+            ))
         })?;
         let starts = element_start_lines(trimmed);
         match value {
@@ -136,17 +130,15 @@ pub(crate) fn json_values(path: &Path, bytes: &[u8]) -> Result<Located<Value>, L
                 }
             }
             other => {
-                return Err(LoadError::Invalid(InputProblem {
-                    location: Location {
-                        path: path.to_path_buf(),
-                        line: Some(1),
-                        field: None,
-                    },
-                    message: format!(
+                return Err(LoadError::Invalid(InputProblem::new(
+                    path.to_path_buf(),
+                    Some(1),
+                    None,
+                    format!(
                         "expected a list of rows or an object keyed by instance id, found {}",
                         kind_of(&other)
                     ),
-                }))
+                )))
             }
         }
         return Ok(out);
@@ -157,14 +149,12 @@ pub(crate) fn json_values(path: &Path, bytes: &[u8]) -> Result<Located<Value>, L
         }
         match serde_json::from_str::<Value>(line) {
             Ok(v) => out.items.push((v, Some(i + 1))),
-            Err(e) => out.problems.push(InputProblem {
-                location: Location {
-                    path: path.to_path_buf(),
-                    line: Some(i + 1),
-                    field: None,
-                },
-                message: format!("invalid JSON at column {}: {e}", e.column()),
-            }),
+            Err(e) => out.problems.push(InputProblem::new(
+                path.to_path_buf(),
+                Some(i + 1),
+                None,
+                format!("invalid JSON at column {}: {e}", e.column()),
+            )),
         }
     }
     Ok(out)

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use super::hub;
 use super::instance::Instance;
 use super::json_rows::load_json_rows;
-use super::loaded::{InputProblem, LoadError, Loaded, Location};
+use super::loaded::{InputProblem, LoadError, Loaded};
 use super::parquet_rows;
 
 /// The dataset, indexed by instance id.
@@ -81,30 +81,25 @@ fn load_checked(path: &Path, need_patch: bool) -> Result<Loaded<Instance>, LoadE
     let mut kept = Vec::with_capacity(loaded.items.len());
     for (inst, line) in loaded.items.drain(..) {
         if need_patch && !inst.has_patch_field {
-            loaded.problems.push(InputProblem {
-                location: Location {
-                    path: path.to_path_buf(),
-                    line,
-                    field: Some("patch".into()),
-                },
-                message: "missing (a required field here: rewards compare with the gold \
-                          patch; use null or \"\" for none)"
-                    .into(),
-            });
+            loaded.problems.push(InputProblem::new(
+                path.to_path_buf(),
+                line,
+                Some("patch".into()),
+                "missing (a required field here: rewards compare with the gold \
+                          patch; use null or \"\" for none)",
+            ));
             continue;
         }
         if let Some(first) = seen.get(&inst.instance_id) {
-            loaded.problems.push(InputProblem {
-                location: Location {
-                    path: path.to_path_buf(),
-                    line,
-                    field: Some("instance_id".into()),
-                },
-                message: format!(
+            loaded.problems.push(InputProblem::new(
+                path.to_path_buf(),
+                line,
+                Some("instance_id".into()),
+                format!(
                     "duplicate instance id {} (first at row {first}); this row is ignored",
                     inst.instance_id
                 ),
-            });
+            ));
             continue;
         }
         seen.insert(inst.instance_id.clone(), line.unwrap_or(0));
@@ -122,14 +117,12 @@ fn load_checked(path: &Path, need_patch: bool) -> Result<Loaded<Instance>, LoadE
 /// The problem of a file that yields no rows at all and no other problem that would say why
 /// (an empty file, `[]`, `{}`).
 pub fn no_rows(path: &Path) -> InputProblem {
-    InputProblem {
-        location: Location {
-            path: path.to_path_buf(),
-            line: None,
-            field: None,
-        },
-        message: "no rows: the file yields nothing to work on".into(),
-    }
+    InputProblem::new(
+        path.to_path_buf(),
+        None,
+        None,
+        "no rows: the file yields nothing to work on",
+    )
 }
 
 /// Loads a dataset and indexes it; problems are returned beside it.
@@ -159,18 +152,16 @@ pub fn load_dataset_split(
         problems.extend(loaded.problems);
         for inst in loaded.items {
             if let Some(prev) = first.get(&inst.instance_id) {
-                problems.push(InputProblem {
-                    location: Location {
-                        path: file.clone(),
-                        line: None,
-                        field: Some("instance_id".into()),
-                    },
-                    message: format!(
+                problems.push(InputProblem::new(
+                    file.clone(),
+                    None,
+                    Some("instance_id".into()),
+                    format!(
                         "duplicate instance id {} (first in {}); this row is ignored",
                         inst.instance_id,
                         prev.display()
                     ),
-                });
+                ));
                 continue;
             }
             first.insert(inst.instance_id.clone(), file.clone());

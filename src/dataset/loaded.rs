@@ -39,6 +39,25 @@ pub struct InputProblem {
     pub message: String,
 }
 
+impl InputProblem {
+    /// A problem at `path`, on `line` and in `field` when they are known: `message`.
+    pub fn new(
+        path: impl Into<PathBuf>,
+        line: Option<usize>,
+        field: Option<String>,
+        message: impl Into<String>,
+    ) -> InputProblem {
+        InputProblem {
+            location: Location {
+                path: path.into(),
+                line,
+                field,
+            },
+            message: message.into(),
+        }
+    }
+}
+
 /// A file that could not be read at all.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {

@@ -17,7 +17,7 @@ use parquet::record::{Field, Row};
 use serde_json::{Map, Number, Value};
 
 use super::json_rows::{instance_from_value, Located};
-use super::{InputProblem, LoadError, Location};
+use super::{InputProblem, LoadError};
 
 pub(super) fn load(path: &Path) -> Result<Located<super::Instance>, LoadError> {
     let file = File::open(path).map_err(|source| LoadError::Io {
@@ -25,14 +25,7 @@ pub(super) fn load(path: &Path) -> Result<Located<super::Instance>, LoadError> {
         source,
     })?;
     let whole_file = |message: String| {
-        LoadError::Invalid(InputProblem {
-            location: Location {
-                path: path.to_path_buf(),
-                line: None,
-                field: None,
-            },
-            message,
-        })
+        LoadError::Invalid(InputProblem::new(path.to_path_buf(), None, None, message))
     };
     let source = Budgeted::new(file);
     let file_len = source.len;
@@ -74,16 +67,12 @@ pub(super) fn load(path: &Path) -> Result<Located<super::Instance>, LoadError> {
             .map(|s| s.to_string())
             .or_else(|| panic.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown failure".into());
-        out.problems.push(InputProblem {
-            location: Location {
-                path: path.to_path_buf(),
-                line: Some(read + 1),
-                field: None,
-            },
-            message: format!(
-                "the Parquet decoder failed on this row ({what}); rows after it are not read"
-            ),
-        });
+        out.problems.push(InputProblem::new(
+            path.to_path_buf(),
+            Some(read + 1),
+            None,
+            format!("the Parquet decoder failed on this row ({what}); rows after it are not read"),
+        ));
     }
     Ok(out)
 }
@@ -193,13 +182,8 @@ fn read_rows(
     for (i, row) in rows.enumerate() {
         *read = i;
         let line = Some(i + 1);
-        let problem = |field: Option<String>, message: String| InputProblem {
-            location: Location {
-                path: path.to_path_buf(),
-                line,
-                field,
-            },
-            message,
+        let problem = |field: Option<String>, message: String| {
+            InputProblem::new(path.to_path_buf(), line, field, message)
         };
         match row {
             Ok(row) => match instance_from_value(row_to_json(&row)) {

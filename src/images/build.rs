@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use futures_util::StreamExt;
 
-use super::build_one::{build_env, build_one, created, ensure_base_recipe, failure};
+use super::build_one::{build_env, build_one, created, ensure_base_recipe, failure, OneImage};
 use super::{
     history, BuildChain, BuildEvent, BuildOptions, ImageError, ImageFailure, ImagePlan,
     InstanceImages, Layer, Prepared,
@@ -296,21 +296,18 @@ async fn build_instance<E: Engine>(
             ir.dockerfile.replacen(&from, &format!("FROM {image}\n"), 1)
         }
     };
-    build_one(
-        engine,
-        Layer::Instance,
-        &tag,
-        &dockerfile,
-        &ir.files,
-        None,
+    let image = OneImage {
+        layer: Layer::Instance,
+        tag: &tag,
+        dockerfile: &dockerfile,
+        files: &ir.files,
+        folder: None,
         // Official: the build clones from GitHub. Debian: the repository is in the history
         // image; only an install step that fetches from PyPI needs the network.
-        !ir.needs_repo || ir.network,
-        Some(&inst.instance_id),
-        opts,
-        out,
-    )
-    .await?;
+        network: !ir.needs_repo || ir.network,
+        instance_id: Some(&inst.instance_id),
+    };
+    build_one(engine, &image, opts, out).await?;
     Ok(tag)
 }
 

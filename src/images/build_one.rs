@@ -91,19 +91,16 @@ pub(super) async fn ensure_base_recipe<E: Engine>(
         BaseRecipe::Dockerfile { tag, dockerfile } => match engine.image_exists(tag).await {
             Ok(true) => Ok(()),
             Ok(false) => {
-                build_one(
-                    engine,
-                    Layer::Base,
+                let image = OneImage {
+                    layer: Layer::Base,
                     tag,
                     dockerfile,
-                    &[],
-                    None,
-                    true,
-                    None,
-                    opts,
-                    out,
-                )
-                .await
+                    files: &[],
+                    folder: None,
+                    network: true,
+                    instance_id: None,
+                };
+                build_one(engine, &image, opts, out).await
             }
             Err(e) => Err(failure(Layer::Base, tag, &e.into(), None)),
         },
@@ -118,34 +115,52 @@ pub(super) async fn build_env<E: Engine>(
     out: &mut Prepared,
 ) -> Result<(), ImageFailure> {
     let (dockerfile, files) = (&env.dockerfile, &env.files);
-    build_one(
-        engine,
-        Layer::Env,
-        &env.tag,
+    let image = OneImage {
+        layer: Layer::Env,
+        tag: &env.tag,
         dockerfile,
         files,
-        None,
-        true,
-        None,
-        opts,
-        out,
-    )
-    .await
+        folder: None,
+        network: true,
+        instance_id: None,
+    };
+    build_one(engine, &image, opts, out).await
 }
 
-#[allow(clippy::too_many_arguments)]
+/// One image to build: what it is, its recipe and context, and how it builds.
+#[derive(Clone, Copy)]
+pub(super) struct OneImage<'a> {
+    /// Its layer (for labels, logs and the cache level).
+    pub(super) layer: Layer,
+    /// Its name.
+    pub(super) tag: &'a str,
+    /// Its Dockerfile.
+    pub(super) dockerfile: &'a str,
+    /// Files of its build context beside the Dockerfile.
+    pub(super) files: &'a [TarEntry],
+    /// A folder of the host put in the context under a name (a history image's packs).
+    pub(super) folder: Option<(&'a str, &'a Path)>,
+    /// Network for its `RUN` steps.
+    pub(super) network: bool,
+    /// The instance it is for (instance images).
+    pub(super) instance_id: Option<&'a str>,
+}
+
 pub(super) async fn build_one<E: Engine>(
     engine: &E,
-    layer: Layer,
-    tag: &str,
-    dockerfile: &str,
-    files: &[TarEntry],
-    folder: Option<(&str, &Path)>,
-    network: bool,
-    instance_id: Option<&str>,
+    image: &OneImage<'_>,
     opts: &BuildOptions,
     out: &mut Prepared,
 ) -> Result<(), ImageFailure> {
+    let OneImage {
+        layer,
+        tag,
+        dockerfile,
+        files,
+        folder,
+        network,
+        instance_id,
+    } = *image;
     match engine.image_exists(tag).await {
         Ok(true) => return Ok(()),
         Ok(false) => {}

@@ -11,7 +11,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::{ReportError, TEST_OUTPUT_FILE};
-use crate::dataset::{kind_of, InputProblem, Location};
+use crate::dataset::{kind_of, InputProblem};
 use crate::grading::RunOutcome;
 use crate::logparse::APPLY_PATCH_FAIL;
 
@@ -152,14 +152,12 @@ impl SavedLogs {
                 Ok((id, log)) => {
                     rows.insert(id, log);
                 }
-                Err((field, message)) => problems.push(InputProblem {
-                    location: Location {
-                        path: path.to_path_buf(),
-                        line: Some(i + 1),
-                        field: field.map(str::to_string),
-                    },
+                Err((field, message)) => problems.push(InputProblem::new(
+                    path.to_path_buf(),
+                    Some(i + 1),
+                    field.map(str::to_string),
                     message,
-                }),
+                )),
             }
         }
         Ok(SavedLogs::Jsonl {
@@ -296,9 +294,10 @@ fn jsonl_row(line: &str) -> Result<(String, String), (Option<&'static str>, Stri
     let id = string("instance_id")?;
     let log = string("test_output")?;
     // Sample k > 0 is keyed as the run layout names its folder.
-    let key = match obj.get("sample").and_then(serde_json::Value::as_u64) {
-        Some(k) if k > 0 => format!("{id}.sample{k}"),
-        _ => id,
+    let sample = obj.get("sample").and_then(serde_json::Value::as_u64);
+    let key = match sample.and_then(|k| u32::try_from(k).ok()) {
+        Some(k) => crate::predictions::sample_name(&id, k),
+        None => id,
     };
     Ok((key, log))
 }

@@ -26,4 +26,4 @@ pub use instance::{
 pub use logs::{read_instance_dir, SavedLog, SavedLogError, SavedLogs, RUN_INSTANCE_LOG};
 pub use pyjson::{to_python_json, to_python_json_indent};
 pub use rows::{write_rows_csv, write_rows_jsonl, PredictionRow, Timings};
-pub use summary::{summary_file_name, write_run_summary, RunSummary, Submitted};
+pub use summary::{write_run_summary, RunSummary, Submitted};

@@ -167,14 +167,6 @@ impl RunSummary {
     }
 }
 
-/// The official summary file name: `<model with / as __>.<run_id>.json`.
-pub fn summary_file_name(model: &str, run_id: &str) -> String {
-    format!(
-        "{}.{run_id}.json",
-        crate::predictions::model_dir_name(model)
-    )
-}
-
 /// Writes the run summary as the official harness does (indent 4, final newline).
 pub fn write_run_summary(path: &Path, summary: &RunSummary) -> Result<(), ReportError> {
     let value = serde_json::to_value(summary).unwrap_or_default();

@@ -95,7 +95,10 @@ impl Durations {
 
     /// Merges `observed` into the file at `path` (read again just before, so records of other
     /// instances written meanwhile are kept) and writes it atomically.
-    pub fn remember(path: &Path, observed: &[(String, f64)]) -> Result<(), String> {
+    pub fn remember(
+        path: &Path,
+        observed: &[(String, f64)],
+    ) -> Result<(), crate::fsutil::WriteError> {
         if observed.is_empty() {
             return Ok(());
         }
@@ -108,9 +111,7 @@ impl Durations {
             .iter()
             .map(|(k, v)| (k, (v * 1000.0).round() / 1000.0))
             .collect();
-        let mut text = serde_json::to_string_pretty(&rounded).map_err(|e| e.to_string())?;
-        text.push('\n');
-        crate::fsutil::write_atomic(path, text.as_bytes()).map_err(|e| e.to_string())
+        crate::fsutil::write_json_atomic(path, &rounded)
     }
 }
 

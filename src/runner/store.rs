@@ -136,23 +136,18 @@ impl Layout {
 
     /// The log folder of one prediction.
     pub fn prediction_dir(&self, model: &str, instance_id: &str, sample: u32) -> PathBuf {
-        let leaf = if sample == 0 {
-            instance_id.to_string()
-        } else {
-            format!("{instance_id}.sample{sample}")
-        };
-        self.run_dir().join(model_dir_name(model)).join(leaf)
+        self.run_dir()
+            .join(model_dir_name(model))
+            .join(crate::predictions::sample_name(instance_id, sample))
     }
 
     /// The official run summary of one model's sample.
     pub fn summary_path(&self, model: &str, sample: u32) -> PathBuf {
-        let model = model_dir_name(model);
-        let name = if sample == 0 {
-            format!("{model}.{}.json", self.run_id)
-        } else {
-            format!("{model}.{}.sample{sample}.json", self.run_id)
-        };
-        self.output.join(name)
+        self.output.join(crate::predictions::summary_file_name(
+            model,
+            &self.run_id,
+            sample,
+        ))
     }
 
     /// `<run_id>.predictions.jsonl`: every verdict of the run, one a line.
@@ -209,11 +204,40 @@ pub fn write_verdict(dir: &Path, verdict: &Verdict) -> Result<(), crate::fsutil:
     crate::fsutil::write_json_atomic(&dir.join(VERDICT_FILE), &VerdictFile::new(verdict))
 }
 
+/// Why a verdict could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum VerdictError {
+    /// Not JSON, or not a verdict.
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    /// Of a format version this build does not read.
+    #[error(transparent)]
+    Version(#[from] crate::wire::VersionError),
+    /// The file could not be read.
+    #[error("{}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file's content is not a verdict this build reads.
+    #[error("{}: {source}", path.display())]
+    File {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong with its content.
+        #[source]
+        source: Box<VerdictError>,
+    },
+}
+
 /// Parses one verdict in the verdict format (a `verdict.json`, or a row of a run's
 /// per-prediction JSON Lines): the verdict, or why not (not JSON, not a verdict, or of a newer
 /// format version).
-pub fn parse_verdict(text: &[u8]) -> Result<Verdict, String> {
-    let file: VerdictFileIn = serde_json::from_slice(text).map_err(|e| e.to_string())?;
+pub fn parse_verdict(text: &[u8]) -> Result<Verdict, VerdictError> {
+    let file: VerdictFileIn = serde_json::from_slice(text)?;
     crate::wire::check(
         file.format_version.as_ref(),
         crate::wire::VERDICT_VERSION,
@@ -223,9 +247,15 @@ pub fn parse_verdict(text: &[u8]) -> Result<Verdict, String> {
 }
 
 /// Reads a `verdict.json`: the verdict, or why it cannot be read, naming the file.
-pub fn read_verdict(path: &Path) -> Result<Verdict, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    parse_verdict(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+pub fn read_verdict(path: &Path) -> Result<Verdict, VerdictError> {
+    let bytes = std::fs::read(path).map_err(|source| VerdictError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse_verdict(&bytes).map_err(|e| VerdictError::File {
+        path: path.to_path_buf(),
+        source: Box::new(e),
+    })
 }
 
 /// The stored verdict of a prediction, if it is there, whole, of a format this build reads,
@@ -358,7 +388,7 @@ mod tests {
         let mut newer = obj;
         newer["format_version"] = (crate::wire::VERDICT_VERSION + 1).into();
         std::fs::write(&path, newer.to_string()).unwrap();
-        let err = read_verdict(&path).unwrap_err();
+        let err = read_verdict(&path).unwrap_err().to_string();
         assert!(
             err.contains("verdict.json") && err.contains("newer swe-eval"),
             "{err}"

@@ -27,7 +27,7 @@ pub use outcome::{repo_from_instance_id, Observation, Outcome};
 pub(crate) use plots::{Chart, BLUE, GREEN, GREY, RED};
 pub use plots::{RasterError, Rasterizer};
 pub(crate) use report::{esc, html_table, md_table, Table, CSS};
-pub use report::{write_study, WriteStudyError};
+pub use report::{write_study, WriteReportError};
 pub use report::{Patches, PredictionCsvRow, SummaryFile, Written};
 pub use stats::{
     auroc, bootstrap_auroc_ci, calibration, kendall_tau_b, mean, median, point_biserial,

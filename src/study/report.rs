@@ -21,9 +21,9 @@ pub struct Patches {
     pub gold: HashMap<String, String>,
 }
 
-/// Why the study could not be written.
+/// Why a report (the study's, or a comparison's) could not be written.
 #[derive(Debug, thiserror::Error)]
-pub enum WriteStudyError {
+pub enum WriteReportError {
     /// The output folder could not be created.
     #[error("cannot create output folder {path}: {source}")]
     Dir {
@@ -36,9 +36,14 @@ pub enum WriteStudyError {
     /// A file could not be written.
     #[error(transparent)]
     Write(#[from] WriteError),
-    /// per_prediction.csv could not be built.
-    #[error("cannot write per_prediction.csv: {0}")]
-    Csv(String),
+    /// A CSV file could not be built.
+    #[error("cannot write {file}: {message}")]
+    Csv {
+        /// The file's name.
+        file: &'static str,
+        /// What went wrong.
+        message: String,
+    },
 }
 
 /// What was written, and plots that could not be rasterized (their SVG is still there).
@@ -87,13 +92,13 @@ pub fn write_study(
     summary: &Summary,
     obs: &[Observation],
     patches: &Patches,
-) -> Result<Written, WriteStudyError> {
-    std::fs::create_dir_all(dir).map_err(|source| WriteStudyError::Dir {
+) -> Result<Written, WriteReportError> {
+    std::fs::create_dir_all(dir).map_err(|source| WriteReportError::Dir {
         path: dir.to_path_buf(),
         source,
     })?;
     let mut w = Written::default();
-    let put = |name: &str, bytes: &[u8], w: &mut Written| -> Result<(), WriteStudyError> {
+    let put = |name: &str, bytes: &[u8], w: &mut Written| -> Result<(), WriteReportError> {
         let p = dir.join(name);
         write_atomic(&p, bytes)?;
         w.files.push(p);
@@ -172,8 +177,11 @@ impl<'a> PredictionCsvRow<'a> {
     }
 }
 
-fn per_prediction_csv(obs: &[Observation]) -> Result<Vec<u8>, WriteStudyError> {
-    let err = |e: csv::Error| WriteStudyError::Csv(e.to_string());
+fn per_prediction_csv(obs: &[Observation]) -> Result<Vec<u8>, WriteReportError> {
+    let err = |e: csv::Error| WriteReportError::Csv {
+        file: "per_prediction.csv",
+        message: e.to_string(),
+    };
     let mut wr = csv::Writer::from_writer(Vec::new());
     for o in obs {
         wr.serialize(PredictionCsvRow::of(o)).map_err(err)?;
@@ -182,8 +190,10 @@ fn per_prediction_csv(obs: &[Observation]) -> Result<Vec<u8>, WriteStudyError> {
         // The header comes with the first row; an empty study still names its columns.
         wr.write_record(CSV_COLUMNS).map_err(err)?;
     }
-    wr.into_inner()
-        .map_err(|e| WriteStudyError::Csv(e.to_string()))
+    wr.into_inner().map_err(|e| WriteReportError::Csv {
+        file: "per_prediction.csv",
+        message: e.to_string(),
+    })
 }
 
 /// The columns of [`PredictionCsvRow`], in order (a test holds them equal).

@@ -111,9 +111,9 @@ pub fn predictions_from_tree(
             continue;
         }
         runs.insert(this_run);
-        let (id, sample) = match leaf.rsplit_once(".sample") {
-            Some((id, k)) if k.parse::<u32>().is_ok() => (id.to_string(), k.parse().unwrap_or(0)),
-            _ => (leaf.clone(), 0),
+        let (id, sample) = match crate::predictions::parse_sample_name(&leaf) {
+            (id, Some(k)) => (id, k),
+            (_, None) => (leaf.clone(), 0),
         };
         let patch_path = dir.join(PATCH_FILE);
         let patch = if patch_path.is_file() {

@@ -11,7 +11,7 @@ use super::context::{dockerfile, write_context};
 use super::node::{repo_error, HistoryNode};
 use super::plan::plan_chains;
 use crate::engine::Engine;
-use crate::images::build_one::{build_one, failure};
+use crate::images::build_one::{build_one, failure, OneImage};
 use crate::images::{
     content_hash, BuildOptions, ImageError, ImageFailure, Layer, Phase, Prepared, Stage,
 };
@@ -191,19 +191,18 @@ async fn build_node<E: Engine>(
     opts.hooks
         .timed(Stage::History, &node.tag, Phase::Snapshot, took, ok);
     written?;
-    build_one(
-        engine,
-        Layer::Instance,
-        &node.tag,
-        &dockerfile(node, parent),
-        &[],
-        Some(("git", &tmp.path().join("git"))),
-        false,
-        None,
-        opts,
-        out,
-    )
-    .await
+    let recipe = dockerfile(node, parent);
+    let packs = tmp.path().join("git");
+    let image = OneImage {
+        layer: Layer::Instance,
+        tag: &node.tag,
+        dockerfile: &recipe,
+        files: &[],
+        folder: Some(("git", &packs)),
+        network: false,
+        instance_id: None,
+    };
+    build_one(engine, &image, opts, out).await
 }
 
 #[cfg(test)]

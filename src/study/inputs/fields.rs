@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use crate::dataset::{InputProblem, LoadError, Loaded, Location};
+use crate::dataset::{InputProblem, LoadError, Loaded};
 
 pub(super) fn problem(
     path: &Path,
@@ -13,14 +13,7 @@ pub(super) fn problem(
     field: Option<&str>,
     message: String,
 ) -> InputProblem {
-    InputProblem {
-        location: Location {
-            path: path.to_path_buf(),
-            line,
-            field: field.map(str::to_string),
-        },
-        message,
-    }
+    InputProblem::new(path.to_path_buf(), line, field.map(str::to_string), message)
 }
 
 pub(super) fn read(path: &Path) -> Result<Vec<u8>, LoadError> {

@@ -57,7 +57,7 @@ fn outcome_row(value: &Value) -> Result<OutcomeRow, (Option<&'static str>, Strin
         supported,
         "a per-prediction row",
     )
-    .map_err(|m| (Some(crate::wire::FIELD), m))?;
+    .map_err(|e| (Some(crate::wire::FIELD), e.to_string()))?;
     let sample = sample_of(obj).map_err(|m| (Some("sample"), m))?;
     let mut category = obj
         .get("category")

@@ -47,7 +47,7 @@ fn reward_row(value: &Value) -> Result<RewardRow, (Option<&'static str>, String)
         crate::wire::REWARDS_VERSION,
         "a rewards row",
     )
-    .map_err(|m| (Some(crate::wire::FIELD), m))?;
+    .map_err(|e| (Some(crate::wire::FIELD), e.to_string()))?;
     let sample = sample_of(obj).map_err(|m| (Some("sample"), m))?;
     let field = |name: &'static str| -> Result<Option<f64>, (Option<&'static str>, String)> {
         match obj.get(name) {
