@@ -356,7 +356,10 @@ mod tests {
             );
         }
         assert_eq!(parse_sample_name("a.sample"), ("a.sample".into(), Some(0)));
-        assert_eq!(parse_sample_name("a.sample1x"), ("a.sample1x".into(), Some(0)));
+        assert_eq!(
+            parse_sample_name("a.sample1x"),
+            ("a.sample1x".into(), Some(0))
+        );
         assert_eq!(parse_sample_name("a.sample99999999999"), ("a".into(), None));
         assert_eq!(summary_file_name("org/m", "r", 0), "org__m.r.json");
         assert_eq!(summary_file_name("org/m", "r", 2), "org__m.r.sample2.json");
