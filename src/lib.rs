@@ -15,6 +15,7 @@ pub mod compare;
 pub mod dataset;
 pub mod engine;
 pub mod evaluator;
+pub mod failure;
 pub mod fsutil;
 pub mod grading;
 pub mod images;

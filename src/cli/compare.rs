@@ -63,6 +63,13 @@ pub struct Args {
     /// Seed of the bootstrap.
     #[arg(long, default_value_t = 0, value_name = "S")]
     pub seed: u64,
+    /// Compare each pair over the instances both runs have. Without it, runs that do not
+    /// cover the same instances are a problem (exit code 3: a comparison of fewer instances
+    /// than the runs hold is not a comparison of the runs); with it, the instances left out
+    /// are still stated in the headline and on stderr. Runs that share no instance are an
+    /// error either way.
+    #[arg(long)]
+    pub intersection: bool,
 }
 
 fn parse_repeat(s: &str) -> Result<(String, Vec<String>), String> {
@@ -134,12 +141,17 @@ pub fn run(args: Args) -> CliResult {
         seed: args.seed,
         repeats: args.repeat.clone(),
         pairs: args.pair.clone(),
+        intersection: args.intersection,
     };
     let summary = compare::analyze(&runs, ds.as_ref(), &opts)?;
     let written = compare::write_compare(&args.output, &summary, &runs, ds.as_ref())?;
-    super::correlate::report_problems(&problems);
-    for p in &written.png_problems {
-        eprintln!("warning: {p}");
+    let coverage = summary.coverage_problems();
+    let mut lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
+    lines.extend(coverage.iter().cloned());
+    lines.extend(written.png_problems.iter().cloned());
+    super::print_problems("warning: ", &lines);
+    if args.intersection {
+        super::print_problems("note: ", &summary.left_out());
     }
     for r in &summary.runs {
         eprintln!(
@@ -154,7 +166,5 @@ pub fn run(args: Args) -> CliResult {
         args.output.display(),
         started.elapsed().as_secs_f64()
     );
-    Ok(outcome(&Troubles::of_inputs(
-        problems.len() + written.png_problems.len(),
-    )))
+    Ok(outcome(&Troubles::of_inputs(lines.len())))
 }

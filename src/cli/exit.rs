@@ -1,82 +1,113 @@
-//! How a command's failure becomes an exit code: the error types that mean bad usage (2) or
-//! nothing computable (3), and [`error_exit_code`], which looks through an error's causes.
+//! How a command ends, as an exit code: the one table every command follows.
+//!
+//! | code | when |
+//! | --- | --- |
+//! | 0 | done, nothing left to look at |
+//! | 1 | the command could not finish (an unwritable or full output folder, Docker unreachable, ...) |
+//! | 2 | bad usage: the argument parser's errors, a numeric flag outside its range, and mistakes found after parsing (an output that is an input, a malformed `--repo`, ...) |
+//! | 3 | done, but some inputs or jobs had problems (listed on stderr), or the input yields nothing to compute |
+//!
+//! A finished command's [`Outcome`] says 0 or 3 (decided by `orchestrate::outcome`); a failed
+//! one's [`CliError`] carries the [`ErrorKind`] its library error gave itself
+//! (`failure::Classify`): no list of error types is looked for here.
 
+use crate::failure::{Classify, ErrorKind};
 use crate::orchestrate::Outcome;
 
-/// Boxed library error, turned into `anyhow` only by the binary.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+pub use crate::failure::{Failed, NothingComputable, UsageError};
 
 /// What every subcommand's `run` returns: how it ended, or the error that stopped it.
-pub type CliResult = Result<Outcome, BoxError>;
+pub type CliResult = Result<Outcome, CliError>;
 
-/// Bad usage found after parsing (a malformed `--repo`, an output that is an input, ...):
-/// exit code 2, like clap's own errors.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
+/// The error that stopped a command, with its kind. Made from any library error by `?`
+/// (through [`Classify`]); a plain message is a failure (exit code 1).
+#[derive(Debug)]
+pub struct CliError {
+    kind: ErrorKind,
+    error: Box<dyn std::error::Error + Send + Sync + 'static>,
+}
 
-/// The input yields nothing the command can compute (no rows, no logs, nothing joined):
-/// exit code 3. The problems were already listed.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct NothingComputable(pub String);
-
-/// The exit code of a command that failed with `err`: 2 for bad usage (including an output
-/// that is an input, and names that cannot be file names), 3 for inputs that could not be
-/// read as data or yield nothing, 1 for everything else. Looks through the error's causes.
-pub fn error_exit_code(err: &(dyn std::error::Error + 'static)) -> i32 {
-    let mut next = Some(err);
-    while let Some(e) = next {
-        // A workflow's error is its cause as is.
-        if let Some(w) = e.downcast_ref::<crate::orchestrate::WorkflowError>() {
-            return error_exit_code(w.cause());
-        }
-        if let Some(crate::engine::ConnectError::Choice(_)) =
-            e.downcast_ref::<crate::engine::ConnectError>()
-        {
-            return 2;
-        }
-        if e.is::<UsageError>()
-            || e.is::<crate::fsutil::Clobber>()
-            || e.is::<crate::paths::OutputError>()
-            || e.is::<crate::paths::UnsafeComponent>()
-            || e.is::<crate::repos::RepoFlagError>()
-            || matches!(
-                e.downcast_ref::<crate::orchestrate::OptionsError>(),
-                Some(crate::orchestrate::OptionsError::RepoFlag(_))
-            )
-            || matches!(
-                e.downcast_ref::<crate::report::ReportError>(),
-                Some(crate::report::ReportError::Name(_))
-            )
-        {
-            return 2;
-        }
-        if let Some(load) = e.downcast_ref::<crate::dataset::LoadError>() {
-            // A path that names nothing is a usage mistake; a file that is not data is input.
-            return match load {
-                crate::dataset::LoadError::Io { source, .. }
-                    if source.kind() == std::io::ErrorKind::NotFound =>
-                {
-                    2
-                }
-                _ => 3,
-            };
-        }
-        if e.is::<NothingComputable>() {
-            return 3;
-        }
-        // `io::Error::other(inner)` hides `inner` from `source()`.
-        if let Some(inner) = e
-            .downcast_ref::<std::io::Error>()
-            .and_then(|io| io.get_ref())
-        {
-            let code = error_exit_code(inner);
-            if code != 1 {
-                return code;
-            }
-        }
-        next = e.source();
+impl CliError {
+    /// What kind of failure it is.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
     }
-    1
+}
+
+impl std::fmt::Display for CliError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl std::error::Error for CliError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.error.source()
+    }
+}
+
+impl<E: Classify + Send + Sync + 'static> From<E> for CliError {
+    fn from(e: E) -> Self {
+        CliError {
+            kind: e.kind(),
+            error: Box::new(e),
+        }
+    }
+}
+
+impl From<String> for CliError {
+    fn from(message: String) -> Self {
+        Failed(message).into()
+    }
+}
+
+impl From<&str> for CliError {
+    fn from(message: &str) -> Self {
+        Failed(message.to_string()).into()
+    }
+}
+
+/// The exit code of a command's result: the table above, in one place.
+pub fn exit_code(result: &CliResult) -> i32 {
+    match result {
+        Ok(Outcome::Clean) => 0,
+        Ok(Outcome::WithProblems) => 3,
+        Err(e) => match e.kind() {
+            ErrorKind::Failed => 1,
+            ErrorKind::Usage => 2,
+            ErrorKind::NothingComputable => 3,
+        },
+    }
+}
+
+/// The exit codes as every `--help` states them (after its own notes).
+pub const EXIT_CODES: &str = "\
+Exit codes: 0 done; 1 failed (an unwritable or full output folder among the causes); 2 bad
+usage (also a numeric flag outside its range, and mistakes found after parsing, such as an
+output that is an input); 3 done, but some inputs or jobs had problems (each on stderr, at
+most 20 lines and then a count), or the input yields nothing to compute.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_kind_maps_to_its_code_and_messages_are_failures() {
+        let usage: CliResult = Err(UsageError("x".into()).into());
+        let nothing: CliResult = Err(NothingComputable("x".into()).into());
+        let failed: CliResult = Err("disk full".into());
+        assert_eq!(exit_code(&usage), 2);
+        assert_eq!(exit_code(&nothing), 3);
+        assert_eq!(exit_code(&failed), 1);
+        assert_eq!(exit_code(&Ok(Outcome::Clean)), 0);
+        assert_eq!(exit_code(&Ok(Outcome::WithProblems)), 3);
+        // A library error keeps the kind it gives itself.
+        let clobber: CliResult = Err(crate::paths::UnsafeComponent {
+            what: "run id".into(),
+            value: "..".into(),
+            reason: "x",
+        }
+        .into());
+        assert_eq!(exit_code(&clobber), 2);
+    }
 }

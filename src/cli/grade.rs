@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{BoxError, CliResult};
+use super::{CliError, CliResult};
 use crate::dataset::{self, Dataset};
 use crate::grading::{self, GradeInput, Mode, Verdict};
 use crate::orchestrate::{outcome, Troubles};
@@ -166,7 +166,7 @@ pub fn load_inputs(
     split: &str,
     predictions: &str,
     problems: &mut Vec<String>,
-) -> Result<(Dataset, Vec<Prediction>), BoxError> {
+) -> Result<(Dataset, Vec<Prediction>), CliError> {
     let (ds, ds_problems) = dataset::load_dataset_split(dataset, split)?;
     problems.extend(
         ds_problems
@@ -255,7 +255,7 @@ pub fn write_outputs(
     g: &Graded,
     mode: Mode,
     run_id: &str,
-) -> Result<RunSummary, BoxError> {
+) -> Result<RunSummary, CliError> {
     let mut rows = Vec::new();
     // (model, sample) -> submitted predictions, in first-seen order.
     let mut groups: Vec<((&str, u32), Vec<Submitted<'_>>)> = Vec::new();

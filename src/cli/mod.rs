@@ -27,5 +27,5 @@ mod validate;
 /// [`crate::orchestrate::outcome()`], the one rule for every command).
 pub use crate::orchestrate::Outcome;
 pub use command::{dispatch, Cli, Command};
-pub use exit::{error_exit_code, BoxError, CliResult, NothingComputable, UsageError};
+pub use exit::{exit_code, CliError, CliResult, Failed, NothingComputable, UsageError, EXIT_CODES};
 pub use problems::{print_problems, PROBLEMS_SHOWN};

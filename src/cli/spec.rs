@@ -181,7 +181,7 @@ fn check_env(
     args: &Args,
     chosen: &[&crate::dataset::Instance],
     ca: Option<Vec<u8>>,
-) -> Result<usize, super::BoxError> {
+) -> Result<usize, super::CliError> {
     use crate::orchestrate::{check_envs_with, CheckEnvOptions};
     let opts = CheckEnvOptions {
         ca_cert: ca,
@@ -191,7 +191,7 @@ fn check_env(
     let rt = tokio::runtime::Runtime::new()?;
     let report = rt.block_on(async {
         let engine = crate::engine::DockerEngine::connect().await?;
-        Ok::<_, super::BoxError>(check_envs_with(&engine, chosen, &opts, print_env).await)
+        Ok::<_, super::CliError>(check_envs_with(&engine, chosen, &opts, print_env).await)
     })?;
     if !report.no_frozen_env.is_empty() {
         eprintln!(

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use super::{BoxError, CliResult, Outcome};
+use super::{CliError, CliResult, Outcome};
 use crate::dataset;
 use crate::predictions;
 use crate::report::SavedLogs;
@@ -224,7 +224,7 @@ fn verify(ds: &dataset::Dataset, pkg: &std::path::Path) -> CliResult {
         for m in &v.mismatches {
             eprintln!("mismatch: {m}");
         }
-        return Err(BoxError::from(format!(
+        return Err(CliError::from(format!(
             "{} does not verify: {} difference(s) between its files and its own logs graded again",
             pkg.display(),
             v.mismatches.len()

@@ -218,7 +218,7 @@ fn resolve_names(runs: &[Run], opts: &Options) -> Result<(), CompareError> {
     let mut seen = BTreeSet::new();
     for r in runs {
         if !seen.insert(r.name.as_str()) {
-            return Err(CompareError(format!(
+            return Err(CompareError::Request(format!(
                 "two runs are named `{}`; name them apart with NAME=PATH",
                 r.name
             )));
@@ -228,7 +228,7 @@ fn resolve_names(runs: &[Run], opts: &Options) -> Result<(), CompareError> {
         if seen.contains(n) {
             Ok(())
         } else {
-            Err(CompareError(format!(
+            Err(CompareError::Request(format!(
                 "{what} names run `{n}`, which is not among the runs ({})",
                 runs.iter()
                     .map(|r| r.name.as_str())
@@ -240,14 +240,14 @@ fn resolve_names(runs: &[Run], opts: &Options) -> Result<(), CompareError> {
     let mut in_group = BTreeMap::new();
     for (g, members) in &opts.repeats {
         if members.len() < 2 {
-            return Err(CompareError(format!(
+            return Err(CompareError::Request(format!(
                 "--repeat {g}: a group needs at least two runs"
             )));
         }
         for m in members {
             known(m, &format!("--repeat {g}"))?;
             if let Some(other) = in_group.insert(m.as_str(), g.as_str()) {
-                return Err(CompareError(format!(
+                return Err(CompareError::Request(format!(
                     "run `{m}` is in two --repeat groups ({other} and {g})"
                 )));
             }
@@ -257,11 +257,15 @@ fn resolve_names(runs: &[Run], opts: &Options) -> Result<(), CompareError> {
         known(a, "--pair")?;
         known(b, "--pair")?;
         if a == b {
-            return Err(CompareError(format!("--pair {a},{b}: a run with itself")));
+            return Err(CompareError::Request(format!(
+                "--pair {a},{b}: a run with itself"
+            )));
         }
     }
     if runs.len() < 2 {
-        return Err(CompareError("compare needs at least two runs".into()));
+        return Err(CompareError::Request(
+            "compare needs at least two runs".into(),
+        ));
     }
     Ok(())
 }
@@ -305,20 +309,33 @@ pub fn analyze(
         opts.pairs.clone()
     };
     let any_repeats = !repeats.is_empty();
-    let pair_stats: Vec<PairStats> = pairs
-        .iter()
-        .map(|(a, b)| {
-            let mut p = pair(
-                by_name[a.as_str()],
-                by_name[b.as_str()],
-                dataset,
-                &unstable,
-                opts,
-            );
-            p.headline = pair_headline(&p, any_repeats);
-            p
-        })
-        .collect();
+    let mut pair_stats: Vec<PairStats> = Vec::with_capacity(pairs.len());
+    for (a, b) in &pairs {
+        let (ra, rb) = (by_name[a.as_str()], by_name[b.as_str()]);
+        if !ra.outcomes.keys().any(|id| rb.outcomes.contains_key(id)) {
+            let first = |r: &Run| {
+                r.outcomes
+                    .keys()
+                    .take(3)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            return Err(CompareError::NoOverlap(format!(
+                "runs `{a}` and `{b}` share no instance, so nothing can be paired: `{a}` has {} \
+                 ({}{}), `{b}` has {} ({}{}); compare runs of the same instances",
+                ra.outcomes.len(),
+                first(ra),
+                if ra.outcomes.len() > 3 { ", ..." } else { "" },
+                rb.outcomes.len(),
+                first(rb),
+                if rb.outcomes.len() > 3 { ", ..." } else { "" },
+            )));
+        }
+        let mut p = pair(ra, rb, dataset, &unstable, opts);
+        p.headline = pair_headline(&p, any_repeats);
+        pair_stats.push(p);
+    }
     let headline = overall_headline(&run_stats, &repeats, &pair_stats, !opts.pairs.is_empty());
     Ok(Summary {
         format_version: FORMAT_VERSION,
@@ -383,12 +400,22 @@ fn pair(
     let difference_unstable = diff_sum(&|r| unstable.contains(r.id));
     let difference_stable = diff_sum(&|r| !unstable.contains(r.id));
     let similarity = similarity_change(a, b, &rows, opts);
+    let only = |x: &Run, y: &Run| -> Vec<String> {
+        x.outcomes
+            .keys()
+            .filter(|id| !y.outcomes.contains_key(*id))
+            .take(5)
+            .cloned()
+            .collect()
+    };
     PairStats {
         a: a.name.clone(),
         b: b.name.clone(),
         headline: String::new(),
         n_only_a: a.outcomes.len() - rows.len(),
         n_only_b: b.outcomes.len() - rows.len(),
+        only_a: only(a, b),
+        only_b: only(b, a),
         single_sample: single,
         n_to_resolved_unstable: to_resolved.iter().filter(|i| unstable.contains(*i)).count(),
         n_to_unresolved_unstable: to_unresolved
@@ -542,18 +569,78 @@ mod tests {
     }
 
     #[test]
+    fn runs_of_other_instances_are_an_error_and_a_partial_overlap_is_stated() {
+        let a = run("a", &[("x__x-1", &[true]), ("x__x-2", &[false])]);
+        let b = run("b", &[("y__y-1", &[true]), ("y__y-2", &[true])]);
+        let err = analyze(&[a.clone(), b], None, &Options::default()).unwrap_err();
+        assert!(matches!(err, CompareError::NoOverlap(_)), "{err}");
+        assert!(err.to_string().contains("share no instance"), "{err}");
+
+        // Two instances paired, one left out of each run.
+        let c = run(
+            "c",
+            &[
+                ("x__x-1", &[false]),
+                ("x__x-2", &[true]),
+                ("z__z-1", &[true]),
+            ],
+        );
+        let a3 = run(
+            "a",
+            &[
+                ("x__x-1", &[true]),
+                ("x__x-2", &[false]),
+                ("w__w-1", &[true]),
+            ],
+        );
+        let s = analyze(&[a3.clone(), c.clone()], None, &Options::default()).unwrap();
+        let p = &s.pairs[0];
+        assert_eq!((p.overall.n, p.n_only_a, p.n_only_b), (2, 1, 1));
+        assert_eq!(
+            (p.only_a.as_slice(), p.only_b.as_slice()),
+            (&["w__w-1".to_string()][..], &["z__z-1".to_string()][..])
+        );
+        assert!(
+            s.headline
+                .contains("paired n = 2; left out: 1 of a's 3 and 1 of c's 3 instances)"),
+            "{}",
+            s.headline
+        );
+        let problems = s.coverage_problems();
+        assert_eq!(problems.len(), 1);
+        assert!(
+            problems[0].contains("1 instance only in a (w__w-1)"),
+            "{}",
+            problems[0]
+        );
+        assert!(problems[0].contains("--intersection"), "{}", problems[0]);
+        // Asked for the intersection: stated, not a problem.
+        let opts = Options {
+            intersection: true,
+            ..Options::default()
+        };
+        let s = analyze(&[a3, c], None, &opts).unwrap();
+        assert!(s.coverage_problems().is_empty());
+        assert_eq!(s.left_out().len(), 1);
+        assert!(s.headline.contains("left out"), "{}", s.headline);
+    }
+
+    #[test]
     fn bad_requests_are_named() {
         let a = run("a", &[("i", &[true])]);
         let b = run("a", &[("i", &[true])]);
         assert!(analyze(&[a.clone(), b], None, &Options::default())
             .unwrap_err()
-            .0
+            .to_string()
             .contains("two runs are named `a`"));
         let c = run("c", &[("i", &[true])]);
         let opts = Options {
             pairs: vec![("a".into(), "z".into())],
             ..Options::default()
         };
-        assert!(analyze(&[a, c], None, &opts).unwrap_err().0.contains("`z`"));
+        assert!(analyze(&[a, c], None, &opts)
+            .unwrap_err()
+            .to_string()
+            .contains("`z`"));
     }
 }

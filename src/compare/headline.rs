@@ -39,7 +39,26 @@ pub(super) fn pair_headline(p: &PairStats, any_repeats: bool) -> String {
             o.rate_a * 100.0
         )
     };
-    let _ = std::fmt::Write::write_fmt(&mut s, format_args!(", n = {})", o.n));
+    if p.n_only_a + p.n_only_b == 0 {
+        let _ = std::fmt::Write::write_fmt(&mut s, format_args!(", n = {})", o.n));
+    } else {
+        // The truth in the headline: the pair covers fewer instances than the runs hold.
+        let mut left = Vec::new();
+        if p.n_only_a > 0 {
+            left.push(format!("{} of {}'s {}", p.n_only_a, p.a, p.n_only_a + o.n));
+        }
+        if p.n_only_b > 0 {
+            left.push(format!("{} of {}'s {}", p.n_only_b, p.b, p.n_only_b + o.n));
+        }
+        let _ = std::fmt::Write::write_fmt(
+            &mut s,
+            format_args!(
+                ", paired n = {}; left out: {} instances)",
+                o.n,
+                left.join(" and ")
+            ),
+        );
+    }
     if let Some([lo, hi]) = o.ci95 {
         s.push_str(&format!(", 95% CI {:.1} to {:.1}", lo * 100.0, hi * 100.0));
     }

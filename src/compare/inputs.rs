@@ -5,12 +5,15 @@
 //!   else its run summaries `<model>.<run_id>.json`;
 //! - an official `logs/run_evaluation/<run_id>/<model>/` folder (one `report.json` per instance
 //!   folder; `<id>.sample<k>` folders are sample k; a folder without `report.json` is an error
-//!   verdict, as the official harness writes none then), or its `<run_id>/` parent when it
-//!   holds one model;
+//!   verdict, as the official harness writes none then), or its `<run_id>/` parent;
 //! - an official run summary `<model>.<run_id>.json`, or a JSON Lines of
 //!   `{instance_id, sample, resolved}` rows (the study's readers, `crate::study::load_outcomes`);
 //! - mini-swe-agent's `per_run_results.json` (run name -> instance -> 0/1): `#RUN` picks one
 //!   run; without it every run in the file becomes a run of its own, named by its key.
+//!
+//! A source that holds the outcomes of several models (a run folder with several model
+//! folders or summaries, a per-prediction file whose rows name several models) is one run per
+//! model, named `<name>.<model>`: no model's outcomes are dropped as duplicates of another's.
 //!
 //! A run's name is NAME when given, else the run key or run id, else the file's stem; names
 //! must be unique.
@@ -245,30 +248,58 @@ fn has_reports(dir: &Path) -> bool {
         .any(|c| c.join(crate::report::REPORT_FILE).is_file())
 }
 
-/// `run_evaluation/<run_id>/`: its model folder (one, or the error names them).
-fn model_of_run_dir(run_dir: &Path) -> Result<PathBuf, LoadError> {
-    let models: Vec<(String, PathBuf)> = sorted_children(run_dir)?
+/// `run_evaluation/<run_id>/`: the outcomes of every model folder in it, each row carrying its
+/// folder's name as its model (several models become several runs, see [`split_by_model`]).
+fn read_run_dir(
+    run_dir: &Path,
+    problems: &mut Vec<InputProblem>,
+) -> Result<Vec<OutcomeRow>, LoadError> {
+    let models: Vec<PathBuf> = sorted_children(run_dir)?
         .into_iter()
         .filter(|p| p.is_dir())
-        .map(|p| (file_name(&p), p))
         .collect();
-    match models.len() {
-        1 => Ok(models[0].1.clone()),
-        0 => Err(invalid(run_dir, None, "no model folder in this run".into())),
-        _ => Err(invalid(
-            run_dir,
-            None,
-            format!(
-                "holds {} models ({}); give the path of one model folder",
-                models.len(),
-                models
-                    .iter()
-                    .map(|(n, _)| n.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        )),
+    if models.is_empty() {
+        return Err(invalid(run_dir, None, "no model folder in this run".into()));
     }
+    let mut rows = Vec::new();
+    for dir in models {
+        let model = file_name(&dir);
+        for mut row in read_model_dir(&dir, problems)? {
+            row.model = Some(model.clone());
+            rows.push(row);
+        }
+    }
+    Ok(rows)
+}
+
+/// The model a row belongs to, as a folder name (`org/m` and `org__m` are one model).
+fn model_key(row: &OutcomeRow) -> Option<String> {
+    row.model.as_deref().map(crate::predictions::model_dir_name)
+}
+
+/// One source's rows as runs: one run named `name` when the rows name at most one model; one
+/// run per model otherwise, named `<name>.<model>` in the order the models first appear, so
+/// that no model's outcomes are dropped as duplicates of another's.
+fn split_by_model(name: &str, rows: Vec<OutcomeRow>) -> Vec<(String, Vec<OutcomeRow>)> {
+    let mut groups: Vec<(Option<String>, Vec<OutcomeRow>)> = Vec::new();
+    for row in rows {
+        let key = model_key(&row);
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => v.push(row),
+            None => groups.push((key, vec![row])),
+        }
+    }
+    if groups.len() <= 1 {
+        let rows = groups.pop().map(|(_, v)| v).unwrap_or_default();
+        return vec![(name.to_string(), rows)];
+    }
+    groups
+        .into_iter()
+        .map(|(model, rows)| {
+            let model = model.unwrap_or_else(|| "unnamed-model".to_string());
+            (format!("{name}.{model}"), rows)
+        })
+        .collect()
 }
 
 /// The outcomes and default name of a folder run.
@@ -301,8 +332,7 @@ fn load_dir(
             .map(|p| (file_name(&p), p))
             .collect();
         let (id, run_dir) = pick(&run_eval, "run id", &runs, select)?;
-        let model = model_of_run_dir(&run_dir)?;
-        return Ok((id, read_model_dir(&model, problems)?));
+        return Ok((id, read_run_dir(&run_dir, problems)?));
     }
     let run_id_of = |model_dir: &Path| {
         model_dir
@@ -316,10 +346,9 @@ fn load_dir(
     }
     let sub: Vec<PathBuf> = children.iter().filter(|p| p.is_dir()).cloned().collect();
     if !sub.is_empty() && sub.iter().any(|p| has_reports(p)) {
-        let model = model_of_run_dir(dir)?;
-        return Ok((file_name(dir), read_model_dir(&model, problems)?));
+        return Ok((file_name(dir), read_run_dir(dir, problems)?));
     }
-    let summaries: Vec<(String, PathBuf)> = children
+    let summaries: Vec<(String, (String, PathBuf))> = children
         .iter()
         .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "json"))
         .filter(|p| {
@@ -330,15 +359,31 @@ fn load_dir(
         })
         .map(|p| {
             let stem = file_name(p).trim_end_matches(".json").to_string();
-            let run = stem.rsplit('.').next().unwrap_or(&stem).to_string();
-            (run, p.clone())
+            let (model, run) = stem.rsplit_once('.').unwrap_or(("", &stem));
+            (run.to_string(), (model.to_string(), p.clone()))
         })
         .collect();
     if !summaries.is_empty() {
-        let (run, file) = pick(dir, "run id", &summaries, select)?;
-        let loaded = load_outcomes(&file)?;
-        problems.extend(loaded.problems);
-        return Ok((run, loaded.items));
+        // One run id may have a summary per model: every model of the chosen run id is read.
+        let mut run_ids: Vec<(String, ())> = Vec::new();
+        for (run, _) in &summaries {
+            if !run_ids.iter().any(|(r, _)| r == run) {
+                run_ids.push((run.clone(), ()));
+            }
+        }
+        let (run, ()) = pick(dir, "run id", &run_ids, select)?;
+        let mut rows = Vec::new();
+        for (_, (model, file)) in summaries.iter().filter(|(r, _)| *r == run) {
+            let loaded = load_outcomes(file)?;
+            problems.extend(loaded.problems);
+            for mut row in loaded.items {
+                if row.model.is_none() && !model.is_empty() {
+                    row.model = Some(model.clone());
+                }
+                rows.push(row);
+            }
+        }
+        return Ok((run, rows));
     }
     Err(invalid(
         dir,
@@ -378,7 +423,8 @@ fn to_run(
     }
 }
 
-/// Loads the run(s) one argument names (several only for a whole `per_run_results.json`).
+/// Loads the run(s) one argument names: several for a whole `per_run_results.json`, and one per
+/// model where a folder or file holds the outcomes of several models.
 pub fn load_runs(spec: &RunSpec, problems: &mut Vec<InputProblem>) -> Result<Vec<Run>, LoadError> {
     let path = &spec.path;
     let source = match &spec.select {
@@ -388,7 +434,7 @@ pub fn load_runs(spec: &RunSpec, problems: &mut Vec<InputProblem>) -> Result<Vec
     if path.is_dir() {
         let (id, rows) = load_dir(path, spec.select.as_deref(), problems)?;
         let name = spec.name.clone().unwrap_or(id);
-        return Ok(vec![to_run(name, source, path, rows, problems)]);
+        return Ok(split_runs(&name, &source, path, rows, problems));
     }
     let bytes = std::fs::read(path).map_err(|source| LoadError::Io {
         path: path.clone(),
@@ -441,7 +487,30 @@ pub fn load_runs(spec: &RunSpec, problems: &mut Vec<InputProblem>) -> Result<Vec
         .unwrap_or(&stem)
         .to_string();
     let name = spec.name.clone().unwrap_or(stem);
-    Ok(vec![to_run(name, source, path, loaded.items, problems)])
+    Ok(split_runs(&name, &source, path, loaded.items, problems))
+}
+
+/// One source's rows as runs, one per model (see [`split_by_model`]); a run of one model of
+/// several has `@<model>` in its source.
+fn split_runs(
+    name: &str,
+    source: &str,
+    path: &Path,
+    rows: Vec<OutcomeRow>,
+    problems: &mut Vec<InputProblem>,
+) -> Vec<Run> {
+    let groups = split_by_model(name, rows);
+    let several = groups.len() > 1;
+    groups
+        .into_iter()
+        .map(|(run_name, rows)| {
+            let src = match (several, rows.first().and_then(|r| r.model.as_deref())) {
+                (true, Some(m)) => format!("{source}@{m}"),
+                _ => source.to_string(),
+            };
+            to_run(run_name, src, path, rows, problems)
+        })
+        .collect()
 }
 
 /// Reads a rewards file (`swe-eval reward` output, JSON Lines or CSV) into similarity per
@@ -469,10 +538,24 @@ pub enum LoadRunsError {
     /// The run's file or folder could not be read.
     #[error(transparent)]
     Load(#[from] LoadError),
-    /// The request does not fit the runs: a run with no outcomes, `--rewards` for an unknown
-    /// run or given twice for one.
+    /// The request does not fit the runs: `--rewards` for an unknown run or given twice for
+    /// one.
     #[error("{0}")]
     Request(String),
+    /// A run has no outcomes: nothing to compare.
+    #[error("{0}")]
+    Empty(String),
+}
+
+impl crate::failure::Classify for LoadRunsError {
+    fn kind(&self) -> crate::failure::ErrorKind {
+        use crate::failure::ErrorKind;
+        match self {
+            LoadRunsError::Load(e) => e.kind(),
+            LoadRunsError::Request(_) => ErrorKind::Usage,
+            LoadRunsError::Empty(_) => ErrorKind::NothingComputable,
+        }
+    }
 }
 
 /// Loads every run argument, then attaches each `(run name, rewards file)`; reward rows
@@ -486,7 +569,7 @@ pub fn load_all(
     for spec in specs {
         for run in load_runs(spec, problems)? {
             if run.outcomes.is_empty() {
-                return Err(LoadRunsError::Request(format!(
+                return Err(LoadRunsError::Empty(format!(
                     "run `{}` ({}) has no outcomes",
                     run.name, run.source
                 )));
@@ -611,6 +694,87 @@ mod tests {
             .contains("not a run name"));
         assert!(RunSpec::parse("x#").unwrap_err().contains("nothing after"));
         assert!(RunSpec::parse("a=").unwrap_err().contains("no path"));
+    }
+
+    fn outcome_row(id: &str, model: &str, resolved: bool) -> String {
+        serde_json::json!({"instance_id": id, "model": model, "sample": 0, "resolved": resolved})
+            .to_string()
+    }
+
+    #[test]
+    fn a_source_of_several_models_is_one_run_per_model() {
+        let d = tempfile::tempdir().unwrap();
+        // A run folder whose per-prediction file holds two models.
+        let run = d.path().join("run");
+        std::fs::create_dir(&run).unwrap();
+        let rows: Vec<String> = (0..4)
+            .map(|i| outcome_row(&format!("a__a-{i}"), "org/m1", i < 3))
+            .chain((0..4).map(|i| outcome_row(&format!("a__a-{i}"), "m2", i < 1)))
+            .collect();
+        std::fs::write(run.join("r1.predictions.jsonl"), rows.join("\n")).unwrap();
+        let mut problems = Vec::new();
+        let runs = load_runs(
+            &RunSpec::parse(run.to_str().unwrap()).unwrap(),
+            &mut problems,
+        )
+        .unwrap();
+        assert!(
+            problems.is_empty(),
+            "nothing dropped as a duplicate: {problems:?}"
+        );
+        let names: Vec<&str> = runs.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["r1.org__m1", "r1.m2"]);
+        let resolved = |r: &Run| {
+            r.outcomes
+                .values()
+                .flatten()
+                .filter(|(_, o)| o.resolved())
+                .count()
+        };
+        assert_eq!((resolved(&runs[0]), resolved(&runs[1])), (3, 1));
+        assert!(runs[1].source.ends_with("@m2"), "{}", runs[1].source);
+
+        // An official tree with two model folders: the same.
+        let tree = d.path().join("logs/run_evaluation/r2");
+        for (m, res) in [("ma", true), ("mb", false)] {
+            let dir = tree.join(m).join("a__a-1");
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(
+                dir.join("report.json"),
+                serde_json::json!({"a__a-1": {
+                    "patch_is_None": false, "patch_exists": true,
+                    "patch_successfully_applied": true, "resolved": res,
+                    "tests_status": {
+                        "FAIL_TO_PASS": {"success": [], "failure": []},
+                        "PASS_TO_PASS": {"success": [], "failure": []},
+                        "FAIL_TO_FAIL": {"success": [], "failure": []},
+                        "PASS_TO_FAIL": {"success": [], "failure": []}
+                    }
+                }})
+                .to_string(),
+            )
+            .unwrap();
+        }
+        let runs = load_runs(
+            &RunSpec::parse(tree.to_str().unwrap()).unwrap(),
+            &mut problems,
+        )
+        .unwrap();
+        let names: Vec<&str> = runs.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["r2.ma", "r2.mb"], "{problems:?}");
+        // One model: the run keeps its plain name.
+        std::fs::write(
+            run.join("r1.predictions.jsonl"),
+            outcome_row("a__a-0", "m2", true),
+        )
+        .unwrap();
+        let runs = load_runs(
+            &RunSpec::parse(run.to_str().unwrap()).unwrap(),
+            &mut problems,
+        )
+        .unwrap();
+        assert_eq!(runs.len(), 1);
+        assert_eq!(runs[0].name, "r1");
     }
 
     #[test]

@@ -20,6 +20,10 @@ pub struct Options {
     /// The pairs to compare, as (A, B) run names (B minus A); empty: every pair, in argument
     /// order (the later run is B).
     pub pairs: Vec<(String, String)>,
+    /// The user asked for the comparison over the instances both runs of a pair have: the
+    /// instances left out are then stated but are not a problem (see
+    /// [`Summary::coverage_problems`]).
+    pub intersection: bool,
 }
 
 impl Default for Options {
@@ -29,14 +33,32 @@ impl Default for Options {
             seed: 0,
             repeats: Vec::new(),
             pairs: Vec::new(),
+            intersection: false,
         }
     }
 }
 
-/// A bad comparison request (unknown run name, a run in a pair with itself, ...).
+/// Why runs could not be compared.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct CompareError(pub String);
+pub enum CompareError {
+    /// A bad request: an unknown run name, a run in a pair with itself, fewer than two runs,
+    /// a bootstrap count out of its range (bad usage).
+    #[error("{0}")]
+    Request(String),
+    /// Two runs of a pair share no instance: there is nothing to pair (the input yields
+    /// nothing to compute).
+    #[error("{0}")]
+    NoOverlap(String),
+}
+
+impl crate::failure::Classify for CompareError {
+    fn kind(&self) -> crate::failure::ErrorKind {
+        match self {
+            CompareError::Request(_) => crate::failure::ErrorKind::Usage,
+            CompareError::NoOverlap(_) => crate::failure::ErrorKind::NothingComputable,
+        }
+    }
+}
 
 /// pass@k over the instances that have at least k samples.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -176,6 +198,10 @@ pub struct PairStats {
     pub n_only_a: usize,
     /// Instances in B only.
     pub n_only_b: usize,
+    /// The first few of the instances in A only, by id (at most 5).
+    pub only_a: Vec<String>,
+    /// The first few of the instances in B only, by id (at most 5).
+    pub only_b: Vec<String>,
     /// The difference over every paired instance.
     #[serde(flatten)]
     pub overall: Diff,
@@ -260,4 +286,56 @@ pub struct Summary {
     /// Repository and difficulty come from this dataset (else from the instance id, and
     /// difficulty `unknown`).
     pub dataset_used: bool,
+}
+
+impl Summary {
+    /// One line per pair whose runs do not cover the same instances: how many of each run's
+    /// instances the pair left out, and which (the first few).
+    pub fn left_out(&self) -> Vec<String> {
+        // "2 instances only in a (x, y, ...)", or nothing when there are none.
+        let only = |n: usize, run: &str, first: &[String]| -> Option<String> {
+            (n > 0).then(|| {
+                format!(
+                    "{n} instance{} only in {run} ({}{})",
+                    if n == 1 { "" } else { "s" },
+                    first.join(", "),
+                    if n > first.len() { ", ..." } else { "" }
+                )
+            })
+        };
+        self.pairs
+            .iter()
+            .filter(|p| p.n_only_a + p.n_only_b > 0)
+            .map(|p| {
+                let parts: Vec<String> = [
+                    only(p.n_only_a, &p.a, &p.only_a),
+                    only(p.n_only_b, &p.b, &p.only_b),
+                ]
+                .into_iter()
+                .flatten()
+                .collect();
+                format!(
+                    "{} vs {}: compared on the {} instances both have; left out: {}",
+                    p.a,
+                    p.b,
+                    p.overall.n,
+                    parts.join("; ")
+                )
+            })
+            .collect()
+    }
+
+    /// The pairs' left-out instances as problems (each makes the exit code 3), unless the user
+    /// asked for the intersection ([`Options::intersection`]): a comparison over fewer
+    /// instances than the runs hold is not the comparison of the runs.
+    pub fn coverage_problems(&self) -> Vec<String> {
+        if self.settings.intersection {
+            Vec::new()
+        } else {
+            self.left_out()
+                .into_iter()
+                .map(|l| format!("{l} (pass --intersection to compare the shared instances only)"))
+                .collect()
+        }
+    }
 }

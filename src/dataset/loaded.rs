@@ -78,6 +78,19 @@ pub enum LoadError {
     Hub(#[from] hub::HubError),
 }
 
+impl crate::failure::Classify for LoadError {
+    fn kind(&self) -> crate::failure::ErrorKind {
+        use crate::failure::ErrorKind;
+        match self {
+            // A path that names nothing is a usage mistake; a file that is not data is input.
+            LoadError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                ErrorKind::Usage
+            }
+            _ => ErrorKind::NothingComputable,
+        }
+    }
+}
+
 /// What a loader produced: the rows that loaded, and the problems of those that did not.
 #[derive(Debug, Clone)]
 pub struct Loaded<T> {

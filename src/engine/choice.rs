@@ -55,6 +55,12 @@ pub enum ChoiceError {
     RegistryWithoutSwarm,
 }
 
+impl crate::failure::Classify for ChoiceError {
+    fn kind(&self) -> crate::failure::ErrorKind {
+        crate::failure::ErrorKind::Usage
+    }
+}
+
 impl EngineChoice {
     /// Checks the choice without connecting (a registry without Swarm is refused).
     pub fn check(&self) -> Result<(), ChoiceError> {
@@ -76,6 +82,15 @@ pub enum ConnectError {
     /// The engine did not answer.
     #[error(transparent)]
     Engine(#[from] EngineError),
+}
+
+impl crate::failure::Classify for ConnectError {
+    fn kind(&self) -> crate::failure::ErrorKind {
+        match self {
+            ConnectError::Choice(e) => e.kind(),
+            ConnectError::Engine(e) => e.kind(),
+        }
+    }
 }
 
 /// Connects the engine `choice` names.

@@ -152,6 +152,12 @@ pub enum EngineError {
     },
 }
 
+impl crate::failure::Classify for EngineError {
+    fn kind(&self) -> crate::failure::ErrorKind {
+        crate::failure::ErrorKind::Failed
+    }
+}
+
 impl EngineError {
     /// True for failures of the infrastructure that are worth retrying (daemon restarts,
     /// transient API errors); false for failures a retry cannot fix.

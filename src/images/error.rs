@@ -45,6 +45,15 @@ pub enum ImageError {
     CacheLevel(String),
 }
 
+impl crate::failure::Classify for ImageError {
+    fn kind(&self) -> crate::failure::ErrorKind {
+        match self {
+            ImageError::CacheLevel(_) => crate::failure::ErrorKind::Usage,
+            _ => crate::failure::ErrorKind::Failed,
+        }
+    }
+}
+
 impl ImageError {
     /// The log worth saving beside the failure, if any.
     pub fn log(&self) -> Option<&str> {

@@ -29,6 +29,19 @@ pub enum WorkflowError {
     Write(#[from] crate::fsutil::WriteError),
 }
 
+impl crate::failure::Classify for WorkflowError {
+    fn kind(&self) -> crate::failure::ErrorKind {
+        match self {
+            WorkflowError::Input(e) => e.kind(),
+            WorkflowError::Options(e) => e.kind(),
+            WorkflowError::Connect(e) => e.kind(),
+            WorkflowError::Run(e) => e.kind(),
+            WorkflowError::Findings(e) => e.kind(),
+            WorkflowError::Write(e) => e.kind(),
+        }
+    }
+}
+
 impl WorkflowError {
     /// The error this one stands for.
     pub fn cause(&self) -> &(dyn std::error::Error + 'static) {

@@ -76,6 +76,12 @@ pub enum FindingsError {
     },
 }
 
+impl crate::failure::Classify for FindingsError {
+    fn kind(&self) -> crate::failure::ErrorKind {
+        crate::failure::ErrorKind::Failed
+    }
+}
+
 /// The findings of each of `instance_ids`, from the run's per-prediction file (resumed
 /// verdicts included).
 pub fn findings(layout: &Layout, instance_ids: &[String]) -> Result<Vec<Finding>, FindingsError> {

@@ -53,6 +53,19 @@ pub enum InputError {
     Load(#[from] LoadError),
 }
 
+impl crate::failure::Classify for InputError {
+    fn kind(&self) -> crate::failure::ErrorKind {
+        use crate::failure::ErrorKind;
+        match self {
+            InputError::Mini { .. } => ErrorKind::Failed,
+            InputError::PredictionsWithoutDataset | InputError::DatasetWithoutPredictions => {
+                ErrorKind::Usage
+            }
+            InputError::Load(e) => e.kind(),
+        }
+    }
+}
+
 /// Loads the dataset and predictions `source` names (or, with neither, materializes the mini
 /// benchmark into `output/mini`). A dataset that is a Hugging Face name is read from the
 /// source's split (see [`dataset::load_dataset_split`]).

@@ -67,6 +67,21 @@ pub(super) fn absolute(path: &Path) -> Result<PathBuf, OptionsError> {
     })
 }
 
+impl crate::failure::Classify for OptionsError {
+    fn kind(&self) -> crate::failure::ErrorKind {
+        use crate::failure::ErrorKind;
+        match self {
+            OptionsError::RepoFlag(_) => ErrorKind::Usage,
+            OptionsError::CaCert { source, .. }
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                ErrorKind::Usage
+            }
+            _ => ErrorKind::Failed,
+        }
+    }
+}
+
 /// Image and repository options from the choices (`mini_mirrors` when the input is the mini
 /// benchmark, which also makes Debian the default flavour).
 pub fn prepare_options(

@@ -49,3 +49,17 @@ pub enum ReportError {
         source: csv::Error,
     },
 }
+
+impl crate::failure::Classify for ReportError {
+    fn kind(&self) -> crate::failure::ErrorKind {
+        use crate::failure::ErrorKind;
+        match self {
+            ReportError::Name(_) => ErrorKind::Usage,
+            ReportError::Read { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                ErrorKind::Usage
+            }
+            ReportError::Parse { .. } | ReportError::Shape { .. } => ErrorKind::NothingComputable,
+            _ => ErrorKind::Failed,
+        }
+    }
+}

@@ -182,3 +182,15 @@ pub enum RunError {
     #[error(transparent)]
     Write(#[from] crate::report::ReportError),
 }
+
+impl crate::failure::Classify for RunError {
+    fn kind(&self) -> crate::failure::ErrorKind {
+        use crate::failure::ErrorKind;
+        match self {
+            RunError::Write(e) => e.kind(),
+            // Another live process holds the run: choose another run id, or wait.
+            RunError::Lock(store::LockError::Busy { .. }) => ErrorKind::Usage,
+            _ => ErrorKind::Failed,
+        }
+    }
+}

@@ -46,6 +46,12 @@ pub enum WriteReportError {
     },
 }
 
+impl crate::failure::Classify for WriteReportError {
+    fn kind(&self) -> crate::failure::ErrorKind {
+        crate::failure::ErrorKind::Failed
+    }
+}
+
 /// What was written, and plots that could not be rasterized (their SVG is still there).
 #[derive(Debug, Clone, Default)]
 pub struct Written {

@@ -23,8 +23,27 @@ pub enum SubmitError {
     /// A run's report file could not be read or written.
     #[error(transparent)]
     Report(#[from] ReportError),
-    /// The request cannot be met: an output folder that overlaps an input or is not empty,
-    /// several runs or models and none chosen, no predictions, an unusable instance id.
+    /// The request cannot be met as asked (bad usage): an output folder that overlaps an
+    /// input or is not empty, several runs or models and none chosen, a model or package that
+    /// is not there.
+    #[error("{0}")]
+    Usage(String),
+    /// The inputs yield no package: no predictions, an unusable instance id.
     #[error("{0}")]
     Input(String),
+}
+
+impl crate::failure::Classify for SubmitError {
+    fn kind(&self) -> crate::failure::ErrorKind {
+        use crate::failure::ErrorKind;
+        match self {
+            SubmitError::Usage(_) => ErrorKind::Usage,
+            SubmitError::Input(_) => ErrorKind::NothingComputable,
+            SubmitError::Report(e) => e.kind(),
+            SubmitError::Read { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                ErrorKind::Usage
+            }
+            SubmitError::Read { .. } | SubmitError::Write(_) => ErrorKind::Failed,
+        }
+    }
 }

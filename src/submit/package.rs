@@ -61,7 +61,7 @@ pub fn check_output(output: &Path, inputs: &[&Path]) -> Result<(), SubmitError> 
     for input in inputs {
         let inp = resolve(input);
         if out == inp || out.starts_with(&inp) || inp.starts_with(&out) {
-            return Err(SubmitError::Input(format!(
+            return Err(SubmitError::Usage(format!(
                 "the output folder {} overlaps the input {}; choose a folder apart from the inputs",
                 output.display(),
                 input.display()
@@ -70,13 +70,13 @@ pub fn check_output(output: &Path, inputs: &[&Path]) -> Result<(), SubmitError> 
     }
     if let Ok(mut entries) = std::fs::read_dir(output) {
         if entries.next().is_some() {
-            return Err(SubmitError::Input(format!(
+            return Err(SubmitError::Usage(format!(
                 "the output folder {} is not empty; choose a new folder (nothing there is replaced)",
                 output.display()
             )));
         }
     } else if output.exists() {
-        return Err(SubmitError::Input(format!(
+        return Err(SubmitError::Usage(format!(
             "the output {} exists and is not a folder",
             output.display()
         )));
@@ -122,7 +122,7 @@ fn choose(
     let model = match model {
         Some(m) => {
             if !models.contains(m) && !models.iter().any(|x| model_dir_name(x) == m) {
-                return Err(SubmitError::Input(format!(
+                return Err(SubmitError::Usage(format!(
                     "no prediction of model {m}; the run has: {}",
                     models.into_iter().collect::<Vec<_>>().join(", ")
                 )));
@@ -138,7 +138,7 @@ fn choose(
             return Err(SubmitError::Input("the run has no predictions".into()));
         }
         None => {
-            return Err(SubmitError::Input(format!(
+            return Err(SubmitError::Usage(format!(
                 "the run has several models ({}); pass --model to choose the one to submit",
                 models.into_iter().collect::<Vec<_>>().join(", ")
             )));

@@ -42,7 +42,7 @@ impl Logs {
         match self {
             Logs::Saved(saved) => saved
                 .get(&p.instance_id, &p.model_dir_name(), run_id)
-                .map_err(|e| SubmitError::Input(e.to_string())),
+                .map_err(|e| SubmitError::Usage(e.to_string())),
             Logs::Folders(dirs) => {
                 let key = (
                     p.model_name_or_path.clone(),
@@ -132,7 +132,7 @@ pub fn predictions_from_tree(
         });
     }
     if runs.len() > 1 {
-        return Err(SubmitError::Input(format!(
+        return Err(SubmitError::Usage(format!(
             "{} holds several runs ({}); pass --run-id to choose one",
             run.display(),
             runs.into_iter().collect::<Vec<_>>().join(", ")

@@ -29,7 +29,7 @@ pub struct Verification {
 /// `report.json`, `all_preds.jsonl` and the README's summary line against that grading.
 pub fn verify(ds: &Dataset, dir: &Path) -> Result<Verification, SubmitError> {
     if !dir.is_dir() {
-        return Err(SubmitError::Input(format!(
+        return Err(SubmitError::Usage(format!(
             "{} is not a submission folder",
             dir.display()
         )));

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
-use crate::cli::{BoxError, CliResult, Outcome};
+use crate::cli::{CliError, CliResult, Outcome};
 use crate::engine::{DockerEngine, Engine};
 use crate::orchestrate::{run_plan, Event};
 use crate::runner::{self, Plan, RunConfig, RunEvent, RunReport};
@@ -111,7 +111,7 @@ async fn timed<E: Engine>(
     plan: Plan,
     cfg: RunConfig,
     stop_after: Option<usize>,
-) -> Result<(Phase, RunReport), BoxError> {
+) -> Result<(Phase, RunReport), CliError> {
     let n = plan.predictions.len();
     let workers = cfg.workers;
     let (itx, irx) = mpsc::unbounded_channel();
@@ -164,7 +164,7 @@ fn official(
     image: &str,
     n: usize,
     workers: usize,
-) -> Result<Phase, BoxError> {
+) -> Result<Phase, CliError> {
     let dir = tempfile::tempdir()?;
     let plan = trivial_plan(n, image, "true");
     let mut rows = Vec::new();
@@ -332,7 +332,7 @@ async fn fake_phase(
     args: &Args,
     image: &str,
     config: impl Fn(&std::path::Path, &str) -> RunConfig,
-) -> Result<Option<Phase>, BoxError> {
+) -> Result<Option<Phase>, CliError> {
     use crate::engine::{exited, FakeEngine};
     let fake = FakeEngine::new();
     fake.add_image(image);
@@ -376,7 +376,7 @@ async fn fake_phase(
     _: &Args,
     _: &str,
     _: impl Fn(&std::path::Path, &str) -> RunConfig,
-) -> Result<Option<Phase>, BoxError> {
+) -> Result<Option<Phase>, CliError> {
     eprintln!(
         "note: the fake-engine phase needs a build with the fake engine \
          (cargo run --release --features testing -- bench harness); skipped"

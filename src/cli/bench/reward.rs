@@ -68,7 +68,7 @@ fn rust_once(
     dataset: &Path,
     preds: &Path,
     out: &Path,
-) -> Result<(Vec<f64>, Steps), crate::cli::BoxError> {
+) -> Result<(Vec<f64>, Steps), crate::cli::CliError> {
     let mut steps = Steps::default();
     let t = Instant::now();
     let (ds, _) = crate::dataset::load_dataset(dataset)?;
