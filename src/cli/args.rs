@@ -32,8 +32,10 @@ pub struct ExecArgs {
     /// Only these instances (space- or comma-separated).
     #[arg(long, short = 'i', visible_alias = "instance_ids", num_args = 1.., value_delimiter = ',')]
     pub instance_ids: Vec<String>,
-    /// Containers run at once [default: min(4, cores)].
-    #[arg(long, short = 'j', visible_alias = "max_workers")]
+    /// Containers run at once [default: min(4, cores)] [allowed: 1 to 1024]. At most the
+    /// engine's CPUs are used (each job is given one CPU; more at once would only share them
+    /// and make timeouts likelier); the run says so when it uses fewer.
+    #[arg(long, short = 'j', visible_alias = "max_workers", value_parser = super::values::workers())]
     pub workers: Option<usize>,
     /// Output folder: logs, run summaries and per-prediction files.
     #[arg(
@@ -44,8 +46,8 @@ pub struct ExecArgs {
     )]
     pub output: PathBuf,
     /// Per-prediction timeout in seconds, from container start [default: 1800; 60 for the
-    /// mini benchmark].
-    #[arg(long, short = 't')]
+    /// mini benchmark] [allowed: 1 to 604800].
+    #[arg(long, short = 't', value_parser = super::values::timeout_secs())]
     pub timeout: Option<u64>,
     /// Give the test containers network access (off by default).
     #[arg(long)]
@@ -153,8 +155,8 @@ pub struct ImageArgs {
     /// jobs run (an instance's jobs start as soon as its image is ready), so builds and tests
     /// share the machine; they are bounded apart because they load it differently: a test is
     /// mostly CPU, a build mostly the daemon writing layers, git and installers on disk and
-    /// network. --workers bounds the tests.
-    #[arg(long, value_name = "N")]
+    /// network. --workers bounds the tests. [allowed: 1 to 64]
+    #[arg(long, value_name = "N", value_parser = super::values::build_jobs())]
     pub build_jobs: Option<usize>,
 }
 

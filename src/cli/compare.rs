@@ -57,8 +57,8 @@ pub struct Args {
         value_name = "DIR"
     )]
     pub output: PathBuf,
-    /// Bootstrap resamples for the intervals of differences (0: none).
-    #[arg(long, default_value_t = 5000, value_name = "N")]
+    /// Bootstrap resamples for the intervals of differences (0: none) [allowed: 0 to 100000].
+    #[arg(long, default_value_t = 5000, value_name = "N", value_parser = super::values::bootstrap())]
     pub bootstrap: usize,
     /// Seed of the bootstrap.
     #[arg(long, default_value_t = 0, value_name = "S")]

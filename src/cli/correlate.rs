@@ -45,17 +45,17 @@ pub struct Args {
         value_name = "FILE"
     )]
     pub predictions: Vec<PathBuf>,
-    /// Bootstrap resamples for the AUROC intervals (0: none).
-    #[arg(long, default_value_t = 1000, value_name = "N")]
+    /// Bootstrap resamples for the AUROC intervals (0: none) [allowed: 0 to 100000].
+    #[arg(long, default_value_t = 1000, value_name = "N", value_parser = super::values::bootstrap())]
     pub bootstrap: usize,
     /// Seed of the bootstrap.
     #[arg(long, default_value_t = 0, value_name = "S")]
     pub seed: u64,
-    /// Score thresholds for precision and recall.
-    #[arg(long, value_delimiter = ',', default_values_t = [0.5, 0.8], value_name = "T,...")]
+    /// Score thresholds for precision and recall [allowed: -1 to 1].
+    #[arg(long, value_delimiter = ',', default_values_t = [0.5, 0.8], value_name = "T,...", value_parser = super::values::threshold())]
     pub thresholds: Vec<f64>,
-    /// Blind spots to show of each kind.
-    #[arg(long, default_value_t = 10, value_name = "K")]
+    /// Blind spots to show of each kind [allowed: 0 to 1000].
+    #[arg(long, default_value_t = 10, value_name = "K", value_parser = super::values::blind_spots())]
     pub blind_spots: usize,
 }
 

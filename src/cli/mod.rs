@@ -22,6 +22,7 @@ mod run;
 mod spec;
 mod submit;
 mod validate;
+mod values;
 
 /// How a command ended when it did not fail outright (decided by
 /// [`crate::orchestrate::outcome()`], the one rule for every command).

@@ -63,8 +63,9 @@ pub struct Args {
     /// A folder of clones named owner__name, owner/name or name (search-replace variant).
     #[arg(long)]
     pub mirrors: Option<PathBuf>,
-    /// Worker threads [default: every core].
-    #[arg(long, short = 'j', visible_aliases = ["jobs", "max_workers"])]
+    /// Worker threads [default: every core] [allowed: 1 to 1024]; at most the cores are used
+    /// (the command says so when it uses fewer).
+    #[arg(long, short = 'j', visible_aliases = ["jobs", "max_workers"], value_parser = super::values::workers())]
     pub workers: Option<usize>,
 }
 
@@ -119,12 +120,13 @@ impl OutputFormat {
     }
 }
 
-/// Scores every prediction and writes the rewards.
+/// Scores every prediction and writes the rewards, on at most as many threads as cores.
 pub fn run(args: Args) -> CliResult {
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(args.workers.unwrap_or(0))
-        .build()?;
-    pool.install(|| run_in_pool(args))
+    let (result, workers) = reward::with_workers(args.workers, || run_in_pool(args))?;
+    if let Some(note) = workers.note("worker threads", "its cores") {
+        eprintln!("note: {note}");
+    }
+    result
 }
 
 fn run_in_pool(args: Args) -> CliResult {

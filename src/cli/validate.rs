@@ -21,8 +21,8 @@ pub struct Args {
     /// The dataset [default: the bundled mini benchmark].
     #[command(flatten)]
     pub dataset: DatasetArgs,
-    /// Repetitions of each of the gold and the empty run.
-    #[arg(short = 'k', long, default_value_t = DEFAULT_REPEAT)]
+    /// Repetitions of each of the gold and the empty run [allowed: 1 to 100].
+    #[arg(short = 'k', long, default_value_t = DEFAULT_REPEAT, value_parser = super::values::repeat())]
     pub repeat: u32,
     /// Run id.
     #[arg(

@@ -267,6 +267,13 @@ fn resolve_names(runs: &[Run], opts: &Options) -> Result<(), CompareError> {
             "compare needs at least two runs".into(),
         ));
     }
+    if !crate::bounds::BOOTSTRAP.contains(opts.bootstrap) {
+        return Err(CompareError::Request(format!(
+            "--bootstrap {}: {}",
+            opts.bootstrap,
+            crate::bounds::BOOTSTRAP.describe()
+        )));
+    }
     Ok(())
 }
 

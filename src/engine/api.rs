@@ -20,6 +20,9 @@ pub struct EngineInfo {
     /// What a run on it does not do as on Docker (limits a rootless Podman cannot apply, a
     /// slow storage driver), each a sentence a run prints as a warning at its start.
     pub limitations: Vec<String>,
+    /// The CPUs jobs run on, when the engine says: the daemon's host, or a swarm's ready
+    /// nodes together. The runner runs at most this many jobs at once.
+    pub cpus: Option<usize>,
 }
 
 /// How an image is built.

@@ -660,6 +660,15 @@ impl Engine for DockerEngine {
                 endpoint: self.endpoint.clone(),
                 message: e.to_string(),
             })?;
+        // The daemon's host, which may not be this machine (DOCKER_HOST).
+        let cpus = self
+            .docker
+            .info()
+            .await
+            .ok()
+            .and_then(|i| i.ncpu)
+            .and_then(|n| usize::try_from(n).ok())
+            .filter(|&n| n > 0);
         let (product, limitations) = match &self.podman {
             None => ("Docker".to_string(), Vec::new()),
             Some(p) => match (&p.host, &p.unknown) {
@@ -679,6 +688,7 @@ impl Engine for DockerEngine {
             server_version: v.version.unwrap_or_default(),
             product,
             limitations,
+            cpus,
         })
     }
 

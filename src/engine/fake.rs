@@ -96,6 +96,8 @@ struct State {
     delay: Duration,
     /// Prepares ahead like the Docker engine: waits at the job's gate before "starting".
     ahead: bool,
+    /// The CPUs [`Engine::info`] reports (`None`: it says nothing).
+    cpus: Option<usize>,
     /// Jobs between start and end now, and the most at once so far.
     running: usize,
     max_running: usize,
@@ -213,6 +215,12 @@ impl FakeEngine {
         self
     }
 
+    /// Makes [`Engine::info`] report `cpus` CPUs, which bound the jobs run at once.
+    pub fn set_cpus(&self, cpus: usize) -> &Self {
+        self.lock().cpus = Some(cpus);
+        self
+    }
+
     /// Makes the engine prepare ahead ([`Engine::prepares_ahead`]): each job waits at its
     /// gate before it "starts" (and is withdrawn when the gate closes first).
     pub fn set_prepares_ahead(&self) -> &Self {
@@ -264,6 +272,7 @@ impl Engine for FakeEngine {
             server_version: "fake".into(),
             product: "fake".into(),
             limitations: Vec::new(),
+            cpus: self.lock().cpus,
         })
     }
 

@@ -46,6 +46,21 @@ pub enum RewardError {
     },
 }
 
+/// Runs `f` on a pool of worker threads: `asked` (default: every core), cut to the cores
+/// this process can use ([`crate::bounds::bound_workers`]); the reward is CPU work, so more
+/// threads than cores would only take the machine from others. Returns what `f` returned and
+/// the worker count as asked and used (say so when they differ: [`crate::bounds::Workers::note`]).
+pub fn with_workers<R: Send>(
+    asked: Option<usize>,
+    f: impl FnOnce() -> R + Send,
+) -> Result<(R, crate::bounds::Workers), rayon::ThreadPoolBuildError> {
+    let workers = crate::bounds::bound_workers(asked, crate::bounds::cores());
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(workers.used)
+        .build()?;
+    Ok((pool.install(f), workers))
+}
+
 /// Unified-diff rewards of `preds` against their instances' gold patches.
 pub fn unidiff_rewards(
     dataset: &Dataset,

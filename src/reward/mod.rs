@@ -25,7 +25,7 @@ mod udiff;
 
 pub use batch::{
     search_replace_rewards, to_csv as rewards_csv, to_json_list as rewards_json_list,
-    to_jsonl as rewards_jsonl, unidiff_rewards, RewardError, RewardRecord,
+    to_jsonl as rewards_jsonl, unidiff_rewards, with_workers, RewardError, RewardRecord,
 };
 pub use filelevel::{apply_file, filelevel_diff, ApplyError};
 pub use files::Files;

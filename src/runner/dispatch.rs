@@ -66,10 +66,18 @@ pub async fn dispatch<E: Engine>(
     let started = Instant::now();
     let layout = Layout::new(&config.output, &config.run_id);
     let _lock = store::lock(&layout)?;
-    engine.info().await?;
+    let info = engine.info().await?;
     let emit = |e: RunEvent| {
         let _ = events.send(e);
     };
+    // At most one job per CPU the engine runs jobs on (each is given one CPU): more at once
+    // would only share them and make timeouts likelier.
+    let workers =
+        crate::bounds::bound_workers(Some(config.workers), info.cpus.unwrap_or(usize::MAX));
+    if let Some(message) = workers.note("jobs at once", "the engine's CPUs, one per job") {
+        emit(RunEvent::Note { message });
+    }
+    let workers = workers.used;
     let mut st = State::new(&config, plan.predictions.len());
 
     let owner = crate::owner::owner_id();
@@ -104,7 +112,6 @@ pub async fn dispatch<E: Engine>(
 
     // With an engine that prepares ahead, as many jobs again as there are workers are
     // prepared while others run; the gate lets `workers` of them run at once.
-    let workers = config.workers.max(1);
     let ahead = engine.prepares_ahead();
     let gate = StartGate::new(workers);
     let job_cfg = Arc::new(job_config::JobConfig {

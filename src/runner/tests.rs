@@ -1308,3 +1308,31 @@ async fn identical_predictions_of_one_submission_share_a_job_and_both_are_answer
     // One member without a deadline: the shared job's timeout is not cut.
     assert_eq!(e.jobs()[0].timeout, Duration::from_secs(1800));
 }
+
+#[tokio::test(start_paused = true)]
+async fn workers_are_cut_to_the_engines_cpus_and_the_run_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = fake();
+    e.set_prepares_ahead()
+        .set_cpus(2)
+        .set_job_delay(Duration::from_secs(1));
+    let (setups, preds) = many(8);
+    let mut cfg = config(dir.path(), "r");
+    cfg.workers = 100_000;
+    let (r, events) = go(&e, plan(setups, preds), cfg).await;
+    assert_eq!(r.count(Category::Resolved), 8);
+    assert_eq!(e.max_running(), 2, "never more jobs at once than CPUs");
+    let notes: Vec<&str> = events
+        .iter()
+        .filter_map(|ev| match ev {
+            RunEvent::Note { message } => Some(message.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("-j 100000: this machine can use 2 jobs at once")),
+        "{notes:?}"
+    );
+}

@@ -97,7 +97,7 @@ fn all_intervals(
         }
     }
     let mut flat =
-        stats::bootstrap_auroc_ci_grouped(&series, &resolved, &strata, opts.bootstrap, opts.seed)
+        stats::bootstrap_auroc_ci_grouped(&series, &resolved, &strata, opts.resamples(), opts.seed)
             .into_iter();
     (0..2)
         .map(|_| {
@@ -269,7 +269,7 @@ pub fn analyze(joined: &Joined, opts: &Options) -> Summary {
         reward,
         blind_spots: blind_spots(obs, opts.blind_spots),
         settings: Settings {
-            bootstrap: opts.bootstrap,
+            bootstrap: opts.resamples(),
             seed: opts.seed,
             thresholds: opts.thresholds.clone(),
             auroc: "Mann-Whitney U / (n_resolved * n_unresolved); ties count one half",

@@ -22,6 +22,15 @@ pub struct Options {
     pub blind_spots: usize,
 }
 
+impl Options {
+    /// The resamples drawn: `bootstrap`, at most [`crate::bounds::BOOTSTRAP`]'s maximum (the
+    /// statistics of every resample are kept for the percentiles, so the count bounds memory;
+    /// the command line refuses more).
+    pub fn resamples(&self) -> usize {
+        self.bootstrap.min(crate::bounds::BOOTSTRAP.max)
+    }
+}
+
 impl Default for Options {
     fn default() -> Self {
         Options {

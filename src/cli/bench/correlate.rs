@@ -11,11 +11,12 @@ use crate::study::{self, Joined, Observation, Options};
 /// `swe-eval bench correlate`: the study's statistics timed on synthetic predictions.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Synthetic predictions (5 samples per instance, 40 repositories, 4 difficulties).
-    #[arg(long, default_value_t = 100_000)]
+    /// Synthetic predictions (5 samples per instance, 40 repositories, 4 difficulties)
+    /// [allowed: 2 to 1000000].
+    #[arg(long, default_value_t = 100_000, value_parser = crate::cli::values::bench(crate::bounds::BENCH_PREDICTIONS))]
     pub n: usize,
-    /// Bootstrap resamples.
-    #[arg(long, default_value_t = 1000)]
+    /// Bootstrap resamples [allowed: 0 to 100000].
+    #[arg(long, default_value_t = 1000, value_parser = crate::cli::values::bootstrap())]
     pub bootstrap: usize,
     /// Seed of the synthetic predictions and the bootstrap.
     #[arg(long, default_value_t = 0)]

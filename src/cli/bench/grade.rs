@@ -24,8 +24,8 @@ pub struct Args {
     /// Saved logs, as for `swe-eval grade` (default: that run's 399 official test outputs).
     #[arg(long)]
     pub logs: Option<PathBuf>,
-    /// Timed passes over all logs.
-    #[arg(long, default_value_t = 5)]
+    /// Timed passes over all logs [allowed: 1 to 1000].
+    #[arg(long, default_value_t = 5, value_parser = crate::cli::values::bench(crate::bounds::BENCH_PASSES))]
     pub repeat: usize,
     /// Also write the figures as JSON here.
     #[arg(long)]

@@ -24,18 +24,18 @@ use crate::trivial;
 /// `swe-eval bench harness`: how many predictions in each phase, and how many at once.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Predictions timed on the real engine.
-    #[arg(long, default_value_t = 50)]
+    /// Predictions timed on the real engine [allowed: 0 to 100000].
+    #[arg(long, default_value_t = 50, value_parser = crate::cli::values::bench(crate::bounds::BENCH_JOBS))]
     pub predictions: usize,
-    /// Containers at once.
-    #[arg(long, short = 'j', default_value_t = 2)]
+    /// Containers at once [allowed: 1 to 1024]; at most the engine's CPUs are used.
+    #[arg(long, short = 'j', default_value_t = 2, value_parser = crate::cli::values::workers())]
     pub workers: usize,
-    /// Predictions queued for the memory measurement.
-    #[arg(long, default_value_t = 5000)]
+    /// Predictions queued for the memory measurement [allowed: 0 to 100000].
+    #[arg(long, default_value_t = 5000, value_parser = crate::cli::values::bench(crate::bounds::BENCH_JOBS))]
     pub queued: usize,
     /// How many of the queued predictions run on the real engine before a graceful stop
-    /// (0 skips that phase).
-    #[arg(long, default_value_t = 40)]
+    /// (0 skips that phase) [allowed: 0 to 100000].
+    #[arg(long, default_value_t = 40, value_parser = crate::cli::values::bench(crate::bounds::BENCH_JOBS))]
     pub queued_run: usize,
     /// Skip the fake-engine run of all queued predictions.
     #[arg(long)]

@@ -19,8 +19,8 @@ const SHARED: &str = "../shared/datasets";
 /// `swe-eval bench html`: how many predictions in the page, and how often to open it.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Predictions (rows) in the page.
-    #[arg(long, default_value_t = 5000)]
+    /// Predictions (rows) in the page [allowed: 1 to 100000].
+    #[arg(long, default_value_t = 5000, value_parser = crate::cli::values::bench(crate::bounds::BENCH_ROWS))]
     pub count: usize,
     /// Folder for the page (default: a temporary folder, removed after).
     #[arg(long, short = 'o')]
@@ -28,8 +28,8 @@ pub struct Args {
     /// The browser.
     #[arg(long, default_value = "/usr/bin/chromium")]
     pub chromium: PathBuf,
-    /// Times the page is opened (the best and the median are reported).
-    #[arg(long, default_value_t = 3)]
+    /// Times the page is opened (the best and the median are reported) [allowed: 1 to 1000].
+    #[arg(long, default_value_t = 3, value_parser = crate::cli::values::bench(crate::bounds::BENCH_PASSES))]
     pub repeat: usize,
 }
 

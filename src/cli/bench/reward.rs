@@ -28,8 +28,8 @@ pub struct Args {
     /// Predictions (default: the shared 486 pydantic-deep predictions).
     #[arg(long, short = 'p')]
     pub predictions: Option<PathBuf>,
-    /// Timed runs of the Rust side; the best and the median are reported.
-    #[arg(long, default_value_t = 5)]
+    /// Timed runs of the Rust side; the best and the median are reported [allowed: 1 to 1000].
+    #[arg(long, default_value_t = 5, value_parser = crate::cli::values::bench(crate::bounds::BENCH_PASSES))]
     pub iterations: usize,
     /// Python interpreter for the baseline.
     #[arg(long, default_value = "python3")]
@@ -37,11 +37,11 @@ pub struct Args {
     /// Skip the Python baseline.
     #[arg(long)]
     pub no_python: bool,
-    /// Size of each pathological patch, in KB (0 skips it).
-    #[arg(long, default_value_t = 300)]
+    /// Size of each pathological patch, in KB (0 skips it) [allowed: 0 to 10240].
+    #[arg(long, default_value_t = 300, value_parser = crate::cli::values::bench(crate::bounds::BENCH_PATCH_KB))]
     pub pathological_kb: usize,
-    /// Worker threads [default: every core].
-    #[arg(long, short = 'j', visible_alias = "jobs")]
+    /// Worker threads [default: every core] [allowed: 1 to 1024]; at most the cores are used.
+    #[arg(long, short = 'j', visible_alias = "jobs", value_parser = crate::cli::values::workers())]
     pub workers: Option<usize>,
     /// Also write the figures as JSON here.
     #[arg(long)]
@@ -132,8 +132,13 @@ fn secs(d: Duration) -> f64 {
 
 /// Times both implementations on the same files, checks they agree, and prints the figures.
 pub fn run(args: Args) -> CliResult {
+    // At most the cores, as `reward` itself.
+    let workers = crate::bounds::bound_workers(args.workers, crate::bounds::cores());
+    if let Some(note) = workers.note("worker threads", "its cores") {
+        eprintln!("note: {note}");
+    }
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(args.workers.unwrap_or(0))
+        .num_threads(workers.used)
         .build()?;
     let threads = pool.current_num_threads();
     let dataset = args.dataset.clone().unwrap_or_else(|| {

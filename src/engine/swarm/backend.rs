@@ -34,7 +34,21 @@ fn resource(prefix: &str, id: Option<String>, spec: Option<Named>) -> Resource {
 
 impl Engine for SwarmEngine {
     async fn info(&self) -> Result<EngineInfo, EngineError> {
-        self.local.info().await
+        let mut info = self.local.info().await?;
+        // Jobs run on the ready nodes, each job given one CPU.
+        info.cpus = self
+            .nodes()
+            .await
+            .ok()
+            .map(|nodes| {
+                nodes
+                    .iter()
+                    .filter(|n| n.ready)
+                    .map(|n| n.cpus)
+                    .sum::<usize>()
+            })
+            .filter(|&n| n > 0);
+        Ok(info)
     }
 
     async fn image_exists(&self, image: &str) -> Result<bool, EngineError> {

@@ -44,6 +44,8 @@ pub(super) struct NodeView {
     pub(super) ready: bool,
     /// Up (its agent reachable), whatever its availability.
     pub(super) up: bool,
+    /// Its CPUs, as its description gives them (0 when it does not).
+    pub(super) cpus: usize,
 }
 
 /// A connected Swarm manager.
@@ -140,9 +142,16 @@ impl SwarmEngine {
             .into_iter()
             .map(|n| {
                 let up = is_up(n.status.and_then(|s| s.state));
+                let cpus = n
+                    .description
+                    .as_ref()
+                    .and_then(|d| d.resources.as_ref())
+                    .and_then(|r| r.nano_cpus)
+                    .map_or(0, |c| usize::try_from(c / 1_000_000_000).unwrap_or(0));
                 NodeView {
                     id: n.id.unwrap_or_default(),
                     hostname: n.description.and_then(|d| d.hostname).unwrap_or_default(),
+                    cpus,
                     ready: up
                         && n.spec.and_then(|s| s.availability)
                             == Some(NodeSpecAvailabilityEnum::ACTIVE),

@@ -132,6 +132,7 @@ mod tests {
             hostname: format!("host-{id}"),
             ready: up,
             up,
+            cpus: 2,
         }
     }
 
