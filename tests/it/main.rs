@@ -3,6 +3,7 @@
 mod apply;
 mod common;
 
+mod careless;
 mod compare;
 mod correlate;
 mod daemons;

@@ -1,0 +1,401 @@
+//! Honest answers under careless use (issue 22, the second probe): each case of the closing
+//! table is a test here, through the binary where the exit code is the point. Then the
+//! properties that hold for every command, new ones included: every numeric flag states its
+//! range and refuses values outside it (exit 2); no value inside it makes a command use more
+//! threads than the machine has cores or more than a bounded amount of memory.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use clap::CommandFactory;
+use proptest::prelude::*;
+use serde_json::json;
+
+use crate::common;
+
+/// The mini benchmark's dataset and predictions, from the repository.
+fn mini(file: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("datasets/mini")
+        .join(file)
+}
+
+fn run_bin(args: &[&str]) -> Output {
+    Command::new(common::bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("swe-eval runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn write_jsonl(path: &Path, rows: &[serde_json::Value]) {
+    let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(path, text).unwrap();
+}
+
+/// An outcome file of `n` instances `<prefix>__x-<i>`, resolved where `resolved(i)`.
+fn outcomes(path: &Path, prefix: &str, range: std::ops::Range<usize>, resolved: fn(usize) -> bool) {
+    let rows: Vec<_> = range
+        .map(|i| json!({"instance_id": format!("{prefix}__x-{i}"), "resolved": resolved(i)}))
+        .collect();
+    write_jsonl(path, &rows);
+}
+
+// ---- 1, 2: compare on runs that do not cover the same instances, or hold two models ----
+
+#[test]
+fn compare_of_runs_without_a_common_instance_is_an_error_and_a_partial_overlap_is_stated() {
+    let d = tempfile::tempdir().unwrap();
+    let (oa, ob, oc) = (
+        d.path().join("oa.jsonl"),
+        d.path().join("ob.jsonl"),
+        d.path().join("oc.jsonl"),
+    );
+    outcomes(&oa, "a", 0..10, |i| i % 2 == 0);
+    outcomes(&ob, "b", 0..10, |i| i % 5 < 2);
+    outcomes(&oc, "a", 3..15, |i| i % 3 == 0);
+    let out = d.path().join("cmp");
+    let o = run_bin(&[
+        "compare",
+        oa.to_str().unwrap(),
+        ob.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("share no instance"), "{}", stderr(&o));
+    assert!(!out.join("summary.json").exists(), "nothing written");
+
+    // Partial overlap: the headline says what was paired and what was left out; exit 3.
+    let o = run_bin(&[
+        "compare",
+        oa.to_str().unwrap(),
+        oc.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let head = stdout(&o);
+    assert!(
+        head.contains("paired n = 7; left out: 3 of oa's 10 and 5 of oc's 12 instances"),
+        "{head}"
+    );
+    assert!(
+        stderr(&o).contains("3 instances only in oa (a__x-0, a__x-1, a__x-2)"),
+        "{}",
+        stderr(&o)
+    );
+    // Asked for the intersection: the same statement, and no problem.
+    let o = run_bin(&[
+        "compare",
+        oa.to_str().unwrap(),
+        oc.to_str().unwrap(),
+        "--intersection",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("paired n = 7"), "{}", stdout(&o));
+}
+
+#[test]
+fn compare_of_a_run_folder_with_two_models_compares_each_model() {
+    let d = tempfile::tempdir().unwrap();
+    let run = d.path().join("run");
+    std::fs::create_dir(&run).unwrap();
+    let rows: Vec<_> = (0..10)
+        .map(|i| json!({"instance_id": format!("a__x-{i}"), "model": "m1", "sample": 0, "resolved": i < 5}))
+        .chain((0..10).map(|i| json!({"instance_id": format!("a__x-{i}"), "model": "m2", "sample": 0, "resolved": i < 2})))
+        .collect();
+    write_jsonl(&run.join("r1.predictions.jsonl"), &rows);
+    let out = d.path().join("cmp");
+    let o = run_bin(&[
+        "compare",
+        run.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("r1.m1: 10 instances, 10 predictions, 5 resolved"),
+        "{err}"
+    );
+    assert!(
+        err.contains("r1.m2: 10 instances, 10 predictions, 2 resolved"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("more than once"),
+        "no model dropped as a duplicate: {err}"
+    );
+    assert!(
+        stdout(&o).contains("r1.m2 resolves 30.0 points fewer than r1.m1"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+// ---- 10: every numeric flag has a range, stated in its help and held by its parser ----
+
+/// Every (sub)command, by path.
+fn commands() -> Vec<(String, clap::Command)> {
+    let mut out = Vec::new();
+    let mut stack = vec![(String::from("swe-eval"), swe_eval::cli::Cli::command())];
+    while let Some((path, cmd)) = stack.pop() {
+        for sub in cmd.get_subcommands() {
+            stack.push((format!("{path} {}", sub.get_name()), sub.clone()));
+        }
+        out.push((path, cmd));
+    }
+    out
+}
+
+/// A numeric flag: its command, long name, and the range its help states.
+#[derive(Debug, Clone)]
+struct Numeric {
+    path: String,
+    cmd: clap::Command,
+    long: String,
+    float: bool,
+    min: f64,
+    max: f64,
+}
+
+fn numeric_flags() -> Vec<Numeric> {
+    use std::any::TypeId;
+    let ints = [
+        TypeId::of::<usize>(),
+        TypeId::of::<u64>(),
+        TypeId::of::<u32>(),
+        TypeId::of::<u16>(),
+        TypeId::of::<u8>(),
+        TypeId::of::<i64>(),
+        TypeId::of::<i32>(),
+        TypeId::of::<isize>(),
+    ];
+    let floats = [TypeId::of::<f64>(), TypeId::of::<f32>()];
+    let range = regex::Regex::new(r"\[allowed: (-?[0-9.]+) to (-?[0-9.]+)\]").unwrap();
+    let mut out = Vec::new();
+    for (path, cmd) in commands() {
+        for arg in cmd.get_arguments() {
+            let t = arg.get_value_parser().type_id();
+            let float = floats.iter().any(|f| t == *f);
+            if !float && !ints.iter().any(|i| t == *i) {
+                continue;
+            }
+            let long = arg
+                .get_long()
+                .expect("numeric flags are long flags")
+                .to_string();
+            // A seed takes any value of its type: it is not a count.
+            if long == "seed" {
+                continue;
+            }
+            let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
+            let help = help.replace('\n', " ");
+            let c = range.captures(&help).unwrap_or_else(|| {
+                panic!("{path} --{long}: its help states no range ([allowed: A to B]): {help}")
+            });
+            out.push(Numeric {
+                path: path.clone(),
+                cmd: cmd.clone().mut_args(|a| a.required(false)),
+                long,
+                float,
+                min: c[1].parse().unwrap(),
+                max: c[2].parse().unwrap(),
+            });
+        }
+    }
+    out
+}
+
+/// Parses `--long value` alone with the flag's own command: `Ok` or the parser's exit code.
+fn parse_flag(n: &Numeric, value: &str) -> Result<(), i32> {
+    n.cmd
+        .clone()
+        .try_get_matches_from(["swe-eval".to_string(), format!("--{}={value}", n.long)])
+        .map(|_| ())
+        .map_err(|e| {
+            assert!(
+                matches!(
+                    e.kind(),
+                    clap::error::ErrorKind::ValueValidation | clap::error::ErrorKind::InvalidValue
+                ),
+                "{} --{} {value}: refused for another reason: {e}",
+                n.path,
+                n.long
+            );
+            e.exit_code()
+        })
+}
+
+#[test]
+fn every_numeric_flag_of_every_command_states_its_range() {
+    let flags = numeric_flags();
+    let names: Vec<String> = flags
+        .iter()
+        .map(|n| format!("{} --{}", n.path, n.long))
+        .collect();
+    // The flags the probe named are among them (the list grows with new commands).
+    for want in [
+        "reward --workers",
+        "correlate --bootstrap",
+        "correlate --thresholds",
+        "run --timeout",
+        "validate --repeat",
+        "compare --bootstrap",
+    ] {
+        assert!(
+            names.iter().any(|n| n.ends_with(want)),
+            "{want} not found in {names:?}"
+        );
+    }
+    for n in &flags {
+        assert!(n.min <= n.max, "{n:?}");
+        // The bounds themselves are allowed, one past them is not (exit 2).
+        assert_eq!(parse_flag(n, &fmt_num(n, n.min)), Ok(()), "{n:?}");
+        assert_eq!(parse_flag(n, &fmt_num(n, n.max)), Ok(()), "{n:?}");
+        let step = if n.float { 0.5 } else { 1.0 };
+        if n.min > 0.0 || n.float {
+            assert_eq!(parse_flag(n, &fmt_num(n, n.min - step)), Err(2), "{n:?}");
+        }
+        assert_eq!(parse_flag(n, &fmt_num(n, n.max + step)), Err(2), "{n:?}");
+        for junk in ["nan", "inf", "-1e300", "1e300", "", "x"] {
+            assert_eq!(
+                parse_flag(n, junk),
+                Err(2),
+                "{} --{} {junk}",
+                n.path,
+                n.long
+            );
+        }
+    }
+}
+
+fn fmt_num(n: &Numeric, v: f64) -> String {
+    if n.float {
+        format!("{v}")
+    } else {
+        format!("{}", v as i128)
+    }
+}
+
+proptest! {
+    #![proptest_config(common::proptest_config(64))]
+
+    /// Random values (inside, near and far outside each range) are accepted exactly when
+    /// inside; outside is the parser's refusal, exit code 2.
+    #[test]
+    fn numeric_flags_accept_exactly_their_range(pick in any::<prop::sample::Index>(), x in prop_oneof![
+        -1e6f64..1e6,
+        -2.0f64..2.0,
+        (0u64..u64::MAX).prop_map(|v| v as f64),
+    ]) {
+        let flags = numeric_flags();
+        let n = &flags[pick.index(flags.len())];
+        let v = if n.float { x } else { x.trunc() };
+        let inside = n.min <= v && v <= n.max;
+        let got = parse_flag(n, &fmt_num(n, v));
+        prop_assert_eq!(got.is_ok(), inside, "{} --{} {}", n.path, n.long, v);
+        if !inside {
+            prop_assert_eq!(got, Err(2));
+        }
+    }
+}
+
+// ---- 8, 9: no value inside a range takes the machine down ----
+
+/// The most threads and the peak memory (VmHWM, KiB) of a running command, polled from
+/// /proc every few milliseconds; with its output.
+fn watched(args: &[String]) -> (Output, usize, u64) {
+    let mut child = Command::new(common::bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("swe-eval runs");
+    let status_path = format!("/proc/{}/status", child.id());
+    let (mut threads, mut hwm) = (0usize, 0u64);
+    let started = Instant::now();
+    // The pipes are read after exit; these commands print little.
+    loop {
+        if let Ok(text) = std::fs::read_to_string(&status_path) {
+            for line in text.lines() {
+                let num = |l: &str| {
+                    l.split_whitespace()
+                        .nth(1)
+                        .and_then(|v| v.parse::<u64>().ok())
+                };
+                if line.starts_with("Threads:") {
+                    threads = threads.max(num(line).unwrap_or(0) as usize);
+                } else if line.starts_with("VmHWM:") {
+                    hwm = hwm.max(num(line).unwrap_or(0));
+                }
+            }
+        }
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "{args:?} runs past 120 s"
+        );
+        std::thread::sleep(Duration::from_millis(3));
+    }
+    (child.wait_with_output().unwrap(), threads, hwm)
+}
+
+/// Threads a command may have beyond its worker pool: the main thread and a few the runtime
+/// keeps (signal handling, a blocking reader).
+const SPARE_THREADS: usize = 3;
+
+/// Peak memory a small command may reach, whatever its numeric flags say (KiB).
+const MEMORY_BOUND_KIB: u64 = 400 * 1024;
+
+proptest! {
+    #![proptest_config(common::proptest_config(12))]
+
+    /// `reward` with any worker count, `correlate` and `compare` with any bootstrap count:
+    /// never more threads than cores (plus the spare few), memory bounded.
+    #[test]
+    fn no_value_inside_a_range_takes_more_threads_or_memory_than_the_machine_has(
+        which in 0usize..3,
+        workers in 1usize..=1024,
+        bootstrap in prop_oneof![0usize..=1000, 90_000usize..=100_000],
+    ) {
+        let d = tempfile::tempdir().unwrap();
+        let cores = swe_eval::bounds::cores();
+        let rewards = d.path().join("rewards.jsonl");
+        let outs = d.path().join("outcomes.jsonl");
+        let rows: Vec<_> = (0..40).map(|i| json!({"instance_id": format!("a__x-{i}"), "sample": 0, "similarity": i as f64 / 40.0, "reward": i as f64 / 40.0})).collect();
+        write_jsonl(&rewards, &rows);
+        outcomes(&outs, "a", 0..40, |i| (i * 7) % 10 < 5);
+        let other = d.path().join("other.jsonl");
+        outcomes(&other, "a", 0..40, |i| i % 2 == 0);
+        let s = |p: &Path| p.to_str().unwrap().to_string();
+        let args: Vec<String> = match which {
+            0 => vec!["reward".into(), "-d".into(), s(&mini("dataset.jsonl")), "-p".into(), s(&mini("predictions.jsonl")), "-o".into(), s(&d.path().join("r.jsonl")), "-j".into(), workers.to_string()],
+            1 => vec!["correlate".into(), "--rewards".into(), s(&rewards), "--results".into(), s(&outs), "--bootstrap".into(), bootstrap.to_string(), "-o".into(), s(&d.path().join("c"))],
+            _ => vec!["compare".into(), s(&outs), s(&other), "--bootstrap".into(), bootstrap.to_string(), "-o".into(), s(&d.path().join("cmp"))],
+        };
+        let (o, threads, hwm) = watched(&args);
+        prop_assert!(matches!(o.status.code(), Some(0) | Some(3)), "{args:?}: {}", stderr(&o));
+        prop_assert!(threads <= cores + SPARE_THREADS, "{args:?}: {threads} threads on {cores} cores");
+        prop_assert!(hwm <= MEMORY_BOUND_KIB, "{args:?}: peak {hwm} KiB");
+        if which == 0 && workers > cores {
+            let note = format!("-j {workers}: this machine can use {cores} worker threads (its cores); using {cores}");
+            prop_assert!(stderr(&o).contains(&note), "{}", stderr(&o));
+        }
+    }
+}
