@@ -53,13 +53,24 @@ always!(
 // An unwritable or full output folder, and the failures of the libraries used: the command
 // could not finish.
 always!(
-    Failed: crate::fsutil::WriteError,
-    std::io::Error,
+    Failed: std::io::Error,
     serde_json::Error,
     csv::Error,
     tokio::task::JoinError,
     rayon::ThreadPoolBuildError,
 );
+
+impl Classify for crate::fsutil::WriteError {
+    fn kind(&self) -> ErrorKind {
+        if self.refused_input() {
+            // The output is one of the inputs: the command line asked for it.
+            ErrorKind::Usage
+        } else {
+            // An unwritable or full output folder: the command could not finish.
+            ErrorKind::Failed
+        }
+    }
+}
 
 /// A usage mistake found after the command line was parsed (exit code 2), with what to
 /// change: for checks that have no error type of their own.

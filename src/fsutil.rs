@@ -26,6 +26,17 @@ pub struct WriteError {
     pub source: std::io::Error,
 }
 
+/// The step of a write refused because its target is one of the command's inputs.
+pub const REFUSED_STEP: &str = "refuse to overwrite an input";
+
+impl WriteError {
+    /// The write was refused because it would land on an input ([`Clobber`]): the command
+    /// line asked for it (bad usage), nothing failed.
+    pub fn refused_input(&self) -> bool {
+        self.step == REFUSED_STEP
+    }
+}
+
 /// Writes `bytes` to `path` atomically, creating parent folders.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     let err = |step, source| WriteError {
@@ -49,8 +60,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     tmp.as_file()
         .sync_all()
         .map_err(|e| err("flush to disk", e))?;
-    refuse_if_input(path)
-        .map_err(|c| err("refuse to overwrite an input", std::io::Error::other(c)))?;
+    refuse_if_input(path).map_err(|c| err(REFUSED_STEP, std::io::Error::other(c)))?;
     tmp.persist(path)
         .map_err(|e| err("rename into place", e.error))?;
     Ok(())

@@ -161,6 +161,13 @@ impl Verdict {
         self.category != self.strict_category
     }
 
+    /// The verdict of a prediction that could not be graded (its dataset row lacks the test
+    /// lists, its log parser is unknown): an infrastructure error, as the official summary
+    /// counts a prediction without a report. Nothing about the patch is known.
+    pub fn ungraded() -> Verdict {
+        Verdict::error(ErrorReason::Infra, false, None)
+    }
+
     /// An error verdict without tests: its category follows from `reason`.
     fn error(reason: ErrorReason, official_report: bool, exit_code: Option<i32>) -> Verdict {
         Verdict {

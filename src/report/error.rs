@@ -55,6 +55,7 @@ impl crate::failure::Classify for ReportError {
         use crate::failure::ErrorKind;
         match self {
             ReportError::Name(_) => ErrorKind::Usage,
+            ReportError::Write(e) => crate::failure::Classify::kind(e),
             ReportError::Read { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
                 ErrorKind::Usage
             }

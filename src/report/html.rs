@@ -304,7 +304,7 @@ pub fn failing_tests(
 pub fn records_for_grading(
     ds: &crate::dataset::Dataset,
     preds: &[crate::predictions::Prediction],
-    verdicts: &[Option<crate::grading::Verdict>],
+    verdicts: &[crate::grading::Verdict],
     logs: &[super::logs::SavedLog],
     mode: crate::grading::Mode,
 ) -> Vec<Record> {
@@ -314,7 +314,7 @@ pub fn records_for_grading(
         .enumerate()
         .map(|(i, p)| {
             let inst = ds.get(&p.instance_id);
-            let v = verdicts.get(i).and_then(Option::as_ref);
+            let v = verdicts.get(i);
             let log = match logs.get(i) {
                 Some(SavedLog::Output(l)) => Some(l.as_str()),
                 _ => None,
@@ -378,7 +378,7 @@ pub fn write_graded(
     run_id: &str,
     ds: &crate::dataset::Dataset,
     preds: &[crate::predictions::Prediction],
-    verdicts: &[Option<crate::grading::Verdict>],
+    verdicts: &[crate::grading::Verdict],
     logs: &[super::logs::SavedLog],
     mode: crate::grading::Mode,
 ) -> Result<(), ReportError> {

@@ -88,6 +88,19 @@ pub enum SavedLogError {
         /// The folders that match it.
         dirs: Vec<PathBuf>,
     },
+    /// The instance has log folders, but each of another model or run than the prediction's:
+    /// they are not its logs.
+    #[error("{id}: no log of {want}; the log folders named after it are of {} ({})", .found.join(", "), .dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "))]
+    NotFor {
+        /// The instance.
+        id: String,
+        /// What was looked for: `model m` or `model m in run r`.
+        want: String,
+        /// The models (and runs) the folders are of.
+        found: Vec<String>,
+        /// The folders.
+        dirs: Vec<PathBuf>,
+    },
 }
 
 impl SavedLogs {
@@ -143,6 +156,9 @@ impl SavedLogs {
         })?;
         let text = String::from_utf8_lossy(&text);
         let mut rows = HashMap::new();
+        // The line each key was first read on: a second log for one prediction is a problem
+        // of its own (the first is kept), never a silent replacement.
+        let mut first_line: HashMap<String, usize> = HashMap::new();
         let mut problems = Vec::new();
         for (i, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
@@ -150,6 +166,18 @@ impl SavedLogs {
             }
             match jsonl_row(line) {
                 Ok((id, log)) => {
+                    if let Some(first) = first_line.get(&id) {
+                        problems.push(InputProblem::new(
+                            path,
+                            Some(i + 1),
+                            Some("instance_id".into()),
+                            format!(
+                                "a second log of {id} (the first is on line {first}); this one is left out"
+                            ),
+                        ));
+                        continue;
+                    }
+                    first_line.insert(id.clone(), i + 1);
                     rows.insert(id, log);
                 }
                 Err((field, message)) => problems.push(InputProblem::new(
@@ -205,21 +233,17 @@ impl SavedLogs {
         self.len() == 0
     }
 
-    /// The run id when the folder is (or holds) a `run_evaluation/<run_id>/...` tree with
-    /// exactly one run.
-    pub fn run_id(&self) -> Option<String> {
+    /// The run ids of a `run_evaluation/<run_id>/<model>/<id>` tree (or one below the
+    /// folder), sorted; empty for other layouts.
+    pub fn run_ids(&self) -> Vec<String> {
         let SavedLogs::Tree { root, dirs } = self else {
-            return None;
+            return Vec::new();
         };
         let mut ids: Vec<String> = dirs
             .values()
             .flatten()
             .filter_map(|d| {
-                let rel = d.strip_prefix(root).ok()?;
-                let parts: Vec<_> = rel
-                    .components()
-                    .filter_map(|c| c.as_os_str().to_str())
-                    .collect();
+                let parts = relative_parts(root, d);
                 let at = parts.iter().position(|p| *p == "run_evaluation")?;
                 // run_evaluation/<run_id>/<model>/<id>
                 (parts.len() == at + 4).then(|| parts[at + 1].to_string())
@@ -227,44 +251,89 @@ impl SavedLogs {
             .collect();
         ids.sort();
         ids.dedup();
+        ids
+    }
+
+    /// The run id when the folder is (or holds) a `run_evaluation/<run_id>/...` tree with
+    /// exactly one run.
+    pub fn run_id(&self) -> Option<String> {
+        let mut ids = self.run_ids();
         (ids.len() == 1).then(|| ids.remove(0))
     }
 
-    /// The saved log of `instance_id`. In a tree with several folders of that name, the one
-    /// whose path has `model_dir` and `run_id` as components is taken.
+    /// The saved log of `instance_id` for a prediction of model `model_dir`. In a tree, an
+    /// instance folder's parent is its model folder and the one above that its run (when the
+    /// folder sits that deep below the root): a folder of another model, or of another run than
+    /// `run_id` when given, is not this prediction's log (an error naming what was found, not
+    /// another model's log taken silently). Several folders left: an error asking for
+    /// `--run-id`.
     pub fn get(
         &self,
         instance_id: &str,
         model_dir: &str,
         run_id: Option<&str>,
     ) -> Result<SavedLog, SavedLogError> {
-        let candidates = match self {
+        let (root, candidates) = match self {
             SavedLogs::Jsonl { rows, .. } => {
                 return Ok(rows
                     .get(instance_id)
                     .map_or(SavedLog::Missing, |s| SavedLog::Output(s.clone())));
             }
-            SavedLogs::Tree { dirs, .. } => match dirs.get(instance_id) {
-                Some(c) => c,
+            SavedLogs::Tree { root, dirs } => match dirs.get(instance_id) {
+                Some(c) => (root, c),
                 None => return Ok(SavedLog::Missing),
             },
         };
-        let has = |d: &Path, name: &str| d.components().any(|c| c.as_os_str() == name);
-        let mut chosen: Vec<&PathBuf> = candidates.iter().collect();
-        for want in [Some(model_dir), run_id].into_iter().flatten() {
-            let narrowed: Vec<&PathBuf> = chosen.iter().copied().filter(|d| has(d, want)).collect();
-            if !narrowed.is_empty() {
-                chosen = narrowed;
-            }
-        }
-        if chosen.len() > 1 {
-            return Err(SavedLogError::Ambiguous {
+        // (run, model) of a folder, as far as its depth below the root tells.
+        let place = |d: &Path| {
+            let parts = relative_parts(root, d);
+            let n = parts.len();
+            let at = |k: usize| (n > k).then(|| parts[n - 1 - k].to_string());
+            (at(2), at(1))
+        };
+        let chosen: Vec<&PathBuf> = candidates
+            .iter()
+            .filter(|d| {
+                let (run, model) = place(d);
+                model.is_none_or(|m| m == model_dir)
+                    && run_id.is_none_or(|want| run.is_none_or(|r| r == want))
+            })
+            .collect();
+        match chosen.as_slice() {
+            [one] => read_instance_dir(one).map_err(SavedLogError::from),
+            [] => Err(SavedLogError::NotFor {
+                id: instance_id.to_string(),
+                want: match run_id {
+                    Some(r) => format!("model {model_dir} in run {r}"),
+                    None => format!("model {model_dir}"),
+                },
+                found: candidates
+                    .iter()
+                    .map(|d| match place(d) {
+                        (Some(r), Some(m)) => format!("model {m} in run {r}"),
+                        (None, Some(m)) => format!("model {m}"),
+                        _ => "no model".to_string(),
+                    })
+                    .collect(),
+                dirs: candidates.clone(),
+            }),
+            _ => Err(SavedLogError::Ambiguous {
                 id: instance_id.to_string(),
                 dirs: chosen.into_iter().cloned().collect(),
-            });
+            }),
         }
-        read_instance_dir(chosen[0]).map_err(SavedLogError::from)
     }
+}
+
+/// The components of `dir` below `root`, as text.
+fn relative_parts<'a>(root: &Path, dir: &'a Path) -> Vec<&'a str> {
+    dir.strip_prefix(root)
+        .map(|rel| {
+            rel.components()
+                .filter_map(|c| c.as_os_str().to_str())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// One `{instance_id, test_output}` row, or the field at fault (if one) and why.

@@ -48,7 +48,10 @@ pub enum WriteReportError {
 
 impl crate::failure::Classify for WriteReportError {
     fn kind(&self) -> crate::failure::ErrorKind {
-        crate::failure::ErrorKind::Failed
+        match self {
+            WriteReportError::Write(e) => crate::failure::Classify::kind(e),
+            _ => crate::failure::ErrorKind::Failed,
+        }
     }
 }
 

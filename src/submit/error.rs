@@ -43,7 +43,8 @@ impl crate::failure::Classify for SubmitError {
             SubmitError::Read { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
                 ErrorKind::Usage
             }
-            SubmitError::Read { .. } | SubmitError::Write(_) => ErrorKind::Failed,
+            SubmitError::Write(e) => e.kind(),
+            SubmitError::Read { .. } => ErrorKind::Failed,
         }
     }
 }

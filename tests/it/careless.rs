@@ -399,3 +399,165 @@ proptest! {
         }
     }
 }
+
+// ---- 3: grade with several models, a run id, duplicate rows: one grade, one set of counts ----
+
+/// A test output in which every required test of `inst` passes (or fails).
+fn log_of(inst: &serde_json::Value, pass: bool) -> String {
+    let mut s = String::from("+ pytest -rA\n>>>>> Start Test Output\n");
+    for t in inst["FAIL_TO_PASS"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(inst["PASS_TO_PASS"].as_array().unwrap())
+    {
+        s += &format!(
+            "{} {}\n",
+            if pass { "PASSED" } else { "FAILED" },
+            t.as_str().unwrap()
+        );
+    }
+    s + ">>>>> End Test Output\n"
+}
+
+fn mini_rows() -> Vec<serde_json::Value> {
+    std::fs::read_to_string(mini("dataset.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn grade_of_two_models_counts_each_and_takes_no_other_models_or_runs_log() {
+    let d = tempfile::tempdir().unwrap();
+    let rows = mini_rows();
+    let mut preds = Vec::new();
+    for (k, inst) in rows.iter().enumerate() {
+        for (model, pass) in [("model-a", k < 2), ("model-b", k < 6)] {
+            preds.push(json!({"instance_id": inst["instance_id"], "model_name_or_path": model, "model_patch": inst["patch"]}));
+            let dir = d
+                .path()
+                .join("logs/logs/run_evaluation/r1")
+                .join(model)
+                .join(inst["instance_id"].as_str().unwrap());
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("test_output.txt"), log_of(inst, pass)).unwrap();
+        }
+    }
+    let p = d.path().join("preds.jsonl");
+    write_jsonl(&p, &preds);
+    let ds = mini("dataset.jsonl");
+    let out = d.path().join("out");
+    let args = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = [
+            "grade",
+            "-d",
+            ds.to_str().unwrap(),
+            "-p",
+            p.to_str().unwrap(),
+            "--logs",
+            d.path().join("logs").to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let o = Command::new(common::bin())
+        .args(args(&[]))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    // The closing line counts every prediction, then each model's own summary.
+    assert!(err.contains("graded 16 prediction(s) (Official mode) of 2 model(s) and sample(s): 8 resolved, 8 unresolved, 0 error(s), 0 empty patch(es)"), "{err}");
+    assert!(
+        err.contains("model-a.r1.json: 2 resolved, 6 unresolved"),
+        "{err}"
+    );
+    assert!(
+        err.contains("model-b.r1.json: 6 resolved, 2 unresolved"),
+        "{err}"
+    );
+    let results = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
+    assert_eq!(
+        results.matches("\"resolved\":true").count(),
+        8,
+        "the rows agree"
+    );
+
+    // A run id the logs do not hold: bad usage, not another run's logs.
+    let o = Command::new(common::bin())
+        .args(args(&["--run-id", "r9"]))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--run-id r9: the logs in"),
+        "{}",
+        stderr(&o)
+    );
+
+    // A model whose logs are not there gets no other model's log: an error, named.
+    let one = d.path().join("one.jsonl");
+    write_jsonl(
+        &one,
+        &[
+            json!({"instance_id": rows[0]["instance_id"], "model_name_or_path": "model-c", "model_patch": rows[0]["patch"]}),
+        ],
+    );
+    let o = run_bin(&[
+        "grade",
+        "-d",
+        ds.to_str().unwrap(),
+        "-p",
+        one.to_str().unwrap(),
+        "--logs",
+        d.path().join("logs").to_str().unwrap(),
+        "-o",
+        d.path().join("out3").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no log of model model-c; the log folders named after it are of model model-a in run r1, model model-b in run r1"), "{}", stderr(&o));
+    let row = std::fs::read_to_string(d.path().join("out3/results.jsonl")).unwrap();
+    assert!(
+        row.contains("\"category\":\"infra_error\""),
+        "every prediction has its row: {row}"
+    );
+
+    // Two log rows for one prediction: the second is named and left out, not taken.
+    let logs = d.path().join("dup.jsonl");
+    write_jsonl(
+        &logs,
+        &[
+            json!({"instance_id": rows[0]["instance_id"], "test_output": log_of(&rows[0], true)}),
+            json!({"instance_id": rows[0]["instance_id"], "test_output": log_of(&rows[0], false)}),
+        ],
+    );
+    let o = run_bin(&[
+        "grade",
+        "-d",
+        ds.to_str().unwrap(),
+        "-p",
+        one.to_str().unwrap(),
+        "--logs",
+        logs.to_str().unwrap(),
+        "-o",
+        d.path().join("out4").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("dup.jsonl:2: field `instance_id`: a second log of"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).contains("1 resolved, 0 unresolved"),
+        "the first row is kept: {}",
+        stderr(&o)
+    );
+}

@@ -309,7 +309,8 @@ fn minimax_run_packages_as_the_official_harness_scored_it_and_verifies() {
             "-o",
             s(&output),
         ]);
-        assert_eq!(refused.status.code(), Some(1));
+        // Bad usage: exit 2, as every command's output that is an input.
+        assert_eq!(refused.status.code(), Some(2));
         assert!(String::from_utf8_lossy(&refused.stderr).contains(why));
     }
     assert!(!graded.join("pkg").exists(), "nothing written");

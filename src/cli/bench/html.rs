@@ -9,10 +9,9 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
-use crate::cli::grade::{grade_all, load_inputs, read_logs};
 use crate::cli::{CliResult, Outcome};
 use crate::grading::Mode;
-use crate::report::SavedLogs;
+use crate::report::{grade_all, load_inputs, read_logs, SavedLogs};
 
 const SHARED: &str = "../shared/datasets";
 

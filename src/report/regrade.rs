@@ -1,0 +1,456 @@
+//! Grading again from saved test logs (`swe-eval grade`): load the dataset and predictions,
+//! find each prediction's log ([`SavedLogs`]), grade it as the official harness does, and write
+//! `OUT/<instance_id>/report.json` for every prediction the official harness would write one
+//! for, one run summary per model and sample (`OUT/<model>.<run_id>.json`, sample k:
+//! `OUT/<model>.<run_id>.sample<k>.json`), one row per prediction in `OUT/results.jsonl` and
+//! `OUT/results.csv`, and `OUT/report.html`.
+//!
+//! One grade, one set of counts: every prediction has one verdict (one that could not be
+//! graded is an infrastructure error, [`Verdict::ungraded`], and is named among the
+//! problems), and that verdict is the one its report, its summary, its row and the counts of
+//! [`Regraded::groups`] are made from.
+//!
+//! Several predictions for one instance are samples, numbered in file order as everywhere
+//! (`reward`, `run`): sample k > 0 is graded from the log `<instance_id>.sample<k>` (the
+//! folder `swe-eval run` writes for it). A prediction's log must be of its own model (and of
+//! `--run-id`'s run when given): another model's log is never taken for it.
+
+use std::path::{Path, PathBuf};
+
+use crate::dataset::{self, Dataset, LoadError};
+use crate::grading::{self, GradeInput, Mode, Verdict};
+use crate::predictions::{self, Prediction};
+
+use super::logs::{SavedLog, SavedLogs};
+use super::{InstanceReport, PredictionRow, ReportError, RunSummary, Submitted, Timings};
+
+/// What to grade.
+#[derive(Debug, Clone)]
+pub struct RegradeOptions {
+    /// Dataset rows with FAIL_TO_PASS and PASS_TO_PASS, or a Hugging Face dataset name.
+    pub dataset: PathBuf,
+    /// The split of a Hugging Face dataset name.
+    pub split: String,
+    /// Predictions: a file, or `gold`.
+    pub predictions: String,
+    /// The saved logs: a folder (official layout, or above one) or a JSON Lines file.
+    pub logs: PathBuf,
+    /// Official or strict grading.
+    pub mode: Mode,
+    /// The run to grade when the logs hold several, and the summaries' run id (default: the
+    /// logs' only run id, else `regrade`).
+    pub run_id: Option<String>,
+}
+
+/// Why nothing could be graded.
+#[derive(Debug, thiserror::Error)]
+pub enum RegradeError {
+    /// The dataset or the predictions could not be loaded.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// The logs could not be read.
+    #[error(transparent)]
+    Logs(ReportError),
+    /// No saved log at all, while some prediction has a patch.
+    #[error(
+        "no saved logs in {}: looked for {looked_for}, an official logs/run_evaluation tree, or \
+         a JSON Lines file of {{instance_id, test_output}}; nothing written",
+        logs.display()
+    )]
+    NoLogs {
+        /// The logs path.
+        logs: PathBuf,
+        /// Where a log was looked for.
+        looked_for: String,
+    },
+    /// `--run-id` names no run of the logs.
+    #[error("--run-id {run_id}: the logs in {} hold the runs {}; choose one of them", logs.display(), runs.join(", "))]
+    UnknownRun {
+        /// The run id asked for.
+        run_id: String,
+        /// The logs path.
+        logs: PathBuf,
+        /// The runs the logs hold.
+        runs: Vec<String>,
+    },
+}
+
+impl crate::failure::Classify for RegradeError {
+    fn kind(&self) -> crate::failure::ErrorKind {
+        use crate::failure::ErrorKind;
+        match self {
+            RegradeError::Load(e) => e.kind(),
+            RegradeError::Logs(e) => e.kind(),
+            RegradeError::NoLogs { .. } => ErrorKind::NothingComputable,
+            RegradeError::UnknownRun { .. } => ErrorKind::Usage,
+        }
+    }
+}
+
+/// Everything graded.
+pub struct Regraded {
+    /// The dataset.
+    pub dataset: Dataset,
+    /// The predictions, in file order.
+    pub predictions: Vec<Prediction>,
+    /// Each prediction's saved log, same order.
+    pub saved: Vec<SavedLog>,
+    /// Each prediction's verdict, same order.
+    pub verdicts: Vec<Verdict>,
+    /// What could not be loaded or graded, one line each.
+    pub problems: Vec<String>,
+    /// The run id of the summaries.
+    pub run_id: String,
+    /// The grading mode.
+    pub mode: Mode,
+}
+
+/// One model's sample: its run summary, as written.
+#[derive(Debug, Clone)]
+pub struct Group {
+    /// The model.
+    pub model: String,
+    /// The sample number.
+    pub sample: u32,
+    /// The summary's file name.
+    pub file: String,
+    /// The summary: the group's counts.
+    pub summary: RunSummary,
+    /// Predictions of the group whose log has no test output: the summary counts them
+    /// completed and unresolved, as the official harness does; their rows say `error`.
+    pub without_test_output: usize,
+}
+
+/// The key of a prediction's log: its instance id for sample 0, `<id>.sample<k>` for sample
+/// k, as `swe-eval run` names its folders (`predictions::sample_name`).
+pub fn log_key(p: &Prediction) -> String {
+    predictions::sample_name(&p.instance_id, p.sample)
+}
+
+/// Loads the dataset and predictions, reporting row problems.
+pub fn load_inputs(
+    dataset: &Path,
+    split: &str,
+    predictions: &str,
+    problems: &mut Vec<String>,
+) -> Result<(Dataset, Vec<Prediction>), LoadError> {
+    let (ds, ds_problems) = dataset::load_dataset_split(dataset, split)?;
+    problems.extend(
+        ds_problems
+            .iter()
+            .map(|p| format!("skipped dataset row: {p}")),
+    );
+    let loaded = predictions::load(predictions, Some(&ds))?;
+    problems.extend(
+        loaded
+            .problems
+            .iter()
+            .map(|p| format!("skipped prediction: {p}")),
+    );
+    let checked = predictions::check_against(&ds, loaded.items, Path::new(predictions));
+    problems.extend(
+        checked
+            .problems
+            .iter()
+            .map(|p| format!("skipped prediction: {p}")),
+    );
+    Ok((ds, checked.items))
+}
+
+/// Reads every prediction's saved log (the I/O part), keyed like `preds`; reports the rows
+/// of a logs file that could not be read, and each prediction with a patch whose log is not
+/// there, naming where it was looked for (it counts as an error, as the official harness
+/// counts it).
+pub fn read_logs(
+    preds: &[Prediction],
+    logs: &SavedLogs,
+    run_id: Option<&str>,
+    problems: &mut Vec<String>,
+) -> Vec<SavedLog> {
+    problems.extend(
+        logs.problems()
+            .iter()
+            .map(|p| format!("skipped log row: {p}")),
+    );
+    preds
+        .iter()
+        .map(|p| {
+            if p.patch().is_empty() {
+                return SavedLog::Missing;
+            }
+            let key = log_key(p);
+            match logs.get(&key, &p.model_dir_name(), run_id) {
+                Ok(SavedLog::Missing) => {
+                    problems.push(format!(
+                        "{key}: no saved log; looked for {}; graded as an error",
+                        logs.looked_for(&key)
+                    ));
+                    SavedLog::Missing
+                }
+                Ok(log) => log,
+                Err(e) => {
+                    problems.push(format!("{e}; graded as an error"));
+                    SavedLog::Missing
+                }
+            }
+        })
+        .collect()
+}
+
+/// Grades every prediction from its saved log (no I/O), in parallel over the cores. A
+/// prediction that cannot be graded gets [`Verdict::ungraded`] and a problem line.
+pub fn grade_all(
+    ds: &Dataset,
+    preds: &[Prediction],
+    saved: &[SavedLog],
+    problems: &mut Vec<String>,
+) -> Vec<Verdict> {
+    use rayon::prelude::*;
+    let results: Vec<Result<Verdict, String>> = preds
+        .par_iter()
+        .zip(saved)
+        .map(|(p, log)| {
+            let Some(inst) = ds.get(&p.instance_id) else {
+                return Err(format!("{}: not in the dataset; not graded", p.instance_id));
+            };
+            if matches!(log, SavedLog::Output(_))
+                && (inst.fail_to_pass.is_none() || inst.pass_to_pass.is_none())
+            {
+                return Err(format!(
+                    "{}: dataset row has no FAIL_TO_PASS/PASS_TO_PASS; not graded",
+                    p.instance_id
+                ));
+            }
+            let input = GradeInput::for_instance(inst, p.model_patch.as_deref(), log.outcome());
+            grading::grade(&input).map_err(|e| format!("{}: {e}; not graded", p.instance_id))
+        })
+        .collect();
+    results
+        .into_iter()
+        .map(|r| {
+            r.unwrap_or_else(|e| {
+                problems.push(e);
+                Verdict::ungraded()
+            })
+        })
+        .collect()
+}
+
+/// Loads, reads the logs and grades (nothing written).
+pub fn regrade(opts: &RegradeOptions) -> Result<Regraded, RegradeError> {
+    let mut problems = Vec::new();
+    let (ds, preds) = load_inputs(&opts.dataset, &opts.split, &opts.predictions, &mut problems)?;
+    let logs = SavedLogs::open(&opts.logs).map_err(RegradeError::Logs)?;
+    if logs.is_empty() && preds.iter().any(|p| !p.patch().is_empty()) {
+        return Err(RegradeError::NoLogs {
+            logs: opts.logs.clone(),
+            looked_for: logs.looked_for("<instance_id>"),
+        });
+    }
+    let runs = logs.run_ids();
+    if let Some(r) = &opts.run_id {
+        if !runs.is_empty() && !runs.contains(r) {
+            return Err(RegradeError::UnknownRun {
+                run_id: r.clone(),
+                logs: opts.logs.clone(),
+                runs,
+            });
+        }
+    }
+    let run_id = opts
+        .run_id
+        .clone()
+        .or_else(|| logs.run_id())
+        .unwrap_or_else(|| "regrade".to_string());
+    let saved = read_logs(&preds, &logs, opts.run_id.as_deref(), &mut problems);
+    let verdicts = grade_all(&ds, &preds, &saved, &mut problems);
+    Ok(Regraded {
+        dataset: ds,
+        predictions: preds,
+        saved,
+        verdicts,
+        problems,
+        run_id,
+        mode: opts.mode,
+    })
+}
+
+impl Regraded {
+    /// One run summary per model and sample, in the order each first appears: the counts of
+    /// every output and of the closing lines.
+    pub fn groups(&self) -> Vec<Group> {
+        // (model, sample) -> its predictions' indices, in first-seen order.
+        let mut keys: Vec<((&str, u32), Vec<usize>)> = Vec::new();
+        for (i, p) in self.predictions.iter().enumerate() {
+            let key = (p.model_name_or_path.as_str(), p.sample);
+            match keys.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, v)) => v.push(i),
+                None => keys.push((key, vec![i])),
+            }
+        }
+        keys.into_iter()
+            .map(|((model, sample), members)| {
+                let submitted: Vec<Submitted<'_>> = members
+                    .iter()
+                    .map(|&i| Submitted {
+                        instance_id: &self.predictions[i].instance_id,
+                        empty_patch: self.predictions[i].patch().is_empty(),
+                        verdict: Some(&self.verdicts[i]),
+                    })
+                    .collect();
+                let summary = RunSummary::build(
+                    self.dataset
+                        .instances
+                        .iter()
+                        .map(|i| i.instance_id.as_str()),
+                    &submitted,
+                    self.mode,
+                );
+                let file = predictions::summary_file_name(model, &self.run_id, sample);
+                let without_test_output = members
+                    .iter()
+                    .filter(|&&i| {
+                        let v = &self.verdicts[i];
+                        v.official_report && v.tests.is_none()
+                    })
+                    .count();
+                Group {
+                    model: model.to_string(),
+                    sample,
+                    file,
+                    summary,
+                    without_test_output,
+                }
+            })
+            .collect()
+    }
+
+    /// Writes the reports, the run summaries, the rows and `report.html` into `out`; returns
+    /// the groups written.
+    pub fn write(&self, out: &Path) -> Result<Vec<Group>, ReportError> {
+        let mut rows = Vec::with_capacity(self.predictions.len());
+        for (p, v) in self.predictions.iter().zip(&self.verdicts) {
+            if let Some(r) = InstanceReport::from_verdict(v, self.mode) {
+                super::write_instance_report(out, &log_key(p), &r)?;
+            }
+            rows.push(PredictionRow::new(p, v, self.mode, Timings::default()));
+        }
+        let groups = self.groups();
+        for g in &groups {
+            let path = crate::paths::join_component(out, "run summary file name", &g.file)?;
+            super::write_run_summary(&path, &g.summary)?;
+        }
+        super::write_rows_jsonl(&out.join("results.jsonl"), &rows)?;
+        super::write_rows_csv(&out.join("results.csv"), &rows)?;
+        super::html::write_graded(
+            &out.join("report.html"),
+            &self.run_id,
+            &self.dataset,
+            &self.predictions,
+            &self.verdicts,
+            &self.saved,
+            self.mode,
+        )?;
+        Ok(groups)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn jsonl(path: &Path, rows: &[serde_json::Value]) {
+        let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
+        std::fs::write(path, text).unwrap();
+    }
+
+    fn log(inst: &crate::dataset::Instance, pass: bool) -> String {
+        let mut s = String::from(">>>>> Start Test Output\n");
+        for t in inst.fail_to_pass().iter().chain(inst.pass_to_pass()) {
+            s += &format!("{} {t}\n", if pass { "PASSED" } else { "FAILED" });
+        }
+        s + ">>>>> End Test Output\n"
+    }
+
+    /// Two models' logs in one tree: each prediction is graded from its own model's folder,
+    /// each model gets its own summary, and every prediction has a row.
+    #[test]
+    fn two_models_in_one_tree_are_graded_apart_and_counted_once() {
+        let d = tempfile::tempdir().unwrap();
+        let bench = crate::mini::materialize(&d.path().join("mini")).unwrap();
+        let (ds, _) = dataset::load_dataset_split(&bench.dataset, "test").unwrap();
+        let mut preds = Vec::new();
+        for (k, inst) in ds.instances.iter().enumerate() {
+            for (model, pass) in [("model-a", k < 2), ("model-b", k < 6)] {
+                preds.push(serde_json::json!({
+                    "instance_id": inst.instance_id, "model_name_or_path": model,
+                    "model_patch": inst.patch,
+                }));
+                let dir = d
+                    .path()
+                    .join("logs/logs/run_evaluation/r1")
+                    .join(model)
+                    .join(&inst.instance_id);
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::write(dir.join("test_output.txt"), log(inst, pass)).unwrap();
+            }
+        }
+        let preds_path = d.path().join("preds.jsonl");
+        jsonl(&preds_path, &preds);
+        let opts = RegradeOptions {
+            dataset: bench.dataset.clone(),
+            split: "test".into(),
+            predictions: preds_path.to_string_lossy().into_owned(),
+            logs: d.path().join("logs"),
+            mode: Mode::Official,
+            run_id: None,
+        };
+        let g = regrade(&opts).unwrap();
+        assert!(g.problems.is_empty(), "{:?}", g.problems);
+        assert_eq!(g.run_id, "r1");
+        let groups = g.write(&d.path().join("out")).unwrap();
+        let counts: Vec<(String, usize, usize)> = groups
+            .iter()
+            .map(|g| {
+                (
+                    g.model.clone(),
+                    g.summary.resolved_instances,
+                    g.summary.unresolved_instances,
+                )
+            })
+            .collect();
+        assert_eq!(counts, [("model-a".into(), 2, 6), ("model-b".into(), 6, 2)]);
+        let rows = std::fs::read_to_string(d.path().join("out/results.jsonl")).unwrap();
+        assert_eq!(rows.lines().count(), 16);
+        assert_eq!(rows.matches("\"resolved\":true").count(), 8);
+
+        // A run id the logs do not hold is bad usage, not another run's logs.
+        let err = regrade(&RegradeOptions {
+            run_id: Some("r9".into()),
+            ..opts.clone()
+        })
+        .err()
+        .unwrap();
+        assert!(matches!(err, RegradeError::UnknownRun { .. }), "{err}");
+        // A model with no folder of its own gets no other model's log.
+        let one = d.path().join("one.jsonl");
+        jsonl(
+            &one,
+            &[serde_json::json!({
+                "instance_id": ds.instances[0].instance_id, "model_name_or_path": "model-c",
+                "model_patch": ds.instances[0].patch,
+            })],
+        );
+        let g = regrade(&RegradeOptions {
+            predictions: one.to_string_lossy().into_owned(),
+            ..opts
+        })
+        .unwrap();
+        assert_eq!(g.verdicts[0].category, grading::Category::InfraError);
+        assert!(
+            g.problems[0].contains("no log of model model-c"),
+            "{:?}",
+            g.problems
+        );
+    }
+}
