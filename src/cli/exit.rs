@@ -87,6 +87,22 @@ usage (also a numeric flag outside its range, and mistakes found after parsing, 
 output that is an input); 3 done, but some inputs or jobs had problems (each on stderr, at
 most 20 lines and then a count), or the input yields nothing to compute.";
 
+/// `cmd` with [`EXIT_CODES`] after the help of it and of every subcommand below it, so that
+/// every `--help` states them, a new command's included.
+pub fn with_exit_codes(cmd: clap::Command) -> clap::Command {
+    let after = match cmd.get_after_help() {
+        Some(text) => format!("{text}\n\n{EXIT_CODES}"),
+        None => EXIT_CODES.to_string(),
+    };
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().to_string())
+        .collect();
+    names.iter().fold(cmd.after_help(after), |cmd, name| {
+        cmd.mut_subcommand(name, with_exit_codes)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

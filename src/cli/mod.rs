@@ -28,5 +28,8 @@ mod values;
 /// [`crate::orchestrate::outcome()`], the one rule for every command).
 pub use crate::orchestrate::Outcome;
 pub use command::{dispatch, Cli, Command};
-pub use exit::{exit_code, CliError, CliResult, Failed, NothingComputable, UsageError, EXIT_CODES};
+pub use exit::{
+    exit_code, with_exit_codes, CliError, CliResult, Failed, NothingComputable, UsageError,
+    EXIT_CODES,
+};
 pub use problems::{print_problems, PROBLEMS_SHOWN};

@@ -35,10 +35,7 @@ What the two scores are:
 
 Output: JSON Lines (one row per prediction, in input order), a JSON list when --output ends in
 .json, CSV (no per-file column) when it ends in .csv, JSON Lines on standard output for `-`.
-An output that is one of the inputs is refused (exit 2).
-
-Exit codes: 0 done; 1 failed; 2 bad usage; 3 done, but some rows had problems (listed on
-stderr, at most 20 lines and a count), or nothing could be scored.")]
+An output that is one of the inputs is refused (exit 2).")]
 /// `swe-eval reward`: the predictions, the dataset and where the rewards go.
 pub struct Args {
     /// Dataset rows: JSON list, JSON Lines, or Parquet; or a Hugging Face dataset name.

@@ -27,8 +27,7 @@ Running again with the same --run-id resumes: predictions whose verdict exists f
 are skipped, changed ones re-run. Ctrl-C (or SIGTERM) once finishes the running jobs and writes
 everything; twice kills this run's containers.
 
-Exit codes: 0 done; 1 failed; 2 bad usage; 3 done, but some inputs or jobs had problems
-(infrastructure errors, skipped rows, predictions not run).")]
+Problems of a run (exit code 3): infrastructure errors, skipped rows, predictions not run.")]
 /// `swe-eval run`: what to evaluate, where, and how.
 pub struct Args {
     /// The dataset.

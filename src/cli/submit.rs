@@ -29,9 +29,7 @@ Every checklist requirement the inputs do not meet is a warning naming the rule.
 
 --verify grades a package again from its own logs and checks every number of results/, each
 report.json, all_preds.jsonl and the README's summary line; any difference fails (exit 1).
-
-Exit codes: 0 done; 1 failed (or --verify found differences); 2 bad usage; 3 done, with
-warnings.")]
+Checklist warnings make the exit code 3.")]
 /// `swe-eval submit`: the run to package (or the package to verify) and what to say of it.
 pub struct Args {
     /// The run's output folder (see below).

@@ -24,6 +24,7 @@ use std::path::{Component, Path, PathBuf};
 use serde_json::Value;
 
 use crate::dataset::{InputProblem, LoadError};
+use crate::failure::UsageError;
 use crate::study::{assign_samples, OutcomeRow, RewardRow};
 use crate::study::{load_outcomes, load_rewards, Outcome};
 
@@ -52,15 +53,15 @@ impl RunSpec {
     /// Parses `[NAME=]PATH[#RUN]`. A prefix before `=` is a name only when it is a valid name
     /// (letters, digits, `.`, `_`, `-`, `+`) and the whole argument is not an existing path; the
     /// same for a `#` suffix.
-    pub fn parse(arg: &str) -> Result<RunSpec, String> {
+    pub fn parse(arg: &str) -> Result<RunSpec, UsageError> {
         let mut rest = arg;
         let mut name = None;
         if !Path::new(arg).exists() {
             if let Some((n, p)) = arg.split_once('=') {
                 if !valid_name(n) {
-                    return Err(format!(
+                    return Err(UsageError(format!(
                         "run `{arg}`: `{n}` is not a run name (use letters, digits, `.`, `_`, `-`, `+`)"
-                    ));
+                    )));
                 }
                 name = Some(n.to_string());
                 rest = p;
@@ -70,14 +71,14 @@ impl RunSpec {
         if !Path::new(rest).exists() {
             if let Some((p, s)) = rest.rsplit_once('#') {
                 if s.is_empty() {
-                    return Err(format!("run `{arg}`: nothing after `#`"));
+                    return Err(UsageError(format!("run `{arg}`: nothing after `#`")));
                 }
                 select = Some(s.to_string());
                 rest = p;
             }
         }
         if rest.is_empty() {
-            return Err(format!("run `{arg}`: no path"));
+            return Err(UsageError(format!("run `{arg}`: no path")));
         }
         Ok(RunSpec {
             arg: arg.to_string(),
@@ -650,22 +651,22 @@ fn normalized(p: &Path) -> PathBuf {
 
 /// Refuses an output folder that is one of the inputs or holds one (the report files written
 /// there could overwrite it).
-pub fn check_output(output: &Path, inputs: &[&Path]) -> Result<(), String> {
+pub fn check_output(output: &Path, inputs: &[&Path]) -> Result<(), UsageError> {
     let out = normalized(output);
     for input in inputs {
         let i = normalized(input);
         if i == out {
-            return Err(format!(
+            return Err(UsageError(format!(
                 "the output folder {} is an input; choose another --output",
                 output.display()
-            ));
+            )));
         }
         if i.starts_with(&out) {
-            return Err(format!(
+            return Err(UsageError(format!(
                 "the output folder {} holds the input {}; choose another --output",
                 output.display(),
                 input.display()
-            ));
+            )));
         }
     }
     Ok(())
@@ -691,9 +692,13 @@ mod tests {
         );
         assert!(RunSpec::parse("a b=x")
             .unwrap_err()
+            .0
             .contains("not a run name"));
-        assert!(RunSpec::parse("x#").unwrap_err().contains("nothing after"));
-        assert!(RunSpec::parse("a=").unwrap_err().contains("no path"));
+        assert!(RunSpec::parse("x#")
+            .unwrap_err()
+            .0
+            .contains("nothing after"));
+        assert!(RunSpec::parse("a=").unwrap_err().0.contains("no path"));
     }
 
     fn outcome_row(id: &str, model: &str, resolved: bool) -> String {
@@ -786,9 +791,11 @@ mod tests {
         std::fs::write(&f, "").unwrap();
         assert!(check_output(&run, &[&f])
             .unwrap_err()
+            .0
             .contains("holds the input"));
         assert!(check_output(&run.join("."), &[&run])
             .unwrap_err()
+            .0
             .contains("is an input"));
         assert!(
             check_output(&run.join("cmp"), &[&f, &run]).is_ok(),

@@ -561,3 +561,23 @@ fn grade_of_two_models_counts_each_and_takes_no_other_models_or_runs_log() {
         stderr(&o)
     );
 }
+
+// ---- 11: one exit-code rule, stated in every --help ----
+
+#[test]
+fn every_help_states_the_exit_codes() {
+    for (path, _) in commands() {
+        let mut args: Vec<&str> = path.split(' ').skip(1).collect();
+        args.push("--help");
+        let o = run_bin(&args);
+        assert_eq!(o.status.code(), Some(0), "{path} --help");
+        let text = stdout(&o).replace('\n', " ");
+        assert!(
+            text.contains("Exit codes: 0 done; 1 failed")
+                && text.contains("2 bad usage")
+                && text.contains("3 done, but some inputs or jobs had problems"),
+            "{path} --help states no exit codes:\n{}",
+            stdout(&o)
+        );
+    }
+}
