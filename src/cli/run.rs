@@ -23,9 +23,12 @@ Results go under OUTPUT (default results/): logs/run_evaluation/<run_id>/<model>
 after the first in <instance_id>.sample<k>/, the official summary <model>.<run_id>.json (sample k:
 <model>.<run_id>.sample<k>.json), and <run_id>.predictions.jsonl/.csv with every prediction.
 
-Running again with the same --run-id resumes: predictions whose verdict exists for the same patch
-are skipped, changed ones re-run. Ctrl-C (or SIGTERM) once finishes the running jobs and writes
-everything; twice kills this run's containers.
+Running again with the same --run-id resumes. It keeps every verdict on the patch (resolved,
+unresolved, a patch that did not apply, no test output, an empty patch) and runs again: changed
+patches; infrastructure errors (they say nothing about the patch); and verdicts this run's own
+limits decided, a timeout or a kill for memory, when this run's --timeout or memory limit is not
+the one they ran under (a patch that timed out at 60 s may pass at 1800 s). Ctrl-C (or SIGTERM)
+once finishes the running jobs and writes everything; twice kills this run's containers.
 
 Problems of a run (exit code 3): infrastructure errors, skipped rows, predictions not run.")]
 /// `swe-eval run`: what to evaluate, where, and how.

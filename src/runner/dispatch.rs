@@ -719,7 +719,7 @@ fn settle(
     st: &mut State,
     emit: &impl Fn(RunEvent),
 ) -> Settled {
-    if let Some(v) = store::load_valid(dir, hash) {
+    if let Some(v) = store::load_valid(dir, hash, &config.verdict_limits()) {
         st.record(v.clone(), true, emit);
         return Settled::Resumed(v);
     }
@@ -773,6 +773,9 @@ fn empty_verdict(p: &Prediction, hash: &str, run_id: &str) -> Verdict {
         pass_to_pass_failure: 0,
         test_exit_code: None,
         timed_out: false,
+        timeout_secs: None,
+        oom_killed: false,
+        memory_bytes: None,
         error_reason: None,
         reason: None,
         needs_network: false,

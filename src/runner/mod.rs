@@ -56,8 +56,8 @@ pub use order::Durations;
 pub(crate) use plan::Key;
 pub use plan::{default_workers, pending, Plan, RunConfig, Setup};
 pub use store::{
-    lock, parse_verdict, read_verdict, Category, Layout, LockError, RunLock, Verdict, VerdictError,
-    VerdictFile, VERDICT_FILE,
+    load_valid, lock, parse_verdict, read_verdict, Category, Layout, LockError, RunLimits, RunLock,
+    Verdict, VerdictError, VerdictFile, VERDICT_FILE,
 };
 
 /// Label naming the process that owns a container (`host:pid:start-time`), so a later run can

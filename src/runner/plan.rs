@@ -82,6 +82,16 @@ pub struct RunConfig {
 }
 
 impl RunConfig {
+    /// The limits that may decide a verdict by themselves (its timeout and memory limit):
+    /// a resume keeps a verdict they decided only when they are the same
+    /// ([`super::load_valid`]).
+    pub fn verdict_limits(&self) -> super::store::RunLimits {
+        super::store::RunLimits {
+            timeout_secs: self.timeout.as_secs(),
+            memory_bytes: self.limits.memory_bytes,
+        }
+    }
+
     /// The defaults for run `run_id` writing into `output`.
     pub fn new(run_id: &str, output: PathBuf) -> Self {
         RunConfig {
@@ -132,7 +142,7 @@ pub fn pending<'a>(predictions: &'a [Prediction], config: &RunConfig) -> Vec<&'a
         .filter(|p| config.run_empty || !p.is_empty_patch())
         .filter(|p| {
             let dir = layout.prediction_dir(&p.model_name_or_path, &p.instance_id, p.sample);
-            store::load_valid(&dir, &p.patch_hash()).is_none()
+            store::load_valid(&dir, &p.patch_hash(), &config.verdict_limits()).is_none()
         })
         .collect()
 }

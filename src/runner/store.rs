@@ -13,9 +13,11 @@
 //! ```
 //!
 //! `verdict.json` is written atomically and last, so its presence means the prediction is
-//! done: a resumed run trusts it when its patch hash matches the prediction's, and re-runs the
-//! prediction otherwise. Infrastructure errors are never trusted (they say nothing about the
-//! patch), so they run again.
+//! done. A resumed run keeps it ([`load_valid`]) when it is a verdict on the patch: its patch
+//! hash matches the prediction's, it is no infrastructure error (that says nothing about the
+//! patch), and it was not decided by limits other than this run's (a job that hit a timeout
+//! of 60 s, or was killed at a memory limit of 4 GiB, says nothing about the patch under a
+//! timeout of 1800 s or another limit). Every other prediction runs again.
 
 use std::path::{Path, PathBuf};
 
@@ -106,6 +108,16 @@ pub struct Verdict {
     /// `model/sample` of the prediction whose identical patch actually ran, when this one
     /// shared its verdict instead of running.
     pub shared_from: Option<String>,
+    /// The timeout the job ran under, in seconds (`None` in verdicts written before it was
+    /// recorded, and for predictions not run).
+    #[serde(default)]
+    pub timeout_secs: Option<u64>,
+    /// The kernel killed the job's container for memory (as Docker reports it; Swarm does not).
+    #[serde(default)]
+    pub oom_killed: bool,
+    /// The memory limit the job ran under, in bytes (`None`: no limit, or not recorded).
+    #[serde(default)]
+    pub memory_bytes: Option<i64>,
 }
 
 /// Paths of one run.
@@ -258,11 +270,40 @@ pub fn read_verdict(path: &Path) -> Result<Verdict, VerdictError> {
     })
 }
 
+/// The limits of a run that can decide a verdict by themselves: the job's timeout and its
+/// memory limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunLimits {
+    /// The timeout of each job, in seconds.
+    pub timeout_secs: u64,
+    /// The memory limit of each job, in bytes (`None`: none).
+    pub memory_bytes: Option<i64>,
+}
+
+impl Verdict {
+    /// Decided by the run's own limits rather than by the patch: the job hit its timeout, or
+    /// was killed for memory.
+    pub fn limit_decided(&self) -> bool {
+        self.timed_out || self.oom_killed
+    }
+
+    /// Whether a resume under `limits` keeps this verdict (see the module comment): always,
+    /// unless the limit that decided it differs from (or is not known to equal) the one
+    /// `limits` gives.
+    pub fn kept_under(&self, limits: &RunLimits) -> bool {
+        let timeout_differs = self.timed_out && self.timeout_secs != Some(limits.timeout_secs);
+        let memory_differs = self.oom_killed && self.memory_bytes != limits.memory_bytes;
+        !(timeout_differs || memory_differs)
+    }
+}
+
 /// The stored verdict of a prediction, if it is there, whole, of a format this build reads,
-/// and still valid for `patch_hash`.
-pub fn load_valid(dir: &Path, patch_hash: &str) -> Option<Verdict> {
+/// and still a verdict on the patch for a run under `limits`: the same `patch_hash`, no
+/// infrastructure error, and not decided by other limits than these ([`Verdict::kept_under`]).
+pub fn load_valid(dir: &Path, patch_hash: &str, limits: &RunLimits) -> Option<Verdict> {
     let v = read_verdict(&dir.join(VERDICT_FILE)).ok()?;
-    (v.patch_hash == patch_hash && v.category != Category::InfraError).then_some(v)
+    (v.patch_hash == patch_hash && v.category != Category::InfraError && v.kept_under(limits))
+        .then_some(v)
 }
 
 /// Why a run's lock could not be taken.
@@ -348,6 +389,47 @@ mod tests {
     use super::*;
     use crate::owner::hostname;
 
+    const LIMITS: RunLimits = RunLimits {
+        timeout_secs: 1800,
+        memory_bytes: Some(4 << 30),
+    };
+
+    #[test]
+    fn a_verdict_the_runs_limits_decided_is_kept_only_under_the_same_limits() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut v = a_verdict();
+        v.timed_out = true;
+        v.timeout_secs = Some(60);
+        write_verdict(dir.path(), &v).unwrap();
+        let at = |timeout_secs, memory_bytes| RunLimits {
+            timeout_secs,
+            memory_bytes,
+        };
+        assert!(
+            load_valid(dir.path(), "h", &at(60, None)).is_some(),
+            "same timeout"
+        );
+        assert!(
+            load_valid(dir.path(), "h", &at(1800, None)).is_none(),
+            "another timeout"
+        );
+        // A timeout not recorded (an older verdict) is not known to be the same.
+        v.timeout_secs = None;
+        write_verdict(dir.path(), &v).unwrap();
+        assert!(load_valid(dir.path(), "h", &at(60, None)).is_none());
+        // Killed for memory: kept under the same limit only.
+        v.timed_out = false;
+        v.oom_killed = true;
+        v.memory_bytes = Some(1 << 30);
+        write_verdict(dir.path(), &v).unwrap();
+        assert!(load_valid(dir.path(), "h", &at(60, Some(1 << 30))).is_some());
+        assert!(load_valid(dir.path(), "h", &at(60, Some(4 << 30))).is_none());
+        // A verdict on the patch (the tests ran to the end) is kept whatever the limits.
+        v.oom_killed = false;
+        write_verdict(dir.path(), &v).unwrap();
+        assert!(load_valid(dir.path(), "h", &at(5, None)).is_some());
+    }
+
     fn a_verdict() -> Verdict {
         serde_json::from_value(serde_json::json!({
             "instance_id": "a__b-1", "model": "m", "sample": 0, "patch_hash": "h",
@@ -376,7 +458,7 @@ mod tests {
             "{text}"
         );
         assert_eq!(read_verdict(&path).unwrap(), v);
-        assert_eq!(load_valid(dir.path(), "h"), Some(v.clone()));
+        assert_eq!(load_valid(dir.path(), "h", &LIMITS), Some(v.clone()));
 
         // A file from before the version field: version 1, read as is.
         let mut old = obj.clone();
@@ -393,7 +475,7 @@ mod tests {
             err.contains("verdict.json") && err.contains("newer swe-eval"),
             "{err}"
         );
-        assert_eq!(load_valid(dir.path(), "h"), None);
+        assert_eq!(load_valid(dir.path(), "h", &LIMITS), None);
     }
 
     #[test]

@@ -243,6 +243,9 @@ const CSV_HEADER: &[&str] = &[
     "tests_secs",
     "after_tests_secs",
     "shared_from",
+    "timeout_secs",
+    "oom_killed",
+    "memory_bytes",
 ];
 
 #[cfg(test)]

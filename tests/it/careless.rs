@@ -581,3 +581,55 @@ fn every_help_states_the_exit_codes() {
         );
     }
 }
+
+// ---- 4: a zero timeout is bad usage; a resume re-runs what other limits decided ----
+
+#[test]
+fn a_zero_timeout_is_refused_and_a_resume_with_another_timeout_runs_timed_out_verdicts_again() {
+    use crate::tasks::{
+        docker_answers, fix, run_command, trivial_image, verdicts, write_inputs, Task, PYTEST,
+    };
+    let d = tempfile::tempdir().unwrap();
+    let o = run_bin(&[
+        "run",
+        "--timeout",
+        "0",
+        "-o",
+        d.path().join("z").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--timeout"), "{}", stderr(&o));
+    if !docker_answers(None) {
+        return;
+    }
+    let image = trivial_image();
+    // The tests take 4 s: past a 2 s timeout, well within 60 s.
+    let tasks = [Task::new("t-slow", "sleep 4", PYTEST, &fix())];
+    let (ds, preds) = write_inputs(d.path(), &image, &tasks);
+    let out = d.path().join("out");
+    let run_id = format!("it-resume-limits-{}", std::process::id());
+    let run = |timeout: &str| {
+        let o = run_command(&ds, &preds, &out, &run_id, &["-j", "1", "-t", timeout])
+            .output()
+            .unwrap();
+        assert!(
+            matches!(o.status.code(), Some(0) | Some(3)),
+            "{}",
+            stderr(&o)
+        );
+        let v = verdicts(&out, &run_id).remove(0).1;
+        (v, stderr(&o))
+    };
+    let (v, _) = run("2");
+    assert!(v.timed_out && v.timeout_secs == Some(2), "{v:?}");
+    // The same limit: the verdict is kept.
+    let (again, err) = run("2");
+    assert_eq!(again, v, "kept under the same timeout: {err}");
+    // Another timeout: the timeout said nothing about the patch, so it runs again.
+    let (v, err) = run("60");
+    assert!(!v.timed_out && v.resolved, "{v:?}\n{err}");
+    assert_eq!(v.timeout_secs, Some(60));
+    // A verdict on the patch is kept whatever the timeout.
+    let (again, err) = run("30");
+    assert_eq!(again, v, "{err}");
+}
