@@ -48,6 +48,10 @@ pub enum OptionsError {
         #[source]
         source: std::io::Error,
     },
+    /// A count or duration outside its documented range (`crate::bounds`): a zero timeout,
+    /// a worker count beyond the maximum.
+    #[error("{0}")]
+    OutOfRange(String),
     /// A path could not be made absolute.
     #[error("cannot make {} absolute: {source}", path.display())]
     Path {
@@ -71,7 +75,7 @@ impl crate::failure::Classify for OptionsError {
     fn kind(&self) -> crate::failure::ErrorKind {
         use crate::failure::ErrorKind;
         match self {
-            OptionsError::RepoFlag(_) => ErrorKind::Usage,
+            OptionsError::RepoFlag(_) | OptionsError::OutOfRange(_) => ErrorKind::Usage,
             OptionsError::CaCert { source, .. }
                 if source.kind() == std::io::ErrorKind::NotFound =>
             {

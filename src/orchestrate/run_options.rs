@@ -118,9 +118,36 @@ impl RunOptions {
     }
 
     /// How images are prepared (`mini_mirrors`: the mini benchmark's repositories, which
-    /// also make Debian the default flavour).
+    /// also make Debian the default flavour). Refuses first a timeout, worker count or build
+    /// count outside its range ([`RunOptions::check`]).
     pub fn prepare(&self, mini_mirrors: Option<PathBuf>) -> Result<PrepareOptions, OptionsError> {
+        self.check()?;
         prepare_options(&self.output, &self.images, mini_mirrors)
+    }
+
+    /// The chosen counts and timeout against their ranges ([`crate::bounds`]), whichever face
+    /// set them: a zero timeout would time out every job before it starts.
+    pub fn check(&self) -> Result<(), OptionsError> {
+        use crate::bounds::{BUILD_JOBS, TIMEOUT_SECS, WORKERS};
+        let out = |what: &str, v: String, range: String| {
+            Err(OptionsError::OutOfRange(format!("{what} {v}: {range}")))
+        };
+        if let Some(t) = self.timeout {
+            if t.subsec_nanos() != 0 || !TIMEOUT_SECS.contains(t.as_secs()) {
+                return out(
+                    "--timeout",
+                    format!("{:?}", t),
+                    TIMEOUT_SECS.describe() + " seconds",
+                );
+            }
+        }
+        if let Some(w) = self.workers.filter(|&w| !WORKERS.contains(w)) {
+            return out("--workers", w.to_string(), WORKERS.describe());
+        }
+        if let Some(b) = self.images.build_jobs.filter(|&b| !BUILD_JOBS.contains(b)) {
+            return out("--build-jobs", b.to_string(), BUILD_JOBS.describe());
+        }
+        Ok(())
     }
 }
 
@@ -185,5 +212,39 @@ mod tests {
         assert_eq!(config.workers, 1, "at least one worker");
         assert_eq!(config.timeout, Duration::from_secs(5));
         assert!(config.network && config.strict);
+    }
+}
+
+#[cfg(test)]
+mod range_tests {
+    use super::*;
+
+    #[test]
+    fn a_zero_timeout_and_counts_out_of_range_are_refused_by_any_face() {
+        let ok = RunOptions::new(PathBuf::from("/out"));
+        assert!(ok.check().is_ok());
+        for (opts, want) in [
+            (
+                RunOptions {
+                    timeout: Some(Duration::ZERO),
+                    ..ok.clone()
+                },
+                "--timeout 0ns: [allowed: 1 to 604800] seconds",
+            ),
+            (
+                RunOptions {
+                    workers: Some(100_000),
+                    ..ok.clone()
+                },
+                "--workers 100000: [allowed: 1 to 1024]",
+            ),
+        ] {
+            let e = opts.check().unwrap_err();
+            assert_eq!(e.to_string(), want);
+            assert_eq!(
+                crate::failure::Classify::kind(&e),
+                crate::failure::ErrorKind::Usage
+            );
+        }
     }
 }
