@@ -16,10 +16,10 @@ use crate::trivial;
 /// `swe-eval bench engine`: how many jobs, how many at once, on which engine.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Jobs at each parallelism.
+    /// Jobs at each parallelism [allowed: 1 to 1000].
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub jobs: u32,
-    /// Jobs at once, one measurement each (comma-separated).
+    /// Jobs at once, one measurement each (comma-separated) [allowed: 1 to 64].
     #[arg(long, value_delimiter = ',', default_values_t = [1u32, 2],
           value_parser = clap::value_parser!(u32).range(1..=64))]
     pub parallel: Vec<u32>,
