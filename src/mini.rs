@@ -7,12 +7,15 @@
 //! [`materialize`] writes them out as ordinary files that the loaders and the image builder
 //! take like any other input. The sources and the generator live in `scripts/mini/`.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::dataset::{instance_from_value, Instance};
 use crate::fsutil::write_atomic;
 use crate::grading::{Category, ErrorReason, Mode};
+use crate::predictions::{self, Prediction};
 
 /// Owner part of the mini repositories' names (`swe-eval-mini/calc`).
 pub const OWNER: &str = "swe-eval-mini";
@@ -81,10 +84,65 @@ pub fn materialize(dir: &Path) -> std::io::Result<MiniBenchmark> {
     write(&bench.predictions, PREDICTIONS.as_bytes())?;
     write(&bench.expected, EXPECTED.as_bytes())?;
     write(&dir.join("README.md"), README.as_bytes())?;
-    for (name, bytes) in REPOS {
-        write(&bench.mirrors.join(mirror_file_name(name)), bytes)?;
-    }
+    materialize_mirrors(&bench.mirrors)?;
     Ok(bench)
+}
+
+/// Writes only the repositories' bundles into `dir` (created if missing), for a run whose rows
+/// are the mini benchmark's but come from a file of the user's ([`holds`]).
+pub fn materialize_mirrors(dir: &Path) -> std::io::Result<PathBuf> {
+    for (name, bytes) in REPOS {
+        write_atomic(&dir.join(mirror_file_name(name)), bytes)
+            .map_err(|e| std::io::Error::new(e.source.kind(), e))?;
+    }
+    Ok(dir.to_path_buf())
+}
+
+/// The bundled dataset's rows, as any loader reads them.
+pub fn instances() -> Vec<Instance> {
+    DATASET
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let value = serde_json::from_str(l).expect("the embedded dataset is JSON Lines");
+            instance_from_value(value).expect("the embedded dataset's rows are instances")
+        })
+        .collect()
+}
+
+/// True when `rows` are the mini benchmark's: at least one row, and every row equal to one of
+/// the bundled dataset's (all fields). The input's file name and place play no part, so
+/// `run -d datasets/mini/dataset.jsonl -p ...` gets the same settings as a bare `run`.
+pub fn holds(rows: &[Instance]) -> bool {
+    let bundled = instances();
+    !rows.is_empty() && rows.iter().all(|r| bundled.contains(r))
+}
+
+/// Of `predictions`, the (instance, model, sample) of those that are bundled predictions,
+/// unchanged (same instance, model and patch): the ones [`expected`] has a verdict for. A
+/// user's own patch on the mini tasks has no expected verdict.
+pub fn bundled_keys(predictions: &[Prediction]) -> HashSet<(String, String, u32)> {
+    let bundled = predictions::from_bytes(Path::new("predictions.jsonl"), PREDICTIONS.as_bytes())
+        .expect("the embedded predictions load")
+        .items;
+    predictions
+        .iter()
+        .filter(|p| {
+            bundled.iter().any(|b| {
+                b.instance_id == p.instance_id
+                    && b.model_name_or_path == p.model_name_or_path
+                    && b.sample == p.sample
+                    && b.model_patch == p.model_patch
+            })
+        })
+        .map(|p| {
+            (
+                p.instance_id.clone(),
+                p.model_name_or_path.clone(),
+                p.sample,
+            )
+        })
+        .collect()
 }
 
 /// The mirror file of a repository: `swe-eval-mini__calc.bundle` for `calc`.
@@ -227,6 +285,24 @@ mod tests {
     use super::*;
     use crate::dataset;
     use crate::predictions;
+
+    #[test]
+    fn only_unchanged_bundled_predictions_have_expected_verdicts() {
+        let all = predictions::from_bytes(Path::new("p.jsonl"), PREDICTIONS.as_bytes())
+            .unwrap()
+            .items;
+        assert_eq!(bundled_keys(&all).len(), expected().len());
+        let mut own = all.clone();
+        own[0].model_patch = Some(format!("{}\n", own[0].patch()));
+        own[1].model_name_or_path = "my-model".into();
+        let keys = bundled_keys(&own);
+        assert_eq!(keys.len(), all.len() - 2);
+        assert!(!keys.contains(&(
+            own[0].instance_id.clone(),
+            own[0].model_name_or_path.clone(),
+            0
+        )));
+    }
 
     fn loaded(
         dir: &Path,

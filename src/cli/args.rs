@@ -46,7 +46,7 @@ pub struct ExecArgs {
     )]
     pub output: PathBuf,
     /// Per-prediction timeout in seconds, from container start [default: 1800; 60 for the
-    /// mini benchmark] [allowed: 1 to 604800].
+    /// mini benchmark's rows, from any file] [allowed: 1 to 604800].
     #[arg(long, short = 't', value_parser = super::values::timeout_secs())]
     pub timeout: Option<u64>,
     /// Give the test containers network access (off by default).
@@ -148,7 +148,7 @@ pub struct ImageArgs {
     #[arg(long)]
     pub ca_cert: Option<PathBuf>,
     /// Image flavour: `official` (conda, as the official images) or `debian` (offline base)
-    /// [default: official; debian for the mini benchmark].
+    /// [default: official; debian for the mini benchmark's rows, from any file].
     #[arg(long, env = "SWE_EVAL_FLAVOUR", value_enum)]
     pub flavour: Option<Flavour>,
     /// Image builds at once [default: half the cores, 1 to 4]. Images are prepared while the

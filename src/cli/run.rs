@@ -15,8 +15,13 @@ Examples:
   swe-eval run -d verified.parquet -p preds.jsonl --run-id try1 -j 4
   swe-eval run -d verified.parquet -p gold -i django__django-11099 --namespace ''
 
-Without --dataset and --predictions, the bundled mini benchmark runs (Debian images from its own
-mirrors, a 60 s timeout, run id `mini`), and its verdicts are checked against the expected ones.
+Without --dataset and --predictions, the bundled mini benchmark runs. Its settings (Debian images
+from its own mirrors, a 60 s timeout, run id `mini`) go with its rows, not with a file name: a
+dataset whose every row is a mini benchmark row, unchanged, gets them from any file
+(datasets/mini/dataset.jsonl, a copy, another name). The bundled predictions' verdicts are then
+checked against the expected ones; a patch of your own on the mini tasks is not checked. Every
+other dataset gets the general defaults (official images, 1800 s, run id run-<UTC time>),
+whatever its file is called.
 
 Results go under OUTPUT (default results/): logs/run_evaluation/<run_id>/<model>/<instance_id>/
 (patch.diff, eval.sh, test_output.txt, report.json, run_instance.log, verdict.json), samples
@@ -40,7 +45,7 @@ pub struct Args {
     #[arg(long, short = 'p', visible_alias = "predictions_path")]
     pub predictions: Option<String>,
     /// Run id: names the log folder and the summaries, and is the key for resuming
-    /// [default: `mini` for the mini benchmark, else `run-<UTC time>`].
+    /// [default: `mini` for the mini benchmark's rows, else `run-<UTC time>`].
     #[arg(long, visible_alias = "run_id", value_parser = crate::paths::run_id_arg)]
     pub run_id: Option<String>,
     /// Strict mode: before the tests, remove files the patch adds that change test collection

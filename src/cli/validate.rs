@@ -13,7 +13,9 @@ use crate::runner::Category;
 /// `swe-eval validate`: the instances, the repetitions and where the results go.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
-Without --dataset, the bundled mini benchmark's instances are validated.
+Without --dataset, the bundled mini benchmark's instances are validated. A dataset whose every
+row is a mini benchmark row, from any file, gets the mini settings (Debian images from its own
+mirrors, a 60 s timeout); every other dataset the general ones, whatever its file is called.
 
 Exit codes: 0 every instance is sound; 1 failed; 2 bad usage; 3 some instance is flagged, or
 some inputs or jobs had problems.")]

@@ -19,12 +19,13 @@ pub struct Inputs {
     pub instance_ids: Vec<String>,
     /// Rows and predictions skipped, with file and line.
     pub problems: Vec<String>,
-    /// Mirrors of the mini benchmark, when it is the input.
+    /// Mirrors of the mini benchmark, when its rows are the dataset (bundled, or read from any
+    /// file holding them unchanged: see [`crate::mini::holds`]).
     pub mini_mirrors: Option<PathBuf>,
 }
 
 impl Inputs {
-    /// True when the input is the bundled mini benchmark.
+    /// True when the dataset is the mini benchmark's rows, however it was given.
     pub fn is_mini(&self) -> bool {
         self.mini_mirrors.is_some()
     }
@@ -92,6 +93,18 @@ pub fn load_inputs(source: &Source, output: &Path) -> Result<Inputs, InputError>
             (Some(_), None) => return Err(InputError::DatasetWithoutPredictions),
         };
     let (ds, ds_problems) = dataset::load_dataset_split(&ds_path, split)?;
+    // The rows decide, not the file's name: the mini benchmark's rows get its settings and
+    // its repositories wherever they were read from.
+    let mini_mirrors = match mini_mirrors {
+        None if crate::mini::holds(&ds.instances) => {
+            let dir = output.join("mini").join("mirrors");
+            Some(
+                crate::mini::materialize_mirrors(&dir)
+                    .map_err(|source| InputError::Mini { dir, source })?,
+            )
+        }
+        m => m,
+    };
     problems.extend(ds_problems.iter().map(ToString::to_string));
     let loaded = predictions::load(&pred_spec, Some(&ds))?;
     problems.extend(loaded.problems.iter().map(ToString::to_string));
@@ -159,6 +172,74 @@ mod tests {
             dataset: dataset.map(Into::into),
             predictions: predictions.map(Into::into),
             ..Source::default()
+        }
+    }
+
+    #[test]
+    fn the_mini_rows_get_the_mini_settings_from_any_file_and_other_rows_never_do() {
+        use crate::orchestrate::{RunOptions, DEFAULT_TIMEOUT, MINI_TIMEOUT};
+        use crate::spec::Flavour;
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let settings = |inputs: &Inputs| {
+            let opts = RunOptions::new(out.clone());
+            let mini = inputs.is_mini();
+            let prepare = opts.prepare(inputs.mini_mirrors.clone()).unwrap();
+            (
+                opts.run_config("r", mini).timeout,
+                prepare.flavour,
+                opts.run_id(mini),
+            )
+        };
+        let bare = load_inputs(&Source::default(), &out).unwrap();
+        assert_eq!(
+            settings(&bare),
+            (MINI_TIMEOUT, Flavour::Debian, "mini".into())
+        );
+        // The same rows under names that say nothing about the mini benchmark, in JSON Lines
+        // and as a JSON list, with the bundled predictions and with `gold`.
+        let rows: Vec<serde_json::Value> = crate::mini::DATASET
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let jsonl = dir.path().join("rows.jsonl");
+        std::fs::write(&jsonl, crate::mini::DATASET).unwrap();
+        let list = dir.path().join("verified-subset.json");
+        std::fs::write(&list, serde_json::to_vec(&rows).unwrap()).unwrap();
+        let preds = dir.path().join("p.jsonl");
+        std::fs::write(&preds, crate::mini::PREDICTIONS).unwrap();
+        for (d, p) in [(&jsonl, preds.to_str().unwrap()), (&list, "gold")] {
+            let inputs = load_inputs(&source(d.to_str(), Some(p)), &out).unwrap();
+            assert!(inputs.is_mini(), "{}", d.display());
+            assert_eq!(settings(&inputs), settings(&bare), "{}", d.display());
+            let mirrors = inputs.mini_mirrors.unwrap();
+            for (name, _) in crate::mini::REPOS {
+                assert!(mirrors.join(crate::mini::mirror_file_name(name)).is_file());
+            }
+        }
+        // One field changed in one row, or a row that is not the mini's: the general defaults.
+        let mut changed = rows.clone();
+        changed[0]["base_commit"] = serde_json::json!("0".repeat(40));
+        let mut extra = rows.clone();
+        let mut other = rows[0].clone();
+        other["instance_id"] = serde_json::json!("someone__else-1");
+        extra.push(other);
+        for (name, rows) in [
+            ("mini/dataset.jsonl", changed),
+            ("mini-dataset.jsonl", extra),
+        ] {
+            let d = dir.path().join(name.replace('/', "_"));
+            let text: Vec<String> = rows.iter().map(ToString::to_string).collect();
+            std::fs::write(&d, text.join("\n")).unwrap();
+            let inputs = load_inputs(&source(d.to_str(), Some("gold")), &out).unwrap();
+            assert!(!inputs.is_mini(), "{name}");
+            let (timeout, flavour, run_id) = settings(&inputs);
+            assert_eq!(
+                (timeout, flavour),
+                (DEFAULT_TIMEOUT, Flavour::Official),
+                "{name}"
+            );
+            assert!(run_id.starts_with("run-"), "{run_id}");
         }
     }
 

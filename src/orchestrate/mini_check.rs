@@ -1,6 +1,7 @@
 //! The mini benchmark's check: a run's verdicts held against the ones the benchmark
 //! expects (`datasets/mini/expected.json`, embedded in `crate::mini`).
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 
 use crate::runner::RunReport;
@@ -44,8 +45,14 @@ pub struct MiniCheck {
 
 /// Reads the run's per-prediction JSONL back and compares each verdict (official and strict,
 /// with the error kind) with the one the benchmark expects. Predictions the run did not cover
-/// (`--instance-ids`) are left out of the count. A `--strict` run is held to the strict verdicts.
-pub fn check_mini(report: &RunReport, strict: bool) -> Result<MiniCheck, MiniCheckError> {
+/// (`--instance-ids`) and predictions not in `bundled` (a user's own patches on the mini tasks,
+/// see [`crate::mini::bundled_keys`]) are left out of the count. A `--strict` run is held to the
+/// strict verdicts.
+pub fn check_mini(
+    report: &RunReport,
+    strict: bool,
+    bundled: &HashSet<(String, String, u32)>,
+) -> Result<MiniCheck, MiniCheckError> {
     let jsonl = report
         .files
         .iter()
@@ -81,6 +88,11 @@ pub fn check_mini(report: &RunReport, strict: bool) -> Result<MiniCheck, MiniChe
                 .to_string(),
             e["sample"].as_u64().unwrap_or(u64::MAX),
         );
+        let sample = u32::try_from(key.2).unwrap_or(u32::MAX);
+        let bundled_key = (key.0.clone(), key.1.clone(), sample);
+        if !bundled.contains(&bundled_key) {
+            continue;
+        }
         let Some(row) = got.get(&key) else { continue };
         checked += 1;
         let kind = |v: &serde_json::Value, field: &str| v[field].as_str().unwrap_or("").to_string();

@@ -633,3 +633,40 @@ fn a_zero_timeout_is_refused_and_a_resume_with_another_timeout_runs_timed_out_ve
     let (again, err) = run("30");
     assert_eq!(again, v, "{err}");
 }
+
+// ---- 12: defaults go with the rows, not with a file's name ----
+
+#[test]
+fn the_mini_rows_under_any_file_name_get_the_mini_settings_and_check() {
+    use crate::tasks::{docker_answers, verdicts};
+    if !docker_answers(None) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    // The mini benchmark's rows and predictions under names that say nothing about it.
+    let ds = d.path().join("rows.jsonl");
+    let preds = d.path().join("preds.jsonl");
+    std::fs::copy(mini("dataset.jsonl"), &ds).unwrap();
+    std::fs::copy(mini("predictions.jsonl"), &preds).unwrap();
+    let out = d.path().join("out");
+    let (ds, preds, out_s) = (
+        ds.to_str().unwrap(),
+        preds.to_str().unwrap(),
+        out.to_str().unwrap(),
+    );
+    let only = ["-i", "swe-eval-mini__calc-1", "-j", "2"];
+    let o = run_bin(&[&["run", "-d", ds, "-p", preds, "-o", out_s][..], &only[..]].concat());
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    // The mini run id, its 60 s timeout, and its check of the bundled predictions.
+    assert!(
+        stdout(&o).contains("mini benchmark: 3/3 verdicts as expected"),
+        "{}",
+        stdout(&o)
+    );
+    let found = verdicts(&out, "mini");
+    assert_eq!(found.len(), 3, "{found:?}");
+    assert!(
+        found.iter().all(|(_, v)| v.timeout_secs == Some(60)),
+        "{found:?}"
+    );
+}
