@@ -1,5 +1,6 @@
 //! The argument groups several commands share, declared once and flattened into each
-//! command's arguments: the dataset ([`DatasetArgs`]), how predictions execute
+//! command's arguments: the dataset ([`DatasetArgs`] where it may be left out, [`DatasetFile`]
+//! where it is required), how predictions execute
 //! ([`ExecArgs`]: workers, output, timeout, network, images, engine), where images come from
 //! ([`ImageArgs`]) and where the jobs run ([`EngineArgs`]). Each maps onto the library's
 //! options; the defaults themselves live there (`orchestrate::RunOptions`).
@@ -7,13 +8,17 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::dataset::{self, Dataset, InputProblem, LoadError};
 use crate::engine::{EngineChoice, EngineKind};
 use crate::images::CacheLevel;
 use crate::orchestrate::{ImageChoices, RunOptions, DEFAULT_SPLIT};
 use crate::paths::IoPlan;
 use crate::spec::Flavour;
 
-/// The dataset, a file or a Hugging Face name, and its split.
+/// The dataset, a file or a Hugging Face name, and its split, for the commands where it may
+/// be left out (`run` and `validate`: the bundled mini benchmark; `compare` and `correlate`:
+/// what the instance ids alone say). A command says what the rows are for through
+/// `mut_arg("dataset", ...)` on its own arguments.
 #[derive(Debug, Clone, clap::Args)]
 pub struct DatasetArgs {
     /// Dataset rows (JSON, JSON Lines or Parquet), or a Hugging Face dataset name such as
@@ -24,6 +29,37 @@ pub struct DatasetArgs {
     /// The split of a Hugging Face dataset name given as --dataset.
     #[arg(long, default_value = DEFAULT_SPLIT)]
     pub split: String,
+}
+
+impl DatasetArgs {
+    /// The rows and the problems met reading them, when a dataset was given.
+    pub fn load(&self) -> Result<Option<(Dataset, Vec<InputProblem>)>, LoadError> {
+        self.dataset
+            .as_deref()
+            .map(|d| dataset::load_dataset_split(d, &self.split))
+            .transpose()
+    }
+}
+
+/// The dataset, a file or a Hugging Face name, and its split, for the commands that cannot
+/// do without one (`spec`, `reward`, `grade`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct DatasetFile {
+    /// Dataset rows (JSON, JSON Lines or Parquet), or a Hugging Face dataset name such as
+    /// SWE-bench/SWE-bench_Verified (downloaded once into the Hugging Face cache; HF_ENDPOINT,
+    /// HF_HOME, HF_TOKEN are honoured).
+    #[arg(long, short = 'd', visible_alias = "dataset_name")]
+    pub dataset: PathBuf,
+    /// The split of a Hugging Face dataset name given as --dataset.
+    #[arg(long, default_value = DEFAULT_SPLIT)]
+    pub split: String,
+}
+
+impl DatasetFile {
+    /// The rows and the problems met reading them.
+    pub fn load(&self) -> Result<(Dataset, Vec<InputProblem>), LoadError> {
+        dataset::load_dataset_split(&self.dataset, &self.split)
+    }
 }
 
 /// How predictions execute: shared by `run` and `validate`.

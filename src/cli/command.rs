@@ -72,7 +72,7 @@ impl Command {
                 for (_, file) in &a.rewards {
                     plan = plan.input("--rewards", file);
                 }
-                match &a.dataset {
+                match &a.dataset.dataset {
                     Some(d) => plan.input("--dataset", d),
                     None => plan,
                 }

@@ -4,9 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use super::args::DatasetArgs;
 use super::CliResult;
 use crate::compare::{self, Options, RunSpec};
-use crate::dataset;
 use crate::orchestrate::{outcome, Troubles};
 
 const AFTER_HELP: &str = "\
@@ -27,6 +27,7 @@ Writes summary.json, per_prediction.csv, per_instance.csv, flips.csv, a forest p
 /// `swe-eval compare`: the runs and how to compare them.
 #[derive(Debug, clap::Args)]
 #[command(after_help = AFTER_HELP)]
+#[command(mut_arg("dataset", |a| a.help("The dataset: repository and difficulty per instance (else the repository from the instance id and difficulty `unknown`); a file or a Hugging Face dataset name")))]
 pub struct Args {
     /// The runs to compare (at least two in all; see below for the forms).
     #[arg(required = true, value_name = "RUN")]
@@ -42,13 +43,9 @@ pub struct Args {
     /// The similarity rewards of a run (from `swe-eval reward`), as RUN=FILE. Repeatable.
     #[arg(long, value_name = "RUN=FILE", value_parser = parse_rewards)]
     pub rewards: Vec<(String, PathBuf)>,
-    /// The dataset: repository and difficulty per instance (else the repository from the
-    /// instance id and difficulty `unknown`); a file or a Hugging Face dataset name.
-    #[arg(long, short = 'd', visible_alias = "dataset_name", value_name = "FILE")]
-    pub dataset: Option<PathBuf>,
-    /// The split of a Hugging Face dataset name given as --dataset.
-    #[arg(long, default_value = "test")]
-    pub split: String,
+    /// The dataset rows.
+    #[command(flatten)]
+    pub dataset: DatasetArgs,
     /// Output folder (not one of the inputs).
     #[arg(
         long,
@@ -116,18 +113,14 @@ pub fn run(args: Args) -> CliResult {
         .collect::<Result<Vec<_>, _>>()?;
     let mut inputs_paths: Vec<&Path> = specs.iter().map(|s| s.path.as_path()).collect();
     inputs_paths.extend(args.rewards.iter().map(|(_, f)| f.as_path()));
-    inputs_paths.extend(args.dataset.as_deref());
+    inputs_paths.extend(args.dataset.dataset.as_deref());
     compare::check_output(&args.output, &inputs_paths)?;
 
     let mut problems = Vec::new();
-    let ds = match &args.dataset {
-        Some(p) => {
-            let (d, probs) = dataset::load_dataset_split(p, &args.split)?;
-            problems.extend(probs);
-            Some(d)
-        }
-        None => None,
-    };
+    let ds = args.dataset.load()?.map(|(d, probs)| {
+        problems.extend(probs);
+        d
+    });
     let runs = match compare::load_all(&specs, &args.rewards, &mut problems) {
         Ok(runs) => runs,
         Err(e) => {

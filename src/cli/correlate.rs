@@ -5,13 +5,15 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+use super::args::DatasetArgs;
 use super::CliResult;
-use crate::dataset::{self, InputProblem};
+use crate::dataset::InputProblem;
 use crate::orchestrate::{outcome, Troubles};
 use crate::study::{self, Options, Patches};
 
 /// `swe-eval correlate`: the rewards, the outcomes and the study's settings.
 #[derive(Debug, clap::Args)]
+#[command(mut_arg("dataset", |a| a.help("The dataset: repository and difficulty per instance, and gold patches for blind spots")))]
 pub struct Args {
     /// Rewards from `swe-eval reward` (JSON Lines or CSV). Repeat for several runs: the k-th
     /// file is then sample k.
@@ -30,12 +32,9 @@ pub struct Args {
         value_name = "DIR"
     )]
     pub output: PathBuf,
-    /// The dataset: repository and difficulty per instance, and gold patches for blind spots.
-    #[arg(long, short = 'd', visible_alias = "dataset_name", value_name = "FILE")]
-    pub dataset: Option<PathBuf>,
-    /// The split of a Hugging Face dataset name given as --dataset.
-    #[arg(long, default_value = "test")]
-    pub split: String,
+    /// The dataset rows.
+    #[command(flatten)]
+    pub dataset: DatasetArgs,
     /// The predictions the rewards were computed on (for the blind spots' patches); repeat as
     /// --rewards.
     #[arg(
@@ -73,7 +72,7 @@ impl Args {
         for p in &self.predictions {
             plan = plan.input("--predictions", p);
         }
-        if let Some(d) = &self.dataset {
+        if let Some(d) = &self.dataset.dataset {
             plan = plan.input("--dataset", d);
         }
         plan
@@ -88,14 +87,10 @@ pub(crate) fn report_problems(problems: &[InputProblem]) {
 pub fn run(args: Args) -> CliResult {
     let started = Instant::now();
     let mut problems = Vec::new();
-    let ds = match &args.dataset {
-        Some(p) => {
-            let (d, probs) = dataset::load_dataset_split(p, &args.split)?;
-            problems.extend(probs);
-            Some(d)
-        }
-        None => None,
-    };
+    let ds = args.dataset.load()?.map(|(d, probs)| {
+        problems.extend(probs);
+        d
+    });
     let rewards = study::load_rewards_files(&args.rewards, &mut problems)?;
     let outcomes = study::load_outcome_files(&args.results, &mut problems)?;
     let (n_rewards, n_outcomes) = (rewards.len(), outcomes.len());

@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use super::args::DatasetFile;
 use super::CliResult;
 use crate::grading::Mode;
 use crate::orchestrate::{outcome, Troubles};
@@ -12,14 +13,11 @@ use crate::report::{self, Group, RegradeOptions};
 /// `swe-eval grade`: the dataset, predictions and saved logs to grade.
 #[derive(Debug, clap::Args)]
 #[command(after_help = AFTER_HELP)]
+#[command(mut_arg("dataset", |a| a.help("Dataset rows (JSON, JSON Lines or Parquet) with FAIL_TO_PASS and PASS_TO_PASS, or a Hugging Face dataset name")))]
 pub struct Args {
-    /// Dataset rows (JSON, JSON Lines or Parquet) with FAIL_TO_PASS and PASS_TO_PASS, or a
-    /// Hugging Face dataset name.
-    #[arg(long, short = 'd', visible_alias = "dataset_name")]
-    pub dataset: PathBuf,
-    /// The split of a Hugging Face dataset name given as --dataset.
-    #[arg(long, default_value = "test")]
-    pub split: String,
+    /// The dataset rows, with FAIL_TO_PASS and PASS_TO_PASS.
+    #[command(flatten)]
+    pub dataset: DatasetFile,
     /// Predictions (JSON Lines, JSON list or object), or `gold`.
     #[arg(long, short = 'p', visible_alias = "predictions_path")]
     pub predictions: String,
@@ -45,7 +43,7 @@ impl Args {
     /// What the command reads and writes, for the clobber check.
     pub fn io(&self) -> crate::paths::IoPlan {
         crate::paths::IoPlan::new()
-            .input("--dataset", &self.dataset)
+            .input("--dataset", &self.dataset.dataset)
             .input_spec("--predictions", &self.predictions)
             .input("--logs", &self.logs)
             .output(crate::paths::Output::Folder(self.output.clone()))
@@ -64,8 +62,8 @@ and named. With no logs at all nothing is written.";
 /// Grades every prediction from its log, writes the files, prints the counts.
 pub fn run(args: Args) -> CliResult {
     let opts = RegradeOptions {
-        dataset: args.dataset.clone(),
-        split: args.split.clone(),
+        dataset: args.dataset.dataset.clone(),
+        split: args.dataset.split.clone(),
         predictions: args.predictions.clone(),
         logs: args.logs.clone(),
         mode: if args.strict {

@@ -7,6 +7,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use super::args::DatasetFile;
 use super::CliResult;
 use crate::orchestrate::{outcome, Troubles};
 use crate::paths::is_stdout;
@@ -37,13 +38,11 @@ Output: JSON Lines (one row per prediction, in input order), a JSON list when --
 .json, CSV (no per-file column) when it ends in .csv, JSON Lines on standard output for `-`.
 An output that is one of the inputs is refused (exit 2).")]
 /// `swe-eval reward`: the predictions, the dataset and where the rewards go.
+#[command(mut_arg("dataset", |a| a.help("Dataset rows: JSON list, JSON Lines, or Parquet; or a Hugging Face dataset name")))]
 pub struct Args {
-    /// Dataset rows: JSON list, JSON Lines, or Parquet; or a Hugging Face dataset name.
-    #[arg(long, short = 'd', visible_alias = "dataset_name")]
-    pub dataset: PathBuf,
-    /// The split of a Hugging Face dataset name given as --dataset.
-    #[arg(long, default_value = "test")]
-    pub split: String,
+    /// The dataset rows, with the gold patches.
+    #[command(flatten)]
+    pub dataset: DatasetFile,
     /// Predictions: JSONL, JSON list, JSON object keyed by instance id, or `gold`.
     #[arg(long, short = 'p', visible_alias = "predictions_path")]
     pub predictions: String,
@@ -71,7 +70,7 @@ impl Args {
     pub fn io(&self) -> crate::paths::IoPlan {
         use crate::paths::{is_stdout, IoPlan, Output};
         IoPlan::new()
-            .input("--dataset", &self.dataset)
+            .input("--dataset", &self.dataset.dataset)
             .input_spec("--predictions", &self.predictions)
             .output(if is_stdout(&self.output) {
                 Output::Stdout
@@ -128,10 +127,10 @@ pub fn run(args: Args) -> CliResult {
 
 fn run_in_pool(args: Args) -> CliResult {
     // A file's rows must carry the gold patch; a hub split always does.
-    let (dataset, ds_problems) = if args.dataset.exists() {
-        crate::dataset::load_with_gold(&args.dataset)?
+    let (dataset, ds_problems) = if args.dataset.dataset.exists() {
+        crate::dataset::load_with_gold(&args.dataset.dataset)?
     } else {
-        crate::dataset::load_dataset_split(&args.dataset, &args.split)?
+        args.dataset.load()?
     };
     let loaded = crate::predictions::load(&args.predictions, Some(&dataset))?;
     let mut problems: Vec<String> = ds_problems.iter().map(ToString::to_string).collect();

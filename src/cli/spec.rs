@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::args::DatasetFile;
 use super::CliResult;
 use crate::dataset;
 use crate::fsutil::write_atomic;
@@ -14,13 +15,11 @@ use crate::spec::{Flavour, GitRepoFiles, RepoFiles, SpecOptions, TestSpec};
 
 /// `swe-eval spec`: the dataset rows and where their specs go.
 #[derive(Debug, clap::Args)]
+#[command(mut_arg("dataset", |a| a.help("Dataset rows (JSON, JSON Lines or Parquet), or a Hugging Face dataset name")))]
 pub struct Args {
-    /// Dataset rows (JSON, JSON Lines or Parquet), or a Hugging Face dataset name.
-    #[arg(long, short = 'd', visible_alias = "dataset_name")]
-    pub dataset: PathBuf,
-    /// The split of a Hugging Face dataset name given as --dataset.
-    #[arg(long, default_value = "test")]
-    pub split: String,
+    /// The dataset rows.
+    #[command(flatten)]
+    pub dataset: DatasetFile,
     /// Folder to write `<instance_id>/{eval.sh, env.Dockerfile, instance.Dockerfile, ...}` to.
     #[arg(long, short = 'o')]
     pub output: PathBuf,
@@ -58,7 +57,7 @@ impl Args {
     /// What the command reads and writes, for the clobber check.
     pub fn io(&self) -> crate::paths::IoPlan {
         let mut plan = crate::paths::IoPlan::new()
-            .input("--dataset", &self.dataset)
+            .input("--dataset", &self.dataset.dataset)
             .output(crate::paths::Output::Folder(self.output.clone()));
         if let Some(ca) = &self.ca_cert {
             plan = plan.input("--ca-cert", ca);
@@ -82,7 +81,7 @@ impl clap::ValueEnum for Flavour {
 
 /// Writes every instance's eval script and Dockerfiles.
 pub fn run(args: Args) -> CliResult {
-    let (ds, problems) = dataset::load_dataset_split(&args.dataset, &args.split)?;
+    let (ds, problems) = args.dataset.load()?;
     let loaded = dataset::Loaded {
         items: ds.instances,
         problems,
@@ -133,7 +132,7 @@ pub fn run(args: Args) -> CliResult {
             Ok(s) => s,
             Err(e) => {
                 // The error names the instance; the row number is among the rows that loaded.
-                eprintln!("{} row {}: {e}", args.dataset.display(), i + 1);
+                eprintln!("{} row {}: {e}", args.dataset.dataset.display(), i + 1);
                 problems += 1;
                 continue;
             }
@@ -155,7 +154,7 @@ pub fn run(args: Args) -> CliResult {
     }
     for id in &wanted {
         if !loaded.items.iter().any(|i| i.instance_id == *id) {
-            eprintln!("{id}: not in {}", args.dataset.display());
+            eprintln!("{id}: not in {}", args.dataset.dataset.display());
             problems += 1;
         }
     }
