@@ -39,6 +39,16 @@ impl WriteError {
 
 /// Writes `bytes` to `path` atomically, creating parent folders.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+    write_atomic_with(path, |f| f.write_all(bytes)).map(|_| ())
+}
+
+/// Writes what `fill` writes to `path` atomically, creating parent folders (for outputs too
+/// big to hold in memory, written piece by piece); returns the file's size. A `fill` that
+/// fails leaves nothing behind.
+pub fn write_atomic_with(
+    path: &Path,
+    fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
+) -> Result<u64, WriteError> {
     let err = |step, source| WriteError {
         path: path.to_path_buf(),
         step,
@@ -53,7 +63,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
         .prefix(".swe-eval-tmp-")
         .tempfile_in(dir)
         .map_err(|e| err("create temporary file", e))?;
-    tmp.write_all(bytes).map_err(|e| err("write", e))?;
+    fill(tmp.as_file_mut()).map_err(|e| err("write", e))?;
     tmp.as_file()
         .set_permissions(std::fs::Permissions::from_mode(0o666 & !umask()))
         .map_err(|e| err("set permissions", e))?;
@@ -61,9 +71,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
         .sync_all()
         .map_err(|e| err("flush to disk", e))?;
     refuse_if_input(path).map_err(|c| err(REFUSED_STEP, std::io::Error::other(c)))?;
+    let size = tmp
+        .as_file()
+        .metadata()
+        .map_err(|e| err("read its size", e))?
+        .len();
     tmp.persist(path)
         .map_err(|e| err("rename into place", e.error))?;
-    Ok(())
+    Ok(size)
 }
 
 /// An output that would overwrite one of the command's inputs.

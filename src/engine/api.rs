@@ -72,6 +72,64 @@ pub struct Resource {
     pub labels: BTreeMap<String, String>,
 }
 
+/// One step of an image's history, oldest first: the instruction that made it, when, and how
+/// many bytes its layer adds (0 for a step that changed only metadata).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HistoryStep {
+    /// When the step ran (seconds since the epoch).
+    pub created: i64,
+    /// The instruction (`/bin/sh -c ...`, `COPY ...`).
+    pub created_by: String,
+    /// Bytes the step's layer adds.
+    pub size: u64,
+}
+
+/// An image as the daemon describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageDetails {
+    /// The image's id (`sha256:...`).
+    pub id: String,
+    /// Bytes of all its layers, its parents' included.
+    pub size: u64,
+    /// Its history, oldest step first: images built on one another share its beginning, so
+    /// the layers a set of images holds on disk can be counted once.
+    pub history: Vec<HistoryStep>,
+    /// All its labels.
+    pub labels: BTreeMap<String, String>,
+}
+
+/// An image made by running a command in a container and committing the result, as
+/// `docker build` makes the layer of a `RUN` step, with named volumes mounted for the command
+/// only (a compiler cache shared by builds): what they hold never ends up in the image.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommitBuild {
+    /// The image's name.
+    pub tag: String,
+    /// The image it starts from.
+    pub from: String,
+    /// The build container's name (a leftover of the same name is replaced).
+    pub name: String,
+    /// Files copied in before the command runs (they are part of the image).
+    pub files: Vec<super::FileIn>,
+    /// The command, e.g. `["/bin/bash", "-c", "..."]`. The image keeps the `CMD` of the image
+    /// it starts from.
+    pub command: Vec<String>,
+    /// Named volumes mounted while the command runs, `(volume, path)`; a missing one is
+    /// created with `volume_labels`.
+    pub volumes: Vec<(String, String)>,
+    /// Labels of the volumes it creates.
+    pub volume_labels: BTreeMap<String, String>,
+    /// Network for the command.
+    pub network: bool,
+    /// The image's labels.
+    pub labels: BTreeMap<String, String>,
+    /// Dockerfile instructions applied to the image's configuration (`WORKDIR /testbed/`).
+    pub changes: Vec<String>,
+}
+
+/// Bytes of an archive, read or written piece by piece.
+pub type ByteStream<E> = futures_util::stream::BoxStream<'static, Result<bytes::Bytes, E>>;
+
 /// The engine operations the crate needs. Futures are `Send` so jobs can run on spawned tasks.
 pub trait Engine: Send + Sync + 'static {
     /// What the daemon says about itself; also a check that it is reachable.
@@ -148,6 +206,85 @@ pub trait Engine: Send + Sync + 'static {
         &self,
         labels: BTreeMap<String, String>,
     ) -> impl Future<Output = Result<Vec<Resource>, EngineError>> + Send;
+    /// The image `image` as the daemon describes it; `None` when it is not there.
+    fn image_details(
+        &self,
+        image: &str,
+    ) -> impl Future<Output = Result<Option<ImageDetails>, EngineError>> + Send {
+        let _ = image;
+        async {
+            Err(EngineError::Unsupported {
+                what: "image inspection".into(),
+            })
+        }
+    }
+    /// The images `names` as one archive in `docker save` format (each layer once, however
+    /// many of the images share it), streamed.
+    fn save_images(&self, names: &[String]) -> ByteStream<EngineError> {
+        let _ = names;
+        Box::pin(futures_util::stream::once(async {
+            Err(EngineError::Unsupported {
+                what: "saving images".into(),
+            })
+        }))
+    }
+    /// Loads an archive in `docker save` format (uncompressed, or as the daemon's own load
+    /// accepts); returns the names it loaded.
+    fn load_images(
+        &self,
+        archive: ByteStream<std::io::Error>,
+    ) -> impl Future<Output = Result<Vec<String>, EngineError>> + Send {
+        drop(archive);
+        async {
+            Err(EngineError::Unsupported {
+                what: "loading images".into(),
+            })
+        }
+    }
+    /// Makes image `build.tag` by running `build.command` in a container from `build.from`
+    /// and committing it (see [`CommitBuild`]); returns the command's output, the build log.
+    /// A command that fails is [`EngineError::Build`] with the log.
+    fn commit_build(
+        &self,
+        build: CommitBuild,
+    ) -> impl Future<Output = Result<String, EngineError>> + Send {
+        drop(build);
+        async {
+            Err(EngineError::Unsupported {
+                what: "builds in a container".into(),
+            })
+        }
+    }
+    /// Removes the named volume `name` (absent: no error; in use: an error).
+    fn remove_volume(&self, name: &str) -> impl Future<Output = Result<(), EngineError>> + Send {
+        let _ = name;
+        async {
+            Err(EngineError::Unsupported {
+                what: "removing volumes".into(),
+            })
+        }
+    }
+    /// Named volumes carrying all of `labels`.
+    fn list_volumes(
+        &self,
+        labels: BTreeMap<String, String>,
+    ) -> impl Future<Output = Result<Vec<Resource>, EngineError>> + Send {
+        drop(labels);
+        async {
+            Err(EngineError::Unsupported {
+                what: "listing volumes".into(),
+            })
+        }
+    }
+    /// Pushes `image` to the registry its name starts with (`HOST:PORT/...`).
+    fn push_image(&self, image: &str) -> impl Future<Output = Result<(), EngineError>> + Send {
+        let _ = image;
+        async {
+            Err(EngineError::Unsupported {
+                what: "pushing images".into(),
+            })
+        }
+    }
     /// Called once when a run's jobs are over, before its images are cleaned up: removes what
     /// the engine itself added for the jobs (Swarm: the registry names of pushed images).
     /// Returns what could not be undone.

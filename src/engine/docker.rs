@@ -24,8 +24,8 @@ use futures_util::{FutureExt, StreamExt};
 use super::bounded::{HeadTail, Watch};
 use super::podman::{self, LimitSupport, PodmanHost};
 use super::{
-    tarball, BuildSettings, Engine, EngineError, EngineInfo, JobOutput, JobSpec, Resource,
-    TarSource, LABEL_TOOL,
+    tarball, BuildSettings, ByteStream, CommitBuild, Engine, EngineError, EngineInfo, HistoryStep,
+    ImageDetails, JobOutput, JobSpec, Resource, TarSource, LABEL_TOOL,
 };
 
 /// How long the output stream may take to close after the main process ended or was killed.
@@ -33,6 +33,13 @@ const DRAIN_GRACE: Duration = Duration::from_secs(5);
 
 /// How long a container may take to stop after SIGKILL before the job is an engine failure.
 const KILL_GRACE: Duration = Duration::from_secs(30);
+
+/// A build in a container ([`Engine::commit_build`]) still running after this long is a
+/// failure (an instance build takes minutes; hours mean something hangs).
+const COMMIT_BUILD_TIMEOUT_SECS: u64 = 3 * 3600;
+
+/// The most of a build command's output kept as its log (head and tail).
+const COMMIT_BUILD_LOG_BYTES: usize = 16 << 20;
 
 /// Client-side limit on waiting for a response's headers; long streams (builds, pulls, waits)
 /// are not limited by it once their headers arrived.
@@ -304,11 +311,21 @@ impl DockerEngine {
     }
 
     async fn create(&self, job: &JobSpec) -> Result<String, EngineError> {
+        self.create_with(job, None).await
+    }
+
+    /// [`Self::create`] with volumes mounted.
+    async fn create_with(
+        &self,
+        job: &JobSpec,
+        mounts: Option<Vec<bollard::models::Mount>>,
+    ) -> Result<String, EngineError> {
         // Only the limits the daemon applies are sent (a rootless Podman service ignores the
         // others; the run has said so at its start).
         let can = self.limit_support();
         let memory = job.limits.memory_bytes.filter(|_| can.memory);
         let host_config = HostConfig {
+            mounts,
             nano_cpus: job
                 .limits
                 .cpus
@@ -871,6 +888,248 @@ impl Engine for DockerEngine {
                 message: e.to_string(),
             }),
         }
+    }
+
+    async fn image_details(&self, image: &str) -> Result<Option<ImageDetails>, EngineError> {
+        let err = |e: DockerError| EngineError::Image {
+            image: image.into(),
+            message: e.to_string(),
+        };
+        let inspected = match self.docker.inspect_image(image).await {
+            Ok(i) => i,
+            Err(e) if status_of(&e) == Some(404) => return Ok(None),
+            Err(e) => return Err(err(e)),
+        };
+        let history = match self.docker.image_history(image).await {
+            Ok(h) => h,
+            Err(e) if status_of(&e) == Some(404) => return Ok(None),
+            Err(e) => return Err(err(e)),
+        };
+        Ok(Some(ImageDetails {
+            id: inspected.id.unwrap_or_default(),
+            size: inspected.size.unwrap_or(0).max(0) as u64,
+            // The daemon gives the newest step first.
+            history: history
+                .into_iter()
+                .rev()
+                .map(|h| HistoryStep {
+                    created: h.created,
+                    created_by: h.created_by,
+                    size: h.size.max(0) as u64,
+                })
+                .collect(),
+            labels: inspected
+                .config
+                .and_then(|c| c.labels)
+                .unwrap_or_default()
+                .into_iter()
+                .collect(),
+        }))
+    }
+
+    fn save_images(&self, names: &[String]) -> ByteStream<EngineError> {
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        Box::pin(self.docker.export_images(&names).map(|r| {
+            r.map_err(|e| EngineError::Save {
+                message: e.to_string(),
+            })
+        }))
+    }
+
+    async fn load_images(
+        &self,
+        archive: ByteStream<std::io::Error>,
+    ) -> Result<Vec<String>, EngineError> {
+        let opts = bollard::query_parameters::ImportImageOptionsBuilder::default()
+            .quiet(true)
+            .build();
+        let mut stream = self.docker.import_image_stream(opts, archive, None);
+        let mut loaded = Vec::new();
+        while let Some(item) = stream.next().await {
+            let info = item.map_err(|e| EngineError::Load {
+                message: match e {
+                    DockerError::DockerStreamError { error } => error,
+                    other => other.to_string(),
+                },
+            })?;
+            // `Loaded image: NAME` (or `Loaded image ID: sha256:...` for an untagged one).
+            for line in info.stream.as_deref().unwrap_or("").lines() {
+                if let Some(name) = line.strip_prefix("Loaded image: ") {
+                    loaded.push(name.trim().to_string());
+                } else if let Some(id) = line.strip_prefix("Loaded image ID: ") {
+                    loaded.push(id.trim().to_string());
+                }
+            }
+        }
+        Ok(loaded)
+    }
+
+    async fn commit_build(&self, b: CommitBuild) -> Result<String, EngineError> {
+        let fail = |message: String, log: String| EngineError::Build {
+            tag: b.tag.clone(),
+            message,
+            log,
+        };
+        let from = match self.docker.inspect_image(&b.from).await {
+            Ok(i) => i,
+            Err(e) if status_of(&e) == Some(404) => {
+                return Err(EngineError::ImageMissing {
+                    image: b.from.clone(),
+                })
+            }
+            Err(e) => {
+                return Err(EngineError::Image {
+                    image: b.from.clone(),
+                    message: e.to_string(),
+                })
+            }
+        };
+        for (volume, _) in &b.volumes {
+            let request = bollard::models::VolumeCreateRequest {
+                name: Some(volume.clone()),
+                labels: Some(b.volume_labels.clone().into_iter().collect()),
+                ..Default::default()
+            };
+            // Creating a volume that exists returns it unchanged.
+            self.docker
+                .create_volume(request)
+                .await
+                .map_err(|e| fail(format!("volume {volume}: {e}"), String::new()))?;
+        }
+        let mounts = b
+            .volumes
+            .iter()
+            .map(|(volume, target)| bollard::models::Mount {
+                typ: Some(bollard::models::MountType::VOLUME),
+                source: Some(volume.clone()),
+                target: Some(target.clone()),
+                ..Default::default()
+            })
+            .collect();
+        let job = JobSpec {
+            image: b.from.clone(),
+            name: b.name.clone(),
+            labels: b.labels.clone(),
+            files: b.files.clone(),
+            command: b.command.clone(),
+            env: Vec::new(),
+            working_dir: None,
+            limits: super::Limits {
+                cpus: None,
+                memory_bytes: None,
+                pids: None,
+            },
+            network: b.network,
+            timeout: Duration::from_secs(COMMIT_BUILD_TIMEOUT_SECS),
+            max_output_bytes: COMMIT_BUILD_LOG_BYTES,
+            watch: Vec::new(),
+            gate: None,
+        };
+        let t0 = Instant::now();
+        let id = self.create_with(&job, Some(mounts)).await?;
+        let mut out = JobOutput::default();
+        let driven = self.drive(&id, &job, t0, &mut out).await;
+        let log = String::from_utf8_lossy(&out.output).into_owned();
+        let committed = match driven {
+            Err(e) => Err(e),
+            Ok(()) if out.timed_out => Err(fail(
+                format!("still running after {COMMIT_BUILD_TIMEOUT_SECS} s"),
+                log.clone(),
+            )),
+            Ok(()) if out.exit_code != Some(0) => Err(fail(
+                format!(
+                    "the command exited with {}",
+                    out.exit_code
+                        .map_or("no code".to_string(), |c| c.to_string())
+                ),
+                log.clone(),
+            )),
+            Ok(()) => {
+                let (repo, tag) = split_tag(&b.tag);
+                // The image keeps the starting image's command, not the build's.
+                let mut changes = b.changes.clone();
+                if let Some(cmd) = from.config.as_ref().and_then(|c| c.cmd.as_ref()) {
+                    changes.push(format!(
+                        "CMD {}",
+                        serde_json::to_string(cmd).unwrap_or_else(|_| "[]".into())
+                    ));
+                }
+                let opts = bollard::query_parameters::CommitContainerOptionsBuilder::default()
+                    .container(&id)
+                    .repo(repo)
+                    .tag(tag)
+                    .pause(false)
+                    .changes(&changes.join("\n"))
+                    .build();
+                self.docker
+                    .commit_container(opts, bollard::models::ContainerConfig::default())
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| fail(format!("commit: {e}"), log.clone()))
+            }
+        };
+        let removed = self.force_remove(&id).await;
+        committed?;
+        removed?;
+        Ok(log)
+    }
+
+    async fn remove_volume(&self, name: &str) -> Result<(), EngineError> {
+        match self
+            .docker
+            .remove_volume(name, None::<bollard::query_parameters::RemoveVolumeOptions>)
+            .await
+        {
+            Ok(()) => Ok(()),
+            Err(e) if status_of(&e) == Some(404) => Ok(()),
+            Err(e) => Err(EngineError::Remove {
+                name: format!("volume {name}"),
+                message: e.to_string(),
+            }),
+        }
+    }
+
+    async fn list_volumes(
+        &self,
+        labels: BTreeMap<String, String>,
+    ) -> Result<Vec<Resource>, EngineError> {
+        let filters = label_filters(&labels);
+        let opts = bollard::query_parameters::ListVolumesOptionsBuilder::default()
+            .filters(&filters)
+            .build();
+        let list = self
+            .docker
+            .list_volumes(Some(opts))
+            .await
+            .map_err(|e| EngineError::List {
+                what: "volumes".into(),
+                message: e.to_string(),
+            })?;
+        Ok(list
+            .volumes
+            .unwrap_or_default()
+            .into_iter()
+            .map(|v| Resource {
+                id: v.name.clone(),
+                name: v.name,
+                labels: v.labels.into_iter().collect(),
+            })
+            .collect())
+    }
+
+    async fn push_image(&self, image: &str) -> Result<(), EngineError> {
+        let (repo, tag) = split_tag(image);
+        let opts = bollard::query_parameters::PushImageOptionsBuilder::default()
+            .tag(tag)
+            .build();
+        let mut stream = self.docker.push_image(repo, Some(opts), None);
+        while let Some(item) = stream.next().await {
+            item.map_err(|e| EngineError::Push {
+                image: image.into(),
+                message: e.to_string(),
+            })?;
+        }
+        Ok(())
     }
 
     async fn create_hold(

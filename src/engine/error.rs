@@ -142,6 +142,24 @@ pub enum EngineError {
         /// What went wrong, usually the daemon's error message.
         message: String,
     },
+    #[error("saving images to an archive failed: {message}")]
+    /// Writing images to an archive (`docker save`) failed.
+    Save {
+        /// What went wrong, usually the daemon's error message.
+        message: String,
+    },
+    #[error("loading images from an archive failed: {message}")]
+    /// Loading images from an archive (`docker load`) failed.
+    Load {
+        /// What went wrong, usually the daemon's error message or the archive's.
+        message: String,
+    },
+    #[error("{what} is not supported by this engine")]
+    /// The engine cannot do this (an engine for tests, or one without the operation).
+    Unsupported {
+        /// The operation.
+        what: String,
+    },
     #[error("listing {what} failed: {message}")]
     /// Listing objects by label failed.
     List {
@@ -166,7 +184,8 @@ impl EngineError {
             EngineError::ImageMissing { .. }
             | EngineError::Build { .. }
             | EngineError::Setup { .. }
-            | EngineError::Withdrawn { .. } => false,
+            | EngineError::Withdrawn { .. }
+            | EngineError::Unsupported { .. } => false,
             // A registry that does not have the image, or refuses us, will not change its mind.
             EngineError::Pull { message, .. } => {
                 let m = message.to_lowercase();

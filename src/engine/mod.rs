@@ -22,7 +22,10 @@ mod podman;
 mod swarm;
 mod tarball;
 
-pub use api::{BuildSettings, Engine, EngineInfo, Resource, TarSource};
+pub use api::{
+    BuildSettings, ByteStream, CommitBuild, Engine, EngineInfo, HistoryStep, ImageDetails,
+    Resource, TarSource,
+};
 pub use choice::{connect, AnyEngine, ChoiceError, ConnectError, EngineChoice, EngineKind};
 pub use docker::{Daemon, DockerEngine};
 pub use error::EngineError;

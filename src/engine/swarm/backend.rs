@@ -11,7 +11,8 @@ use super::strand;
 use super::*;
 use crate::engine::docker::label_filters;
 use crate::engine::{
-    BuildSettings, Engine, EngineError, EngineInfo, JobOutput, JobSpec, Resource, TarSource,
+    BuildSettings, ByteStream, CommitBuild, Engine, EngineError, EngineInfo, ImageDetails,
+    JobOutput, JobSpec, Resource, TarSource,
 };
 
 /// Id prefixes of the Swarm objects [`Engine::list_containers`] returns beside containers.
@@ -86,6 +87,40 @@ impl Engine for SwarmEngine {
 
     async fn remove_image(&self, image: &str) -> Result<(), EngineError> {
         self.local.remove_image(image).await
+    }
+
+    async fn image_details(&self, image: &str) -> Result<Option<ImageDetails>, EngineError> {
+        self.local.image_details(image).await
+    }
+
+    fn save_images(&self, names: &[String]) -> ByteStream<EngineError> {
+        self.local.save_images(names)
+    }
+
+    async fn load_images(
+        &self,
+        archive: ByteStream<std::io::Error>,
+    ) -> Result<Vec<String>, EngineError> {
+        self.local.load_images(archive).await
+    }
+
+    async fn commit_build(&self, build: CommitBuild) -> Result<String, EngineError> {
+        self.local.commit_build(build).await
+    }
+
+    async fn remove_volume(&self, name: &str) -> Result<(), EngineError> {
+        self.local.remove_volume(name).await
+    }
+
+    async fn list_volumes(
+        &self,
+        labels: BTreeMap<String, String>,
+    ) -> Result<Vec<Resource>, EngineError> {
+        self.local.list_volumes(labels).await
+    }
+
+    async fn push_image(&self, image: &str) -> Result<(), EngineError> {
+        self.local.push_image(image).await
     }
 
     async fn create_hold(
