@@ -34,6 +34,9 @@ pub const STUDY_SUMMARY_VERSION: u32 = 1;
 /// The study's `per_prediction.csv`: one row per joined prediction.
 pub const STUDY_ROWS_VERSION: u32 = 1;
 
+/// `swe-eval images list --json`: the images of a selection on a daemon.
+pub const IMAGE_LISTING_VERSION: u32 = 1;
+
 /// The name of the version field in every format.
 pub const FIELD: &str = "format_version";
 

@@ -2,7 +2,8 @@
 //! command's arguments: the dataset ([`DatasetArgs`] where it may be left out, [`DatasetFile`]
 //! where it is required), how predictions execute
 //! ([`ExecArgs`]: workers, output, timeout, network, images, engine), where images come from
-//! ([`ImageArgs`]) and where the jobs run ([`EngineArgs`]). Each maps onto the library's
+//! ([`ImageArgs`], of which [`ImageSources`] alone for `images`) and where the jobs run
+//! ([`EngineArgs`]). Each maps onto the library's
 //! options; the defaults themselves live there (`orchestrate::RunOptions`).
 
 use std::path::{Path, PathBuf};
@@ -164,29 +165,16 @@ impl clap::ValueEnum for EngineKind {
     }
 }
 
-/// Where images and repositories come from; shared by the commands that build images.
+/// How images are built, kept and removed; shared by `run` and `validate`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ImageArgs {
-    /// Take a repository from a local clone, bundle or URL instead of GitHub (repeatable).
-    #[arg(long = "repo", value_name = "OWNER/NAME=PATH_OR_URL")]
-    pub repos: Vec<String>,
-    /// A folder of mirrors: `<owner>__<name>` clones or `.bundle` files.
-    #[arg(long, env = "SWE_EVAL_MIRRORS")]
-    pub mirrors: Option<PathBuf>,
-    /// Registry/namespace of prebuilt official images (`''` builds locally).
-    #[arg(long)]
-    pub namespace: Option<String>,
+    /// Where images and repositories come from.
+    #[command(flatten)]
+    pub sources: ImageSources,
     /// Which images to keep after the run. Only images this run created are removed; one
     /// another live run still uses is kept until that run ends.
     #[arg(long, visible_alias = "cache_level", value_enum, default_value_t = CacheLevel::Env)]
     pub cache_level: CacheLevel,
-    /// A PEM certificate bundle that image builds trust (for a TLS-intercepting proxy).
-    #[arg(long)]
-    pub ca_cert: Option<PathBuf>,
-    /// Image flavour: `official` (conda, as the official images) or `debian` (offline base)
-    /// [default: official; debian for the mini benchmark's rows, from any file].
-    #[arg(long, env = "SWE_EVAL_FLAVOUR", value_enum)]
-    pub flavour: Option<Flavour>,
     /// Image builds at once [default: half the cores, 1 to 4]. Images are prepared while the
     /// jobs run (an instance's jobs start as soon as its image is ready), so builds and tests
     /// share the machine; they are bounded apart because they load it differently: a test is
@@ -196,35 +184,37 @@ pub struct ImageArgs {
     pub build_jobs: Option<usize>,
 }
 
-impl ImageArgs {
-    /// The files a command with these options reads and writes: `output`, `--dataset` and
-    /// what [`ImageArgs::inputs`] adds.
-    pub fn io(&self, output: &Path, dataset: Option<&Path>) -> IoPlan {
-        let mut plan = IoPlan::new().output(crate::paths::Output::Folder(output.to_path_buf()));
-        if let Some(d) = dataset {
-            plan = plan.input("--dataset", d);
-        }
-        self.inputs(plan)
-    }
+/// Where images and repositories come from; shared by the commands that build or name
+/// images (`run`, `validate`, `images`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ImageSources {
+    /// Take a repository from a local clone, bundle or URL instead of GitHub (repeatable).
+    #[arg(long = "repo", value_name = "OWNER/NAME=PATH_OR_URL")]
+    pub repos: Vec<String>,
+    /// A folder of mirrors: `<owner>__<name>` clones or `.bundle` files.
+    #[arg(long, env = "SWE_EVAL_MIRRORS")]
+    pub mirrors: Option<PathBuf>,
+    /// Registry/namespace of prebuilt official images (`''` builds locally).
+    #[arg(long)]
+    pub namespace: Option<String>,
+    /// A PEM certificate bundle that image builds trust (for a TLS-intercepting proxy).
+    #[arg(long)]
+    pub ca_cert: Option<PathBuf>,
+    /// Image flavour: `official` (conda, as the official images) or `debian` (offline base)
+    /// [default: official; debian for the mini benchmark's rows, from any file].
+    #[arg(long, env = "SWE_EVAL_FLAVOUR", value_enum)]
+    pub flavour: Option<Flavour>,
+}
 
+impl ImageSources {
     /// Adds the files these options read to `plan` (the repositories are only read by git).
     pub fn inputs(&self, plan: IoPlan) -> IoPlan {
-        match &self.ca_cert {
-            Some(ca) => plan.input("--ca-cert", ca),
-            None => plan,
-        }
+        self.sources.inputs(plan)
     }
 
     /// The choices as the library takes them.
     pub fn choices(&self) -> ImageChoices {
-        ImageChoices {
-            repos: self.repos.clone(),
-            mirrors: self.mirrors.clone(),
-            namespace: self.namespace.clone(),
-            ca_cert: self.ca_cert.clone(),
-            flavour: self.flavour,
-            build_jobs: self.build_jobs,
-        }
+        self.sources.choices(self.build_jobs)
     }
 }
 

@@ -8,6 +8,7 @@ use super::compare;
 use super::correlate;
 use super::exit::CliResult;
 use super::grade;
+use super::images;
 use super::reward;
 use super::run;
 use super::spec;
@@ -45,6 +46,8 @@ pub enum Command {
     Validate(validate::Args),
     /// Package a finished run as a SWE-bench leaderboard submission, or check one (--verify).
     Submit(submit::Args),
+    /// Prepare, list, prune, export and import the images of a dataset's instances.
+    Images(images::Args),
     /// Measure the speed of the reward, grading, correlation and harness overhead.
     Bench(bench::Args),
 }
@@ -61,6 +64,7 @@ impl Command {
             Command::Grade(a) => a.io(),
             Command::Validate(a) => a.io(),
             Command::Bench(a) => a.io(),
+            Command::Images(a) => a.io(),
             Command::Compare(a) => {
                 let mut plan = IoPlan::new().output(Output::Folder(a.output.clone()));
                 let runs = a.runs.iter().chain(a.repeat.iter().flat_map(|(_, r)| r));
@@ -117,6 +121,7 @@ pub fn dispatch(cli: Cli) -> CliResult {
         Command::Validate(a) => validate::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Submit(a) => submit::run(a),
+        Command::Images(a) => images::run(a),
     }
 }
 
@@ -225,7 +230,7 @@ mod tests {
             a.exec.images.cache_level,
             crate::images::CacheLevel::Instance
         );
-        assert_eq!(a.exec.images.namespace.as_deref(), Some(""));
+        assert_eq!(a.exec.images.sources.namespace.as_deref(), Some(""));
     }
 
     #[test]

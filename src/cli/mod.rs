@@ -14,6 +14,7 @@ mod compare;
 mod correlate;
 mod exit;
 mod grade;
+mod images;
 mod problems;
 mod progress;
 mod render;

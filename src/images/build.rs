@@ -146,17 +146,16 @@ async fn environment_pipeline<'a, E: Engine, R: Fn(&str, &Result<String, ImageFa
     if let Some(f) = base {
         return fail_all(f);
     }
-    let Some(env) = members
+    let Some((env, repo)) = members
         .first()
-        .and_then(|i| i.build.as_ref())
-        .map(|c| &c.env)
+        .and_then(|i| Some((&i.build.as_ref()?.env, &i.repo)))
     else {
         return Vec::new();
     };
     let built = {
         let _permit = sh.permits.acquire().await.expect("never closed");
         let mut local = Prepared::default();
-        let r = build_env(engine, env, opts, &mut local).await;
+        let r = build_env(engine, env, repo, opts, &mut local).await;
         lock(sh.created).extend(local.created);
         r
     };

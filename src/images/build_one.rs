@@ -107,10 +107,13 @@ pub(super) async fn ensure_base_recipe<E: Engine>(
     }
 }
 
-/// Builds the environment image `env` (with the network: its installs fetch packages).
+/// Builds the environment image `env` of `repo`'s instances (with the network: its installs
+/// fetch packages), labelled with the repository ([`super::LABEL_REPO`]) so that a later
+/// recipe's environment is known to replace it.
 pub(super) async fn build_env<E: Engine>(
     engine: &E,
     env: &EnvRecipe,
+    repo: &str,
     opts: &BuildOptions,
     out: &mut Prepared,
 ) -> Result<(), ImageFailure> {
@@ -124,7 +127,9 @@ pub(super) async fn build_env<E: Engine>(
         network: true,
         instance_id: None,
     };
-    build_one(engine, &image, opts, out).await
+    let mut labels = labels_for(Layer::Env, None);
+    labels.insert(super::LABEL_REPO.to_string(), repo.to_string());
+    build_labelled(engine, &image, labels, opts, out).await
 }
 
 /// One image to build: what it is, its recipe and context, and how it builds.
@@ -149,6 +154,18 @@ pub(super) struct OneImage<'a> {
 pub(super) async fn build_one<E: Engine>(
     engine: &E,
     image: &OneImage<'_>,
+    opts: &BuildOptions,
+    out: &mut Prepared,
+) -> Result<(), ImageFailure> {
+    let labels = labels_for(image.layer, image.instance_id);
+    build_labelled(engine, image, labels, opts, out).await
+}
+
+/// [`build_one`] with `labels` on the image.
+async fn build_labelled<E: Engine>(
+    engine: &E,
+    image: &OneImage<'_>,
+    labels: BTreeMap<String, String>,
     opts: &BuildOptions,
     out: &mut Prepared,
 ) -> Result<(), ImageFailure> {
@@ -210,7 +227,7 @@ pub(super) async fn build_one<E: Engine>(
     });
     let started = tokio::time::Instant::now();
     let built = engine
-        .build_image_with(tag, ctx, labels_for(layer, instance_id), settings)
+        .build_image_with(tag, ctx, labels, settings)
         .await;
     hooks.timed(stage, tag, Phase::Build, started.elapsed(), built.is_ok());
     match built {

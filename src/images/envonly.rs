@@ -16,10 +16,12 @@ pub struct EnvOutcome {
     pub build_time: Duration,
 }
 
-/// Makes the base and the environment image of `chain` present (built when missing).
+/// Makes the base and the environment image of `chain` (for `repo`'s instances) present
+/// (built when missing).
 pub async fn ensure_env<E: Engine>(
     engine: &E,
     chain: &BuildChain,
+    repo: &str,
     opts: &BuildOptions,
     out: &mut Prepared,
 ) -> Result<EnvOutcome, ImageFailure> {
@@ -27,7 +29,7 @@ pub async fn ensure_env<E: Engine>(
     let env = &chain.env;
     let before = out.created.len();
     let t0 = Instant::now();
-    build_env(engine, env, opts, out).await?;
+    build_env(engine, env, repo, opts, out).await?;
     let built = out.created[before..]
         .iter()
         .any(|(t, l)| *l == Layer::Env && *t == env.tag);

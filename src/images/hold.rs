@@ -34,8 +34,9 @@ use std::sync::{Arc, Mutex};
 
 use super::{CacheLevel, CleanupReport, Layer};
 use crate::engine::{
-    BuildSettings, Engine, EngineError, EngineInfo, JobOutput, JobSpec, Resource, TarSource,
-    LABEL_DOOMED, LABEL_HOLD, LABEL_OWNER, LABEL_RUN_ID, LABEL_TOOL,
+    BuildSettings, ByteStream, CommitBuild, Engine, EngineError, EngineInfo, ImageDetails,
+    JobOutput, JobSpec, Resource, TarSource, LABEL_DOOMED, LABEL_HOLD, LABEL_OWNER, LABEL_RUN_ID,
+    LABEL_TOOL,
 };
 
 /// On a hold: the holder made this image and removes it when it ends (its cache level does not
@@ -212,6 +213,43 @@ impl<E: Engine> Engine for Holding<E> {
 
     async fn remove_image(&self, image: &str) -> Result<(), EngineError> {
         self.inner.remove_image(image).await
+    }
+
+    async fn image_details(&self, image: &str) -> Result<Option<ImageDetails>, EngineError> {
+        self.inner.image_details(image).await
+    }
+
+    fn save_images(&self, names: &[String]) -> ByteStream<EngineError> {
+        self.inner.save_images(names)
+    }
+
+    async fn load_images(
+        &self,
+        archive: ByteStream<std::io::Error>,
+    ) -> Result<Vec<String>, EngineError> {
+        self.inner.load_images(archive).await
+    }
+
+    async fn commit_build(&self, build: CommitBuild) -> Result<String, EngineError> {
+        let (tag, layer) = (build.tag.clone(), layer_of(&build.labels));
+        let log = self.inner.commit_build(build).await?;
+        self.hold_made(&tag, layer).await?;
+        Ok(log)
+    }
+
+    async fn remove_volume(&self, name: &str) -> Result<(), EngineError> {
+        self.inner.remove_volume(name).await
+    }
+
+    async fn list_volumes(
+        &self,
+        labels: BTreeMap<String, String>,
+    ) -> Result<Vec<Resource>, EngineError> {
+        self.inner.list_volumes(labels).await
+    }
+
+    async fn push_image(&self, image: &str) -> Result<(), EngineError> {
+        self.inner.push_image(image).await
     }
 
     async fn create_hold(

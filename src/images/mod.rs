@@ -24,9 +24,11 @@ mod envonly;
 mod error;
 mod history;
 mod hold;
+mod inventory;
 mod naming;
 mod plan;
 mod repo;
+mod selection;
 mod submodules;
 
 pub use base::{base_image_name, build_base, ensure_base, BaseOptions, BaseOutcome};
@@ -43,10 +45,16 @@ pub use history::MAX_CHAIN;
 pub use hold::{
     hold_labels, reap_dead as reap_dead_holds, release as release_holds, Holding, LABEL_REMOVES,
 };
+pub use inventory::{
+    classify, layer_bytes, Disk, InstanceStatus, LayerCounts, LayerState, LayerStatus, ListedLayer,
+    Listing, ListingFile, NoSpec, UnusedImage,
+};
 pub use naming::{
-    build_log_path, content_hash, labels_for, with_namespace, CacheLevel, Layer, LABEL_LAYER,
+    build_log_path, content_hash, labels_for, with_namespace, CacheLevel, Layer, LABEL_INSTANCE,
+    LABEL_LAYER, LABEL_REPO,
 };
 pub use plan::{
     plan, BaseRecipe, BuildChain, EnvRecipe, ImagePlan, InstanceImages, InstanceRecipe, PlanOptions,
 };
 pub use repo::{RepoCache, RepoSources};
+pub use selection::{names, InstanceNames};

@@ -13,6 +13,13 @@ use crate::engine::LABEL_TOOL;
 /// Label naming the layer of an image the tool built (`base`, `env`, `instance`).
 pub const LABEL_LAYER: &str = "swe-eval.layer";
 
+/// Label naming the repository (`owner/name`) an environment image was built for (images
+/// built on it inherit it).
+pub const LABEL_REPO: &str = "swe-eval.repo";
+
+/// Label naming the instance an instance image was built for.
+pub const LABEL_INSTANCE: &str = "swe-eval.instance-id";
+
 /// An image layer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Layer {
@@ -101,7 +108,7 @@ pub fn labels_for(layer: Layer, instance_id: Option<&str>) -> BTreeMap<String, S
         (LABEL_LAYER.to_string(), layer.as_str().to_string()),
     ]);
     if let Some(id) = instance_id {
-        l.insert("swe-eval.instance-id".to_string(), id.to_string());
+        l.insert(LABEL_INSTANCE.to_string(), id.to_string());
     }
     l
 }

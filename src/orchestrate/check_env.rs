@@ -227,6 +227,7 @@ pub async fn check_spec<E: Engine>(
         substituted: plan.substituted.iter().map(|s| s.to_string()).collect(),
     };
     let mut image = images::InstanceImages::from_spec(spec, &PlanOptions::default());
+    let repo = image.repo.clone();
     let Some(chain) = image.build.as_mut() else {
         report.error = Some("no build recipe".to_string());
         return report;
@@ -239,7 +240,7 @@ pub async fn check_spec<E: Engine>(
         });
     }
     let mut prepared = Prepared::default();
-    match images::ensure_env(engine, chain, &build, &mut prepared).await {
+    match images::ensure_env(engine, chain, &repo, &build, &mut prepared).await {
         Ok(o) => {
             report.build_seconds = o.built.then_some(o.build_time.as_secs_f64());
             let log =

@@ -159,24 +159,9 @@ pub async fn execute<E: Engine>(
     let preparing = Preparing::default();
     // Interrupts reach the runner and the preparation both: the first stops starting builds,
     // the second abandons the ones running.
-    let forward = async {
-        let mut count = 0;
-        while let Some(()) = interrupts.recv().await {
-            count += 1;
-            stop.stop();
-            let _ = run_interrupts.send(());
-            let _ = count_tx.send(count);
-        }
-        std::future::pending::<()>().await;
-    };
-    let prepared = async {
-        let killed = count_rx.wait_for(|n| *n >= 2);
-        tokio::select! {
-            biased;
-            _ = killed => None,
-            p = prepare_streaming(&holding, &specs, opts, &stop, arrive, &preparing, &events) => Some(p),
-        }
-    };
+    let forward = forward_interrupts(&mut interrupts, &stop, Some(&run_interrupts), &count_tx);
+    let preparation = prepare_streaming(&holding, &specs, opts, &stop, arrive, &preparing, &events);
+    let prepared = unless_killed(&mut count_rx, preparation);
     let run = forward_run(engine.clone(), plan, arrivals, config, run_irx, &events);
     let (report, prepared) = tokio::select! {
         both = async { tokio::join!(run, prepared) } => both,
@@ -190,6 +175,39 @@ pub async fn execute<E: Engine>(
     });
     release_and_clean(&*engine, &prepared, images.keep, &events).await;
     report.map(|r| (r, preparing.times()))
+}
+
+/// Passes each message of `interrupts` on: sets `stop` (no build starts), tells `runner` (when
+/// there is one) and counts them in `count`. Never ends.
+pub(super) async fn forward_interrupts(
+    interrupts: &mut UnboundedReceiver<()>,
+    stop: &StopFlag,
+    runner: Option<&UnboundedSender<()>>,
+    count: &tokio::sync::watch::Sender<u32>,
+) {
+    let mut n = 0;
+    while let Some(()) = interrupts.recv().await {
+        n += 1;
+        stop.stop();
+        if let Some(r) = runner {
+            let _ = r.send(());
+        }
+        let _ = count.send(n);
+    }
+    std::future::pending::<()>().await;
+}
+
+/// `work`'s result, or `None` once `count` reaches a second interrupt (the work is abandoned).
+pub(super) async fn unless_killed<T>(
+    count: &mut tokio::sync::watch::Receiver<u32>,
+    work: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    let killed = count.wait_for(|n| *n >= 2);
+    tokio::select! {
+        biased;
+        _ = killed => None,
+        t = work => Some(t),
+    }
 }
 
 /// Executes a prepared plan, the runner's events passed on as [`Event::Run`] between
@@ -411,7 +429,7 @@ async fn engine_limitations<E: Engine>(engine: &E, events: &UnboundedSender<Even
 }
 
 /// Removes the images runs that died left for removal ([`reap_dead_holds`]), saying so.
-async fn reap_dead_images<E: Engine>(engine: &E, events: &UnboundedSender<Event>) {
+pub(super) async fn reap_dead_images<E: Engine>(engine: &E, events: &UnboundedSender<Event>) {
     let reaped = reap_dead_holds(engine, &crate::owner::owner_id()).await;
     if !reaped.removed.is_empty() {
         notice(

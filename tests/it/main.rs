@@ -18,6 +18,7 @@ mod help;
 mod history;
 mod hostile;
 mod hub;
+mod image_set;
 mod images;
 mod layers;
 mod mini;

@@ -1,0 +1,507 @@
+//! `swe-eval images`: the images of a dataset's instances as a job of their own. `build`
+//! prepares them without running anything; `list` (or `check`) says per instance which of
+//! its images are present, stale (built by an older recipe or layout) or missing; `prune`
+//! removes this tool's images the selection does not use, sparing what a live run holds;
+//! `export`/`import` carry them to another daemon as one archive; `push`/`pull` through a
+//! registry. The work is `crate::orchestrate` (`image_set`); this file parses and renders.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+
+use super::render;
+use super::run::ImageSources;
+use super::{BoxError, CliResult, NothingComputable};
+use crate::engine::DockerEngine;
+use crate::images::{Disk, LayerState, ListedLayer, Listing};
+use crate::orchestrate::{self, load_inputs, outcome, prepare_options, ImageSet, Troubles};
+
+/// `swe-eval images`: one of its actions.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Examples:
+  swe-eval images build -d verified.jsonl --flavour debian --mirrors /src/mirrors
+  swe-eval images list -d verified.jsonl --flavour debian --mirrors /src/mirrors --json
+  swe-eval images prune -d verified.jsonl --flavour debian --mirrors /src/mirrors --dry-run
+  swe-eval images export -d verified.jsonl --flavour debian --mirrors /src/mirrors -o set.tar.zst
+  swe-eval images import set.tar.zst
+
+Every action takes the dataset flags of `run` (-d, --split, -i, --flavour, --mirrors, --repo,
+--namespace); with no --dataset it works on the bundled mini benchmark.")]
+pub struct Args {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: Action,
+}
+
+/// What `swe-eval images` does.
+#[derive(Debug, clap::Subcommand)]
+pub enum Action {
+    /// Prepare the images of the selected instances (build what is missing); run nothing.
+    Build(BuildArgs),
+    /// Which images each instance has: present, stale (older recipe) or missing.
+    ///
+    /// Stale: the image the current recipe names is not there, but one of the same place built
+    /// by an older recipe or layout is (names carry content hashes).
+    #[command(visible_alias = "check")]
+    List(ListArgs),
+    /// Remove the images the selection does not use; never one a live run holds.
+    ///
+    /// Removes this tool's images that no selected instance uses: stale ones and those of
+    /// instances not selected (-i narrows what is kept). An image a live run holds or a
+    /// container uses stays. Refuses while an instance's images cannot be named.
+    Prune(PruneArgs),
+    /// Push the selection's images to a registry (`HOST:PORT/<name>`).
+    Push(RegistryArgs),
+    /// Pull the selection's missing images from a registry where `push` put them.
+    Pull(RegistryArgs),
+    /// Write the selection's images to one archive (layers they share stored once).
+    Export(ExportArgs),
+    /// Load an archive written by `export` (or any `docker save` archive).
+    Import(ImportArgs),
+}
+
+/// Which instances, and where their images and repositories come from.
+#[derive(Debug, clap::Args)]
+pub struct Selection {
+    /// Dataset rows (JSON, JSON Lines or Parquet), or a Hugging Face dataset name
+    /// [default: the bundled mini benchmark].
+    #[arg(long, short = 'd', visible_alias = "dataset_name")]
+    pub dataset: Option<PathBuf>,
+    /// The split of a Hugging Face dataset name given as --dataset.
+    #[arg(long, default_value = "test")]
+    pub split: String,
+    /// Only these instances (space- or comma-separated).
+    #[arg(long, short = 'i', visible_alias = "instance_ids", num_args = 1.., value_delimiter = ',')]
+    pub instance_ids: Vec<String>,
+    /// Where images and repositories come from.
+    #[command(flatten)]
+    pub sources: ImageSources,
+}
+
+/// `images build`.
+#[derive(Debug, clap::Args)]
+pub struct BuildArgs {
+    /// The instances.
+    #[command(flatten)]
+    pub selection: Selection,
+    /// Image builds at once [default: half the cores, 1 to 4].
+    #[arg(long, value_name = "N")]
+    pub build_jobs: Option<usize>,
+    /// Folder for the build logs (`logs/build_images/`, with `timings.jsonl`).
+    #[arg(long, short = 'o', default_value = "results")]
+    pub output: PathBuf,
+}
+
+/// `images list`.
+#[derive(Debug, clap::Args)]
+pub struct ListArgs {
+    /// The instances.
+    #[command(flatten)]
+    pub selection: Selection,
+    /// Print the listing as JSON (docs/formats.md, "Image listing") instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Also measure the disk the images take (each layer once; one inspection per image).
+    #[arg(long)]
+    pub disk: bool,
+}
+
+/// `images prune`.
+#[derive(Debug, clap::Args)]
+pub struct PruneArgs {
+    /// The instances whose images are kept.
+    #[command(flatten)]
+    pub selection: Selection,
+    /// Say what would be removed, remove nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// `images push` and `images pull`.
+#[derive(Debug, clap::Args)]
+pub struct RegistryArgs {
+    /// The instances.
+    #[command(flatten)]
+    pub selection: Selection,
+    /// The registry (`HOST:PORT`); images go there as `HOST:PORT/<name>`.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub registry: String,
+}
+
+/// `images export`.
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    /// The instances.
+    #[command(flatten)]
+    pub selection: Selection,
+    /// The archive to write: `.tar`, or `.tar.zst` (zstd-compressed).
+    #[arg(long, short = 'o')]
+    pub output: PathBuf,
+}
+
+/// `images import`.
+#[derive(Debug, clap::Args)]
+pub struct ImportArgs {
+    /// The archive to load (`.tar` or `.tar.zst`, as `export` writes it).
+    pub archive: PathBuf,
+}
+
+impl Args {
+    /// What the command reads and writes, for the clobber check.
+    pub fn io(&self) -> crate::paths::IoPlan {
+        use crate::paths::{IoPlan, Output};
+        let select = |s: &Selection, plan: IoPlan| {
+            let plan = match &s.dataset {
+                Some(d) => plan.input("--dataset", d),
+                None => plan,
+            };
+            s.sources.inputs(plan)
+        };
+        match &self.action {
+            Action::Build(a) => select(
+                &a.selection,
+                IoPlan::new().output(Output::Folder(a.output.clone())),
+            ),
+            Action::List(a) => select(&a.selection, IoPlan::new()),
+            Action::Prune(a) => select(&a.selection, IoPlan::new()),
+            Action::Push(a) | Action::Pull(a) => select(&a.selection, IoPlan::new()),
+            Action::Export(a) => select(
+                &a.selection,
+                IoPlan::new().output(Output::File(a.output.clone())),
+            ),
+            Action::Import(a) => IoPlan::new().input("ARCHIVE", &a.archive),
+        }
+    }
+}
+
+/// Runs the action.
+pub fn run(args: Args) -> CliResult {
+    let rt = tokio::runtime::Runtime::new()?;
+    rt.block_on(run_async(args))
+}
+
+async fn run_async(args: Args) -> CliResult {
+    match args.action {
+        Action::Build(a) => build(a).await,
+        Action::List(a) => list(a).await,
+        Action::Prune(a) => prune(a).await,
+        Action::Push(a) => transfer(a, true).await,
+        Action::Pull(a) => transfer(a, false).await,
+        Action::Export(a) => export(a).await,
+        Action::Import(a) => import(a).await,
+    }
+}
+
+/// The selection's image set and how its images are prepared; the input problems are
+/// printed. `output` is where build logs go (and the fallback cache).
+fn selection(
+    s: &Selection,
+    output: &std::path::Path,
+    build_jobs: Option<usize>,
+) -> Result<(ImageSet, orchestrate::PrepareOptions, usize), BoxError> {
+    let preds = s.dataset.as_ref().map(|_| "gold");
+    let inputs = load_inputs(
+        s.dataset.as_deref(),
+        &s.split,
+        preds,
+        &s.instance_ids,
+        output,
+    )?;
+    for p in &inputs.problems {
+        eprintln!("warning: {p}");
+    }
+    let choices = s.sources.choices(build_jobs);
+    let opts = prepare_options(output, &choices, inputs.mini_mirrors.clone())?;
+    let set = orchestrate::image_set(&inputs.dataset, &inputs.instance_ids, &opts);
+    if inputs.instance_ids.is_empty() {
+        return Err(Box::new(NothingComputable(
+            "no instance selected: nothing to do".into(),
+        )));
+    }
+    Ok((set, opts, inputs.problems.len()))
+}
+
+/// A scratch output folder for actions that write no logs (the mini benchmark is written
+/// out there).
+fn scratch() -> Result<tempfile::TempDir, BoxError> {
+    Ok(tempfile::Builder::new()
+        .prefix("swe-eval-images-")
+        .tempdir()?)
+}
+
+async fn build(mut a: BuildArgs) -> CliResult {
+    a.output = std::path::absolute(&a.output)?;
+    let (set, opts, problems) = selection(&a.selection, &a.output, a.build_jobs)?;
+    let engine = Arc::new(DockerEngine::connect().await?);
+    let (events, rx) = mpsc::unbounded_channel();
+    let (interrupts, irx) = mpsc::unbounded_channel();
+    let shown = tokio::spawn(render::render(rx, interrupts));
+    let times = orchestrate::build_images(engine, &set, &opts, irx, events).await;
+    let _ = shown.await;
+    render::print_preparation(&times);
+    println!("  build logs under {}", opts.build_logs.display());
+    Ok(outcome(&Troubles {
+        input_problems: problems + set.specs.failed.len(),
+        run_problems: times.failed,
+        ..Default::default()
+    }))
+}
+
+async fn list(a: ListArgs) -> CliResult {
+    let tmp = scratch()?;
+    let (set, opts, problems) = selection(&a.selection, tmp.path(), None)?;
+    let engine = DockerEngine::connect().await?;
+    let names = orchestrate::image_names(&set, &opts).await;
+    let listing = orchestrate::list_images(&engine, &names).await?;
+    let disk = match a.disk {
+        true => Some(orchestrate::disk(&engine, &listing).await?),
+        false => None,
+    };
+    let without = set.without_spec();
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&listing.file(without, disk))?
+        );
+    } else {
+        print_table(&listing);
+        for n in &without {
+            println!("{:<44} no test spec: {}", n.instance_id, n.reason);
+        }
+        print_summary(&listing, disk.as_ref());
+    }
+    Ok(outcome(&Troubles {
+        input_problems: problems,
+        ..Default::default()
+    }))
+}
+
+/// One line per instance: each layer's state, and what a stale or unknown one means.
+fn print_table(l: &Listing) {
+    let layers: Vec<ListedLayer> = [
+        ListedLayer::Prebuilt,
+        ListedLayer::Base,
+        ListedLayer::Env,
+        ListedLayer::History,
+        ListedLayer::Instance,
+    ]
+    .into_iter()
+    .filter(|layer| l.instances.iter().any(|i| i.state(*layer).is_some()))
+    .collect();
+    let mut header = format!("{:<44}", "instance");
+    for layer in &layers {
+        header.push_str(&format!(" {:<8}", layer.as_str()));
+    }
+    println!("{}", header.trim_end());
+    for i in &l.instances {
+        let mut line = format!("{:<44}", i.instance_id);
+        for layer in &layers {
+            let s = i.state(*layer).map_or("-", |s| s.as_str());
+            line.push_str(&format!(" {s:<8}"));
+        }
+        println!("{}", line.trim_end());
+        for layer in &i.layers {
+            match &layer.state {
+                LayerState::Unknown { reason } => {
+                    println!("    {}: cannot be named: {reason}", layer.layer.as_str())
+                }
+                LayerState::Stale { found } => println!(
+                    "    {}: only an older recipe's image: {}",
+                    layer.layer.as_str(),
+                    found.join(", ")
+                ),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The totals under the table.
+fn print_summary(l: &Listing, disk: Option<&Disk>) {
+    let counts = l.layer_counts();
+    let parts: Vec<String> = counts
+        .iter()
+        .map(|(layer, c)| {
+            let mut s = format!("{} {} present", layer.as_str(), c.present);
+            for (n, what) in [
+                (c.stale, "stale"),
+                (c.missing, "missing"),
+                (c.unknown, "unknown"),
+            ] {
+                if n > 0 {
+                    s.push_str(&format!(", {n} {what}"));
+                }
+            }
+            s
+        })
+        .collect();
+    println!(
+        "{} instances, {} ready to run without a build; {}",
+        l.instances.len(),
+        l.ready(),
+        parts.join("; ")
+    );
+    let stale = l.unused.iter().filter(|u| !u.stale_for.is_empty()).count();
+    println!(
+        "{} image(s) of the selection present; {} image(s) of swe-eval it does not use ({stale} stale, \
+         the others of instances not selected); `swe-eval images prune` removes those",
+        l.used.len(),
+        l.unused.len()
+    );
+    if let Some(d) = disk {
+        println!(
+            "disk: {} for the selection's images (each layer once); {} more that prune would free",
+            human_bytes(d.used_bytes),
+            human_bytes(d.unused_alone_bytes)
+        );
+    }
+}
+
+async fn prune(a: PruneArgs) -> CliResult {
+    let tmp = scratch()?;
+    let (set, opts, problems) = selection(&a.selection, tmp.path(), None)?;
+    let engine = DockerEngine::connect().await?;
+    let names = orchestrate::image_names(&set, &opts).await;
+    let listing = orchestrate::list_images(&engine, &names).await?;
+    // An instance whose images cannot be named keeps every image built for it.
+    let unknown = listing
+        .instances
+        .iter()
+        .filter(|i| {
+            i.layers
+                .iter()
+                .any(|l| matches!(l.state, LayerState::Unknown { .. }))
+        })
+        .count();
+    if unknown > 0 {
+        return Err(format!(
+            "the images of {unknown} selected instance(s) cannot be named (see `swe-eval images list`): \
+             pruning now could remove them; give their repositories (--mirrors, --repo) first"
+        )
+        .into());
+    }
+    let report = orchestrate::prune(&engine, &listing, a.dry_run).await;
+    let (verb, done) = if a.dry_run {
+        ("would remove", "would be removed")
+    } else {
+        ("removed", "removed")
+    };
+    for r in &report.swept.removed {
+        println!("removed {r} (left to remove by a run that ended)");
+    }
+    for r in &report.removed {
+        println!("{verb} {r}");
+    }
+    for (image, holder) in &report.held {
+        println!("kept {image}: held by the live run {holder}");
+    }
+    for image in &report.in_use {
+        println!("kept {image}: a container uses it");
+    }
+    for (image, e) in report.errors.iter().chain(&report.swept.errors) {
+        eprintln!("warning: {image} not removed: {e}");
+    }
+    println!(
+        "{} image(s) {done}; {} kept for live runs or containers; the selection's {} image(s) kept",
+        report.removed.len() + report.swept.removed.len(),
+        report.held.len() + report.in_use.len(),
+        listing.used.len()
+    );
+    Ok(outcome(&Troubles {
+        input_problems: problems,
+        run_problems: report.errors.len() + report.swept.errors.len(),
+        ..Default::default()
+    }))
+}
+
+async fn transfer(a: RegistryArgs, push: bool) -> CliResult {
+    let tmp = scratch()?;
+    let (set, opts, problems) = selection(&a.selection, tmp.path(), None)?;
+    let engine = DockerEngine::connect().await?;
+    let names = orchestrate::image_names(&set, &opts).await;
+    let listing = orchestrate::list_images(&engine, &names).await?;
+    let report = if push {
+        orchestrate::push_images(&engine, &listing.used, &a.registry).await
+    } else {
+        let wanted: std::collections::BTreeSet<String> =
+            names.iter().flat_map(|n| n.all()).cloned().collect();
+        let wanted: Vec<String> = wanted.into_iter().collect();
+        orchestrate::pull_images(&engine, &wanted, &a.registry).await
+    };
+    let verb = if push { "pushed" } else { "pulled" };
+    for (image, took) in &report.done {
+        println!("{verb} {image} ({:.1} s)", took.as_secs_f64());
+    }
+    for (image, e) in &report.errors {
+        eprintln!("warning: {image}: {e}");
+    }
+    println!(
+        "{} image(s) {verb} ({} failed)",
+        report.done.len(),
+        report.errors.len()
+    );
+    Ok(outcome(&Troubles {
+        input_problems: problems,
+        run_problems: report.errors.len(),
+        ..Default::default()
+    }))
+}
+
+async fn export(a: ExportArgs) -> CliResult {
+    let tmp = scratch()?;
+    let (set, opts, problems) = selection(&a.selection, tmp.path(), None)?;
+    let engine = DockerEngine::connect().await?;
+    let names = orchestrate::image_names(&set, &opts).await;
+    let listing = orchestrate::list_images(&engine, &names).await?;
+    let missing = listing.instances.len() - listing.ready();
+    if missing > 0 {
+        eprintln!(
+            "warning: {missing} selected instance(s) have no image to export (`swe-eval images list` names them)"
+        );
+    }
+    let report = orchestrate::export_images(&engine, &listing.used, &a.output).await?;
+    println!(
+        "wrote {}: {} images of {} instances, {} in {:.1} s",
+        a.output.display(),
+        report.images.len(),
+        listing.ready(),
+        human_bytes(report.bytes),
+        report.took.as_secs_f64()
+    );
+    Ok(outcome(&Troubles {
+        input_problems: problems,
+        run_problems: missing,
+        ..Default::default()
+    }))
+}
+
+async fn import(a: ImportArgs) -> CliResult {
+    let engine = DockerEngine::connect().await?;
+    let report = orchestrate::import_images(&engine, &a.archive).await?;
+    println!(
+        "loaded {} image(s) from {} ({}) in {:.1} s",
+        report.images.len(),
+        a.archive.display(),
+        human_bytes(report.bytes),
+        report.took.as_secs_f64()
+    );
+    Ok(outcome(&Troubles::default()))
+}
+
+/// `1.2 GB`, `340.5 MB`, `12.0 kB` (powers of 1000).
+pub fn human_bytes(n: u64) -> String {
+    let units = ["B", "kB", "MB", "GB", "TB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1000.0 && u + 1 < units.len() {
+        v /= 1000.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", units[u])
+    }
+}

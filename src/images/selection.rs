@@ -1,0 +1,135 @@
+//! The names a selection of instances gives its images under the current recipes: per
+//! instance its base, environment, history (Debian flavour) and instance image, as a run
+//! would look for them. A Debian instance image is named after its history image
+//! ([`super::history::on_history`]), and history images are planned on the host's git from
+//! the repository's sources, exactly as [`super::ensure`] plans them for the same selection;
+//! an instance whose repository cannot be had gets the reason instead of those two names.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{base_image_name, history, BaseRecipe, ImagePlan, RepoCache};
+
+/// The names of one instance's images under the current recipes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstanceNames {
+    /// The instance.
+    pub instance_id: String,
+    /// `owner/name`.
+    pub repo: String,
+    /// A ready image the row names, or the official prebuilt one: used when present (or
+    /// pulled), so nothing else is needed then.
+    pub prebuilt: Option<String>,
+    /// The base image's names (the bootstrapped image and the name environment Dockerfiles
+    /// start `FROM`); empty when the instance is run in its row's own image.
+    pub base: Vec<String>,
+    /// The environment image.
+    pub env: Option<String>,
+    /// The history image its instance image stands on, with the history images under it
+    /// (parents first), or why they cannot be named (the repository cannot be had);
+    /// `None` when the instance image needs no repository history (official flavour).
+    pub history: Option<Result<Vec<String>, String>>,
+    /// The instance image built locally, or why it cannot be named.
+    pub instance: Option<Result<String, String>>,
+}
+
+impl InstanceNames {
+    /// Every name the instance uses (for what a prune keeps and an export carries).
+    pub fn all(&self) -> impl Iterator<Item = &String> {
+        let history = match &self.history {
+            Some(Ok(chain)) => chain.as_slice(),
+            _ => &[],
+        };
+        self.prebuilt
+            .iter()
+            .chain(&self.base)
+            .chain(&self.env)
+            .chain(history)
+            .chain(self.instance.iter().filter_map(|r| r.as_ref().ok()))
+    }
+}
+
+/// The names of `plan`'s images. Histories are planned with the host's git on `repos`
+/// (fetched from the sources when the cache lacks a commit, as a run does), chains of at
+/// most `max_chain` images; blocking.
+pub fn names(plan: &ImagePlan, repos: &RepoCache, max_chain: usize) -> Vec<InstanceNames> {
+    // (env, repo) -> commits, as `ensure` groups them for the history plan.
+    let mut groups: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+    for inst in &plan.instances {
+        if let Some(chain) = inst.build.as_ref().filter(|c| c.instance.needs_repo) {
+            groups
+                .entry((chain.env.tag.clone(), inst.repo.clone()))
+                .or_default()
+                .insert(inst.base_commit.clone());
+        }
+    }
+    // (env, repo, commit) -> the chain of history images, root first, or why there is none.
+    let mut chains: BTreeMap<(String, String, String), Result<Vec<String>, String>> =
+        BTreeMap::new();
+    for ((env, repo), commits) in groups {
+        let (nodes, failed) = history::plan_chains(repos, &env, &repo, &commits, max_chain);
+        for node in &nodes {
+            let mut chain = vec![node.tag.clone()];
+            let mut at = node.parent;
+            while let Some(i) = at {
+                chain.push(nodes[i].tag.clone());
+                at = nodes[i].parent;
+            }
+            chain.reverse();
+            chains.insert((env.clone(), repo.clone(), node.commit.clone()), Ok(chain));
+        }
+        for (commit, e) in failed {
+            chains.insert((env.clone(), repo.clone(), commit), Err(e.to_string()));
+        }
+    }
+    plan.instances
+        .iter()
+        .map(|inst| {
+            let mut out = InstanceNames {
+                instance_id: inst.instance_id.clone(),
+                repo: inst.repo.clone(),
+                prebuilt: inst.prebuilt.clone(),
+                base: Vec::new(),
+                env: None,
+                history: None,
+                instance: None,
+            };
+            let Some(chain) = &inst.build else {
+                return out;
+            };
+            out.base = match &chain.base {
+                BaseRecipe::Debian { release, alias } => {
+                    let name = base_image_name(*release);
+                    if *alias == name {
+                        vec![name]
+                    } else {
+                        vec![name, alias.clone()]
+                    }
+                }
+                BaseRecipe::Dockerfile { tag, .. } => vec![tag.clone()],
+            };
+            out.env = Some(chain.env.tag.clone());
+            if chain.instance.needs_repo {
+                let key = (
+                    chain.env.tag.clone(),
+                    inst.repo.clone(),
+                    inst.base_commit.clone(),
+                );
+                let history = chains
+                    .get(&key)
+                    .cloned()
+                    .unwrap_or_else(|| Err("no history was planned".to_string()));
+                out.instance = Some(match &history {
+                    Ok(names) => Ok(history::on_history(
+                        &chain.instance.tag,
+                        names.last().expect("a chain has its own image"),
+                    )),
+                    Err(e) => Err(e.clone()),
+                });
+                out.history = Some(history);
+            } else {
+                out.instance = Some(Ok(chain.instance.tag.clone()));
+            }
+            out
+        })
+        .collect()
+}

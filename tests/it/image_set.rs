@@ -1,0 +1,337 @@
+//! `swe-eval images` end to end on the mini benchmark's `calc` instances: `build` on the
+//! machine's daemon, `list`, `export` to one archive; then on a second `dockerd` in a network
+//! namespace of the test's own (a daemon with none of the images): `list` (all missing),
+//! `import`, `list` (all present), a run that builds nothing; then an older recipe's image and
+//! a removed one (`list`: stale and missing), a hold of a live run on the stale one, and `prune`
+//! (dry, then for real: the held image spared, the rest of what the selection does not use
+//! removed, the selection's images kept; then, the hold gone, the stale image removed). A guard
+//! takes the second daemon, its namespace and files down, also on failure.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::{bin, prerequisite, require, require_program};
+use crate::daemons::{kill_leftovers, must, run, spawn_ns_dockerd, stop_daemon, unmount_leftovers};
+
+const CALC: [&str; 2] = ["swe-eval-mini__calc-1", "swe-eval-mini__calc-2"];
+
+/// A `dockerd` in a network namespace of its own with nothing on it.
+struct Daemon {
+    ns: String,
+    dir: PathBuf,
+    _tmp: tempfile::TempDir,
+    cgroup_parent: String,
+    child: Option<Child>,
+}
+
+impl Daemon {
+    fn start() -> Daemon {
+        let tag = format!("swi{}", std::process::id() % 100_000);
+        let tmp = tempfile::Builder::new()
+            .prefix("si")
+            .tempdir_in("/tmp")
+            .unwrap();
+        let mut d = Daemon {
+            ns: format!("{tag}-ns"),
+            dir: tmp.path().to_path_buf(),
+            _tmp: tmp,
+            cgroup_parent: format!("/{tag}-daemon"),
+            child: None,
+        };
+        must("ip", &["netns", "add", &d.ns]);
+        must("ip", &["-n", &d.ns, "link", "set", "lo", "up"]);
+        d.child = Some(spawn_ns_dockerd(&d.ns, &d.dir, &d.host(), &d.cgroup_parent));
+        let t0 = Instant::now();
+        while d.docker(&["version"]).is_err() {
+            if t0.elapsed() > Duration::from_secs(180) {
+                let log = std::fs::read_to_string(d.dir.join("dockerd.log")).unwrap_or_default();
+                panic!("the second daemon did not answer within 180 s; its log:\n{log}");
+            }
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        d
+    }
+
+    fn host(&self) -> String {
+        format!("unix://{}", self.dir.join("d.sock").display())
+    }
+
+    fn docker(&self, args: &[&str]) -> Result<String, String> {
+        let host = self.host();
+        let mut all = vec!["-H", host.as_str()];
+        all.extend_from_slice(args);
+        run("docker", &all)
+    }
+
+    fn must(&self, args: &[&str]) -> String {
+        self.docker(args)
+            .unwrap_or_else(|e| panic!("docker {args:?} on the second daemon: {e}"))
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(c) = self.child.take() {
+            stop_daemon(c);
+        }
+        kill_leftovers(&self.dir, &self.cgroup_parent);
+        unmount_leftovers(&self.dir);
+        let _ = run("ip", &["netns", "del", &self.ns]);
+    }
+}
+
+/// `swe-eval images ARGS` (or `run`, when `args` starts with it) in `dir`, against `host`
+/// (`None`: the machine's daemon), on the mini benchmark's calc instances.
+fn swe_eval(dir: &Path, host: Option<&str>, args: &[&str]) -> Output {
+    let mut cmd = Command::new(bin());
+    if args.first() != Some(&"run") {
+        cmd.arg("images");
+    }
+    cmd.args(args).current_dir(dir);
+    if let Some(h) = host {
+        cmd.env("DOCKER_HOST", h);
+    }
+    let out = cmd.output().expect("spawn swe-eval");
+    eprintln!(
+        "swe-eval {args:?}: exit {:?}\n{}\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn ok(o: &Output, what: &str) -> String {
+    assert_eq!(o.status.code(), Some(0), "{what}: exit code");
+    stdout(o)
+}
+
+/// The listing of the calc instances, as JSON.
+fn listing(dir: &Path, host: Option<&str>) -> Value {
+    let o = swe_eval(dir, host, &["list", "-i", &CALC.join(","), "--json"]);
+    let v: Value = serde_json::from_str(&ok(&o, "list")).expect("list --json is JSON");
+    assert_eq!(v["format_version"], 1);
+    v
+}
+
+/// Each layer's state of instance `i` of the listing: `[(layer, state)]`.
+fn states(v: &Value, i: usize) -> Vec<(String, String)> {
+    v["instances"][i]["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["layer"].as_str().unwrap().to_string(),
+                l["state"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn all(state: &str) -> Vec<(String, String)> {
+    ["base", "env", "history", "instance"]
+        .iter()
+        .map(|l| (l.to_string(), state.to_string()))
+        .collect()
+}
+
+/// The image a layer of instance `i` has under the current recipe.
+fn image(v: &Value, i: usize, layer: &str) -> String {
+    v["instances"][i]["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["layer"] == layer)
+        .and_then(|l| l["image"].as_str())
+        .unwrap_or_else(|| panic!("instance {i} has no {layer} image: {v}"))
+        .to_string()
+}
+
+#[test]
+fn images_build_list_export_import_run_and_prune_sparing_a_held_image() {
+    let root = prerequisite(
+        "root (a network namespace, a second dockerd)",
+        run("id", &["-u"]).and_then(|u| {
+            if u == "0" {
+                Ok(())
+            } else {
+                Err(format!("uid {u}"))
+            }
+        }),
+    );
+    if root.is_none()
+        || !require_program("docker")
+        || !require_program("dockerd")
+        || !require(
+            "ip and nsenter",
+            run("ip", &["-V"]).is_ok() && run("nsenter", &["--version"]).is_ok(),
+        )
+        || !require("a Docker daemon", run("docker", &["version"]).is_ok())
+    {
+        return;
+    }
+    // The calc images are the mini benchmark's: no run of it may remove them meanwhile.
+    let _turn = crate::common::mini_images_turn();
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let ids = CALC.join(",");
+
+    // On the machine's daemon: build, list, export.
+    let built = swe_eval(dir, None, &["build", "-i", &ids, "-o", "results"]);
+    let out = ok(&built, "build");
+    assert!(
+        out.contains("image preparation: 2 ready, 0 failed"),
+        "{out}"
+    );
+    assert!(dir.join("results/logs/build_images").is_dir());
+    let here = listing(dir, None);
+    assert_eq!(here["ready"], 2, "{here}");
+    for i in 0..2 {
+        assert_eq!(states(&here, i), all("present"), "{here}");
+    }
+    let archive = dir.join("calc.tar.zst");
+    let exported = swe_eval(dir, None, &["export", "-i", &ids, "-o", "calc.tar.zst"]);
+    let out = ok(&exported, "export");
+    assert!(
+        out.contains("wrote ") && out.contains("of 2 instances"),
+        "{out}"
+    );
+    let size = std::fs::metadata(&archive).unwrap().len();
+    assert!(size > 1_000_000, "the archive holds the base: {size} bytes");
+
+    // A daemon with none of the images.
+    let second = Daemon::start();
+    let host = second.host();
+    let there = listing(dir, Some(&host));
+    assert_eq!(there["ready"], 0);
+    for i in 0..2 {
+        assert_eq!(states(&there, i), all("missing"), "{there}");
+    }
+    let imported = swe_eval(dir, Some(&host), &["import", "calc.tar.zst"]);
+    let out = ok(&imported, "import");
+    assert!(out.contains("loaded "), "{out}");
+    let there = listing(dir, Some(&host));
+    assert_eq!(there["ready"], 2, "{there}");
+    for i in 0..2 {
+        assert_eq!(states(&there, i), all("present"), "{there}");
+    }
+    assert_eq!(there["unused"], Value::Array(vec![]), "{there}");
+
+    // A run there builds nothing (the second daemon has no bridge: nothing could be built
+    // that needs the network, and nothing is).
+    let ran = swe_eval(
+        dir,
+        Some(&host),
+        &["run", "-i", CALC[0], "--run-id", "imported", "-o", "ran"],
+    );
+    let out = ok(&ran, "run on the imported images");
+    assert!(
+        out.contains("image preparation: 1 ready, 0 failed"),
+        "{out}"
+    );
+    let built = regex::Regex::new(r"[1-9][0-9]* built").unwrap();
+    assert!(!built.is_match(&out), "nothing built: {out}");
+    assert!(out.contains("3/3 verdicts as expected"), "{out}");
+
+    // An older recipe's images: calc-1's instance image only under another name (stale), an
+    // environment of another recipe for the same repository (stale), calc-2's instance image
+    // gone (missing).
+    let inst1 = image(&there, 0, "instance");
+    let stale1 = format!("{}:older-recipe", inst1.rsplit_once(':').unwrap().0);
+    second.must(&["tag", &inst1, &stale1]);
+    second.must(&["rmi", &inst1]);
+    let env = image(&there, 0, "env");
+    let stale_env = "swe-eval.env.py.bookworm.x86_64.0lderrecipe0000000000000:latest";
+    second.must(&["tag", &env, stale_env]);
+    second.must(&["rmi", &image(&there, 1, "instance")]);
+    let there = listing(dir, Some(&host));
+    let s0 = states(&there, 0);
+    let s1 = states(&there, 1);
+    assert_eq!(
+        s0,
+        [
+            ("base".into(), "present".into()),
+            ("env".into(), "present".into()),
+            ("history".into(), "present".into()),
+            ("instance".into(), "stale".into())
+        ],
+        "{there}"
+    );
+    assert_eq!(s1[3], ("instance".into(), "missing".into()), "{there}");
+    assert_eq!(
+        there["instances"][0]["layers"][3]["found"],
+        serde_json::json!([stale1]),
+        "{there}"
+    );
+    let unused: Vec<&str> = there["unused"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(unused, [stale_env, stale1.as_str()], "{there}");
+
+    // A live run holds the stale image (a hold as runs make them: a never-started container
+    // labelled with the image and its owner, here this test's process).
+    let owner = swe_eval::owner::owner_id();
+    let hold = second.must(&[
+        "create",
+        "--label",
+        "swe-eval.tool=1",
+        "--label",
+        &format!("swe-eval.hold={stale1}"),
+        "--label",
+        &format!("swe-eval.owner={owner}"),
+        "--network",
+        "none",
+        &stale1,
+        "true",
+    ]);
+    let dry = swe_eval(dir, Some(&host), &["prune", "-i", &ids, "--dry-run"]);
+    let out = ok(&dry, "prune --dry-run");
+    assert!(out.contains(&format!("would remove {stale_env}")), "{out}");
+    assert!(
+        out.contains(&format!("kept {stale1}: held by the live run {owner}")),
+        "{out}"
+    );
+    second.must(&["image", "inspect", stale_env]);
+    let pruned = swe_eval(dir, Some(&host), &["prune", "-i", &ids]);
+    let out = ok(&pruned, "prune");
+    assert!(out.contains(&format!("removed {stale_env}")), "{out}");
+    assert!(out.contains(&format!("kept {stale1}: held")), "{out}");
+    assert!(second.docker(&["image", "inspect", stale_env]).is_err());
+    second.must(&["image", "inspect", &stale1]);
+    for name in there["instances"][0]["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["layer"] != "instance")
+        .map(|l| l["image"].as_str().unwrap())
+    {
+        second.must(&["image", "inspect", name]);
+    }
+    // The run ends (its hold goes): the next prune removes the stale image.
+    second.must(&["rm", hold.trim()]);
+    let pruned = swe_eval(dir, Some(&host), &["prune", "-i", &ids]);
+    let out = ok(&pruned, "prune after the hold");
+    assert!(out.contains(&format!("removed {stale1}")), "{out}");
+    let there = listing(dir, Some(&host));
+    assert_eq!(there["unused"], Value::Array(vec![]), "{there}");
+    drop(second);
+
+    // The machine's daemon: the instance and history images the build made go again, as a
+    // run at the default cache level would remove them (the base and environment stay).
+    for i in 0..2 {
+        for layer in ["instance", "history"] {
+            let _ = run("docker", &["rmi", &image(&here, i, layer)]);
+        }
+    }
+}
