@@ -206,15 +206,42 @@ pub struct ImageSources {
     pub flavour: Option<Flavour>,
 }
 
-impl ImageSources {
-    /// Adds the files these options read to `plan` (the repositories are only read by git).
-    pub fn inputs(&self, plan: IoPlan) -> IoPlan {
+impl ImageArgs {
+    /// The files a command with these options reads and writes: `output`, `--dataset` and
+    /// what the image sources read.
+    pub fn io(&self, output: &Path, dataset: Option<&Path>) -> IoPlan {
+        let mut plan = IoPlan::new().output(crate::paths::Output::Folder(output.to_path_buf()));
+        if let Some(d) = dataset {
+            plan = plan.input("--dataset", d);
+        }
         self.sources.inputs(plan)
     }
 
     /// The choices as the library takes them.
     pub fn choices(&self) -> ImageChoices {
         self.sources.choices(self.build_jobs)
+    }
+}
+
+impl ImageSources {
+    /// Adds the files these options read to `plan` (the repositories are only read by git).
+    pub fn inputs(&self, plan: IoPlan) -> IoPlan {
+        match &self.ca_cert {
+            Some(ca) => plan.input("--ca-cert", ca),
+            None => plan,
+        }
+    }
+
+    /// The choices as the library takes them, with `build_jobs` image builds at once.
+    pub fn choices(&self, build_jobs: Option<usize>) -> ImageChoices {
+        ImageChoices {
+            repos: self.repos.clone(),
+            mirrors: self.mirrors.clone(),
+            namespace: self.namespace.clone(),
+            ca_cert: self.ca_cert.clone(),
+            flavour: self.flavour,
+            build_jobs,
+        }
     }
 }
 

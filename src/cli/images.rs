@@ -10,12 +10,12 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
+use super::args::{DatasetArgs, ImageSources};
 use super::render;
-use super::run::ImageSources;
 use super::{BoxError, CliResult, NothingComputable};
 use crate::engine::DockerEngine;
-use crate::images::{Disk, LayerState, ListedLayer, Listing};
-use crate::orchestrate::{self, load_inputs, outcome, prepare_options, ImageSet, Troubles};
+use crate::images::{self, Disk, LayerState, ListedLayer, Listing};
+use crate::orchestrate::{self, outcome, Selected, Source, Troubles};
 
 /// `swe-eval images`: one of its actions.
 #[derive(Debug, clap::Args)]
@@ -65,13 +65,9 @@ pub enum Action {
 /// Which instances, and where their images and repositories come from.
 #[derive(Debug, clap::Args)]
 pub struct Selection {
-    /// Dataset rows (JSON, JSON Lines or Parquet), or a Hugging Face dataset name
-    /// [default: the bundled mini benchmark].
-    #[arg(long, short = 'd', visible_alias = "dataset_name")]
-    pub dataset: Option<PathBuf>,
-    /// The split of a Hugging Face dataset name given as --dataset.
-    #[arg(long, default_value = "test")]
-    pub split: String,
+    /// The dataset [default: the bundled mini benchmark].
+    #[command(flatten)]
+    pub data: DatasetArgs,
     /// Only these instances (space- or comma-separated).
     #[arg(long, short = 'i', visible_alias = "instance_ids", num_args = 1.., value_delimiter = ',')]
     pub instance_ids: Vec<String>,
@@ -153,7 +149,7 @@ impl Args {
     pub fn io(&self) -> crate::paths::IoPlan {
         use crate::paths::{IoPlan, Output};
         let select = |s: &Selection, plan: IoPlan| {
-            let plan = match &s.dataset {
+            let plan = match &s.data.dataset {
                 Some(d) => plan.input("--dataset", d),
                 None => plan,
             };
@@ -194,33 +190,30 @@ async fn run_async(args: Args) -> CliResult {
     }
 }
 
-/// The selection's image set and how its images are prepared; the input problems are
-/// printed. `output` is where build logs go (and the fallback cache).
+/// The selection's image set and how its images are made; the input problems are printed.
+/// `output` is where build logs go (and the fallback cache).
 fn selection(
     s: &Selection,
     output: &std::path::Path,
     build_jobs: Option<usize>,
-) -> Result<(ImageSet, orchestrate::PrepareOptions, usize), BoxError> {
-    let preds = s.dataset.as_ref().map(|_| "gold");
-    let inputs = load_inputs(
-        s.dataset.as_deref(),
-        &s.split,
-        preds,
-        &s.instance_ids,
-        output,
-    )?;
-    for p in &inputs.problems {
+) -> Result<Selected, BoxError> {
+    let source = Source {
+        dataset: s.data.dataset.clone(),
+        split: s.data.split.clone(),
+        predictions: None,
+        instance_ids: s.instance_ids.clone(),
+    };
+    let selected = orchestrate::select_images(&source, &s.sources.choices(build_jobs), output)
+        .map_err(|e| -> BoxError { Box::new(e) })?;
+    for p in &selected.problems {
         eprintln!("warning: {p}");
     }
-    let choices = s.sources.choices(build_jobs);
-    let opts = prepare_options(output, &choices, inputs.mini_mirrors.clone())?;
-    let set = orchestrate::image_set(&inputs.dataset, &inputs.instance_ids, &opts);
-    if inputs.instance_ids.is_empty() {
+    if selected.instances == 0 {
         return Err(Box::new(NothingComputable(
             "no instance selected: nothing to do".into(),
         )));
     }
-    Ok((set, opts, inputs.problems.len()))
+    Ok(selected)
 }
 
 /// A scratch output folder for actions that write no logs (the mini benchmark is written
@@ -233,7 +226,13 @@ fn scratch() -> Result<tempfile::TempDir, BoxError> {
 
 async fn build(mut a: BuildArgs) -> CliResult {
     a.output = std::path::absolute(&a.output)?;
-    let (set, opts, problems) = selection(&a.selection, &a.output, a.build_jobs)?;
+    let Selected {
+        set,
+        prepare: opts,
+        problems,
+        ..
+    } = selection(&a.selection, &a.output, a.build_jobs)?;
+    let problems = problems.len();
     let engine = Arc::new(DockerEngine::connect().await?);
     let (events, rx) = mpsc::unbounded_channel();
     let (interrupts, irx) = mpsc::unbounded_channel();
@@ -251,12 +250,18 @@ async fn build(mut a: BuildArgs) -> CliResult {
 
 async fn list(a: ListArgs) -> CliResult {
     let tmp = scratch()?;
-    let (set, opts, problems) = selection(&a.selection, tmp.path(), None)?;
+    let Selected {
+        set,
+        prepare: opts,
+        problems,
+        ..
+    } = selection(&a.selection, tmp.path(), None)?;
+    let problems = problems.len();
     let engine = DockerEngine::connect().await?;
     let names = orchestrate::image_names(&set, &opts).await;
-    let listing = orchestrate::list_images(&engine, &names).await?;
+    let listing = images::list(&engine, &names).await?;
     let disk = match a.disk {
-        true => Some(orchestrate::disk(&engine, &listing).await?),
+        true => Some(images::disk(&engine, &listing).await?),
         false => None,
     };
     let without = set.without_spec();
@@ -361,10 +366,16 @@ fn print_summary(l: &Listing, disk: Option<&Disk>) {
 
 async fn prune(a: PruneArgs) -> CliResult {
     let tmp = scratch()?;
-    let (set, opts, problems) = selection(&a.selection, tmp.path(), None)?;
+    let Selected {
+        set,
+        prepare: opts,
+        problems,
+        ..
+    } = selection(&a.selection, tmp.path(), None)?;
+    let problems = problems.len();
     let engine = DockerEngine::connect().await?;
     let names = orchestrate::image_names(&set, &opts).await;
-    let listing = orchestrate::list_images(&engine, &names).await?;
+    let listing = images::list(&engine, &names).await?;
     // An instance whose images cannot be named keeps every image built for it.
     let unknown = listing
         .instances
@@ -382,7 +393,7 @@ async fn prune(a: PruneArgs) -> CliResult {
         )
         .into());
     }
-    let report = orchestrate::prune(&engine, &listing, a.dry_run).await;
+    let report = images::prune(&engine, &listing, a.dry_run).await;
     let (verb, done) = if a.dry_run {
         ("would remove", "would be removed")
     } else {
@@ -418,17 +429,23 @@ async fn prune(a: PruneArgs) -> CliResult {
 
 async fn transfer(a: RegistryArgs, push: bool) -> CliResult {
     let tmp = scratch()?;
-    let (set, opts, problems) = selection(&a.selection, tmp.path(), None)?;
+    let Selected {
+        set,
+        prepare: opts,
+        problems,
+        ..
+    } = selection(&a.selection, tmp.path(), None)?;
+    let problems = problems.len();
     let engine = DockerEngine::connect().await?;
     let names = orchestrate::image_names(&set, &opts).await;
-    let listing = orchestrate::list_images(&engine, &names).await?;
+    let listing = images::list(&engine, &names).await?;
     let report = if push {
-        orchestrate::push_images(&engine, &listing.used, &a.registry).await
+        images::push_images(&engine, &listing.used, &a.registry).await
     } else {
         let wanted: std::collections::BTreeSet<String> =
             names.iter().flat_map(|n| n.all()).cloned().collect();
         let wanted: Vec<String> = wanted.into_iter().collect();
-        orchestrate::pull_images(&engine, &wanted, &a.registry).await
+        images::pull_images(&engine, &wanted, &a.registry).await
     };
     let verb = if push { "pushed" } else { "pulled" };
     for (image, took) in &report.done {
@@ -451,17 +468,23 @@ async fn transfer(a: RegistryArgs, push: bool) -> CliResult {
 
 async fn export(a: ExportArgs) -> CliResult {
     let tmp = scratch()?;
-    let (set, opts, problems) = selection(&a.selection, tmp.path(), None)?;
+    let Selected {
+        set,
+        prepare: opts,
+        problems,
+        ..
+    } = selection(&a.selection, tmp.path(), None)?;
+    let problems = problems.len();
     let engine = DockerEngine::connect().await?;
     let names = orchestrate::image_names(&set, &opts).await;
-    let listing = orchestrate::list_images(&engine, &names).await?;
+    let listing = images::list(&engine, &names).await?;
     let missing = listing.instances.len() - listing.ready();
     if missing > 0 {
         eprintln!(
             "warning: {missing} selected instance(s) have no image to export (`swe-eval images list` names them)"
         );
     }
-    let report = orchestrate::export_images(&engine, &listing.used, &a.output).await?;
+    let report = images::export_images(&engine, &listing.used, &a.output).await?;
     println!(
         "wrote {}: {} images of {} instances, {} in {:.1} s",
         a.output.display(),
@@ -479,7 +502,7 @@ async fn export(a: ExportArgs) -> CliResult {
 
 async fn import(a: ImportArgs) -> CliResult {
     let engine = DockerEngine::connect().await?;
-    let report = orchestrate::import_images(&engine, &a.archive).await?;
+    let report = images::import_images(&engine, &a.archive).await?;
     println!(
         "loaded {} image(s) from {} ({}) in {:.1} s",
         report.images.len(),

@@ -6,7 +6,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::api::{BuildSettings, Engine, EngineInfo, Resource, TarSource};
+use super::api::{
+    BuildSettings, ByteStream, CommitBuild, Engine, EngineInfo, ImageDetails, Resource, TarSource,
+};
 use super::docker::{Daemon, DockerEngine};
 use super::error::EngineError;
 use super::job::{JobOutput, JobSpec};
@@ -232,6 +234,40 @@ impl Engine for AnyEngine {
 
     async fn finish_run(&self) -> Vec<String> {
         each!(self, e => e.finish_run().await)
+    }
+
+    async fn image_details(&self, image: &str) -> Result<Option<ImageDetails>, EngineError> {
+        each!(self, e => e.image_details(image).await)
+    }
+
+    fn save_images(&self, names: &[String]) -> ByteStream<EngineError> {
+        each!(self, e => e.save_images(names))
+    }
+
+    async fn load_images(
+        &self,
+        archive: ByteStream<std::io::Error>,
+    ) -> Result<Vec<String>, EngineError> {
+        each!(self, e => e.load_images(archive).await)
+    }
+
+    async fn commit_build(&self, build: CommitBuild) -> Result<String, EngineError> {
+        each!(self, e => e.commit_build(build).await)
+    }
+
+    async fn remove_volume(&self, name: &str) -> Result<(), EngineError> {
+        each!(self, e => e.remove_volume(name).await)
+    }
+
+    async fn list_volumes(
+        &self,
+        labels: BTreeMap<String, String>,
+    ) -> Result<Vec<Resource>, EngineError> {
+        each!(self, e => e.list_volumes(labels).await)
+    }
+
+    async fn push_image(&self, image: &str) -> Result<(), EngineError> {
+        each!(self, e => e.push_image(image).await)
     }
 }
 

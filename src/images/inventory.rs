@@ -3,10 +3,13 @@
 //! that place built by an older recipe or layout: names carry content hashes, so a changed
 //! recipe gives a new name and leaves the old image behind) or missing; the images no
 //! selected instance uses; and the disk a set of images takes, each layer counted once.
+//! [`list`] and [`disk`] ask the daemon; [`classify`] and [`layer_bytes`] are the rules.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
+
+use crate::engine::{Engine, EngineError, LABEL_TOOL};
 
 use super::{content_hash, InstanceNames, LABEL_INSTANCE, LABEL_LAYER, LABEL_REPO};
 use crate::engine::{ImageDetails, Resource};
@@ -427,6 +430,66 @@ pub fn layer_bytes<'a>(
         }
     }
     layers
+}
+
+/// This tool's images on the daemon (by label), and the prebuilt images `names` name that
+/// are there (pulled official images carry no label of ours).
+async fn found_images<E: Engine>(
+    engine: &E,
+    names: &[InstanceNames],
+) -> Result<Vec<Resource>, EngineError> {
+    let mut found = engine
+        .list_images(BTreeMap::from([(LABEL_TOOL.to_string(), String::new())]))
+        .await?;
+    let prebuilt: BTreeSet<&String> = names.iter().filter_map(|n| n.prebuilt.as_ref()).collect();
+    for p in prebuilt {
+        if found.iter().any(|r| &r.name == p) {
+            continue;
+        }
+        if let Some(d) = engine.image_details(p).await? {
+            found.push(Resource {
+                id: d.id,
+                name: p.clone(),
+                labels: d.labels,
+            });
+        }
+    }
+    Ok(found)
+}
+
+/// `set`'s images on the daemon: per instance, each layer present, stale or missing, and this
+/// tool's images the selection does not use.
+pub async fn list<E: Engine>(engine: &E, names: &[InstanceNames]) -> Result<Listing, EngineError> {
+    let found = found_images(engine, names).await?;
+    Ok(classify(names, &found))
+}
+
+/// Measures the disk of `listing`'s images (one inspection per image).
+pub async fn disk<E: Engine>(engine: &E, listing: &Listing) -> Result<Disk, EngineError> {
+    let details = |names: Vec<String>| async move {
+        let mut out: Vec<ImageDetails> = Vec::new();
+        let mut ids = BTreeSet::new();
+        for n in names {
+            if let Some(d) = engine.image_details(&n).await? {
+                if ids.insert(d.id.clone()) {
+                    out.push(d);
+                }
+            }
+        }
+        Ok::<_, EngineError>(out)
+    };
+    let used = details(listing.used.clone()).await?;
+    let unused = details(listing.unused.iter().map(|u| u.name.clone()).collect()).await?;
+    let used_layers = layer_bytes(&used);
+    let unused_alone = layer_bytes(&unused)
+        .into_iter()
+        .filter(|(k, _)| !used_layers.contains_key(k))
+        .map(|(_, b)| b)
+        .sum();
+    Ok(Disk {
+        used_bytes: used_layers.values().sum(),
+        unused_alone_bytes: unused_alone,
+    })
 }
 
 #[cfg(test)]

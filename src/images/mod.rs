@@ -11,7 +11,13 @@
 //! `<output>/logs/build_images/`. Preparation reports each build, each phase's time and each
 //! instance's image as soon as it is ready through [`BuildHooks`] (see `build_events`), which
 //! also stop it.
+//!
+//! A selection's images as a set (`swe-eval images`): the names the current recipes give them
+//! (`selection`), the daemon's images measured against those names (`inventory`: present,
+//! stale, missing, unused, their disk), removed when unused (`prune`), written to and loaded
+//! from one archive (`archive`), pushed and pulled through a registry (`transfer`).
 
+mod archive;
 mod base;
 mod build;
 mod build_events;
@@ -27,10 +33,13 @@ mod hold;
 mod inventory;
 mod naming;
 mod plan;
+mod prune;
 mod repo;
 mod selection;
 mod submodules;
+mod transfer;
 
+pub use archive::{export_images, import_images, ArchiveError, ArchiveReport};
 pub use base::{base_image_name, build_base, ensure_base, BaseOptions, BaseOutcome};
 pub use build::ensure;
 pub use build_events::{BuildEvent, BuildHooks, Phase, Stage, StopFlag};
@@ -46,8 +55,8 @@ pub use hold::{
     hold_labels, reap_dead as reap_dead_holds, release as release_holds, Holding, LABEL_REMOVES,
 };
 pub use inventory::{
-    classify, layer_bytes, Disk, InstanceStatus, LayerCounts, LayerState, LayerStatus, ListedLayer,
-    Listing, ListingFile, NoSpec, UnusedImage,
+    classify, disk, layer_bytes, list, Disk, InstanceStatus, LayerCounts, LayerState, LayerStatus,
+    ListedLayer, Listing, ListingFile, NoSpec, UnusedImage,
 };
 pub use naming::{
     build_log_path, content_hash, labels_for, with_namespace, CacheLevel, Layer, LABEL_INSTANCE,
@@ -56,5 +65,7 @@ pub use naming::{
 pub use plan::{
     plan, BaseRecipe, BuildChain, EnvRecipe, ImagePlan, InstanceImages, InstanceRecipe, PlanOptions,
 };
+pub use prune::{prune, PruneReport};
 pub use repo::{RepoCache, RepoSources};
 pub use selection::{names, InstanceNames};
+pub use transfer::{in_registry, pull_images, push_images, TransferReport};

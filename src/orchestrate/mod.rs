@@ -16,8 +16,8 @@
 //!   verdicts.
 //! - `error`: why a workflow could not finish.
 //! - `check_env`: the Debian environments built and compared with SWE-bench's frozen ones.
-//! - `image_set`: images as a job of their own (`swe-eval images`): built without running,
-//!   listed (present, stale, missing), pruned, exported and imported, pushed and pulled.
+//! - `image_set`: images as a job of their own (`swe-eval images build`): a selection's
+//!   images and their names, prepared without running anything.
 
 mod check_env;
 mod error;
@@ -42,11 +42,7 @@ pub use check_env::{
 pub use error::WorkflowError;
 pub use evaluate::{evaluate, Evaluated};
 pub use findings::{findings, judge, Finding, FindingsError, EMPTY, GOLD};
-pub use image_set::{
-    build_images, disk, export_images, image_names, image_set, import_images, in_registry,
-    list_images, prune, pull_images, push_images, ArchiveError, ArchiveReport, ImageSet,
-    PruneReport, TransferReport,
-};
+pub use image_set::{build_images, image_names, image_set, select_images, ImageSet, Selected};
 pub use inputs::{load_inputs, InputError, Inputs};
 pub use mini_check::{check_mini, MiniCheck, MiniCheckError};
 pub use options::{
