@@ -43,3 +43,4 @@ mod plan;
 
 pub(super) use build::{on_history, plan_builds, Wanted};
 pub use node::MAX_CHAIN;
+pub(super) use plan::plan_chains;
