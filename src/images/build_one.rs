@@ -226,9 +226,7 @@ async fn build_labelled<E: Engine>(
         image: tag.to_string(),
     });
     let started = tokio::time::Instant::now();
-    let built = engine
-        .build_image_with(tag, ctx, labels, settings)
-        .await;
+    let built = engine.build_image_with(tag, ctx, labels, settings).await;
     hooks.timed(stage, tag, Phase::Build, started.elapsed(), built.is_ok());
     match built {
         Ok(log) => {
