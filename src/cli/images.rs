@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 
 use super::args::{DatasetArgs, ImageSources};
 use super::render;
-use super::{BoxError, CliResult, NothingComputable};
+use super::{CliError, CliResult, NothingComputable};
 use crate::engine::DockerEngine;
 use crate::images::{self, Disk, LayerState, ListedLayer, Listing};
 use crate::orchestrate::{self, outcome, Selected, Source, Troubles};
@@ -82,8 +82,8 @@ pub struct BuildArgs {
     /// The instances.
     #[command(flatten)]
     pub selection: Selection,
-    /// Image builds at once [default: half the cores, 1 to 4].
-    #[arg(long, value_name = "N")]
+    /// Image builds at once [default: half the cores, 1 to 4]. [allowed: 1 to 64]
+    #[arg(long, value_name = "N", value_parser = super::values::build_jobs())]
     pub build_jobs: Option<usize>,
     /// Folder for the build logs (`logs/build_images/`, with `timings.jsonl`).
     #[arg(long, short = 'o', default_value = "results")]
@@ -196,29 +196,26 @@ fn selection(
     s: &Selection,
     output: &std::path::Path,
     build_jobs: Option<usize>,
-) -> Result<Selected, BoxError> {
+) -> Result<Selected, CliError> {
     let source = Source {
         dataset: s.data.dataset.clone(),
         split: s.data.split.clone(),
         predictions: None,
         instance_ids: s.instance_ids.clone(),
     };
-    let selected = orchestrate::select_images(&source, &s.sources.choices(build_jobs), output)
-        .map_err(|e| -> BoxError { Box::new(e) })?;
+    let selected = orchestrate::select_images(&source, &s.sources.choices(build_jobs), output)?;
     for p in &selected.problems {
         eprintln!("warning: {p}");
     }
     if selected.instances == 0 {
-        return Err(Box::new(NothingComputable(
-            "no instance selected: nothing to do".into(),
-        )));
+        return Err(NothingComputable("no instance selected: nothing to do".into()).into());
     }
     Ok(selected)
 }
 
 /// A scratch output folder for actions that write no logs (the mini benchmark is written
 /// out there).
-fn scratch() -> Result<tempfile::TempDir, BoxError> {
+fn scratch() -> Result<tempfile::TempDir, CliError> {
     Ok(tempfile::Builder::new()
         .prefix("swe-eval-images-")
         .tempdir()?)

@@ -33,6 +33,22 @@ pub enum ArchiveError {
     Empty,
 }
 
+impl crate::failure::Classify for ArchiveError {
+    fn kind(&self) -> crate::failure::ErrorKind {
+        use crate::failure::ErrorKind;
+        match self {
+            ArchiveError::Engine(e) => e.kind(),
+            ArchiveError::Write(e) => e.kind(),
+            // An archive path that names nothing: the command line asked for it.
+            ArchiveError::Read { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                ErrorKind::Usage
+            }
+            ArchiveError::Read { .. } => ErrorKind::Failed,
+            ArchiveError::Empty => ErrorKind::NothingComputable,
+        }
+    }
+}
+
 /// An archive written or read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ArchiveReport {
