@@ -185,10 +185,10 @@ async fn environment_pipeline<'a, E: Engine, R: Fn(&str, &Result<String, ImageFa
         let history = histories.remove(&inst.instance_id);
         let job = async move {
             let from = match history {
-                Some((name, pending)) => {
-                    // Built by an earlier run on the same history image: nothing to wait for.
-                    if let Some(name) = name {
-                        let tag = history::on_history(&chain.instance.tag, &name);
+                Some((content, pending)) => {
+                    // Built by an earlier run on the same history: nothing to wait for.
+                    if let Some(content) = &content {
+                        let tag = history::on_history(&chain.instance.tag, content);
                         match engine.image_exists(&tag).await {
                             Ok(true) => return (inst, Ok(tag)),
                             Ok(false) => {}
@@ -197,16 +197,27 @@ async fn environment_pipeline<'a, E: Engine, R: Fn(&str, &Result<String, ImageFa
                             }
                         }
                     }
-                    match pending.await {
-                        Ok(image) => Some(image),
-                        Err(f) => return (inst, Err(f)),
+                    match (pending.await, content) {
+                        (Ok(image), Some(content)) => Some((image, content)),
+                        (Err(f), _) => return (inst, Err(f)),
+                        (Ok(image), None) => {
+                            let e = ImageError::Context {
+                                image,
+                                message: "built, but its content was never planned".into(),
+                            };
+                            return (
+                                inst,
+                                Err(failure(Layer::Instance, &inst.instance_id, &e, None)),
+                            );
+                        }
                     }
                 }
                 None => None,
             };
             let _permit = sh.permits.acquire().await.expect("never closed");
             let mut local = Prepared::default();
-            let r = build_instance(engine, inst, chain, from.as_deref(), opts, &mut local).await;
+            let from = from.as_ref().map(|(i, c)| (i.as_str(), c.as_str()));
+            let r = build_instance(engine, inst, chain, from, opts, &mut local).await;
             lock(sh.created).extend(local.created);
             (inst, r)
         };
@@ -269,21 +280,22 @@ async fn resolve_prebuilt<E: Engine>(
 }
 
 /// Builds `inst`'s instance image and returns its name; `history` is the history image it
-/// stands on (its Dockerfile's `FROM <environment>` names it instead, and its name hashes it:
-/// [`history::on_history`]), `None` when it needs no repository.
+/// stands on and what it holds (its Dockerfile's `FROM <environment>` names the image
+/// instead, and its name hashes what it holds: [`history::on_history`]), `None` when it needs
+/// no repository.
 async fn build_instance<E: Engine>(
     engine: &E,
     inst: &InstanceImages,
     chain: &BuildChain,
-    history: Option<&str>,
+    history: Option<(&str, &str)>,
     opts: &BuildOptions,
     out: &mut Prepared,
 ) -> Result<String, ImageFailure> {
     let ir = &chain.instance;
-    let tag = history.map_or_else(|| ir.tag.clone(), |h| history::on_history(&ir.tag, h));
+    let tag = history.map_or_else(|| ir.tag.clone(), |(_, c)| history::on_history(&ir.tag, c));
     let dockerfile = match history {
         None => ir.dockerfile.clone(),
-        Some(image) => {
+        Some((image, _)) => {
             let from = format!("FROM {}\n", chain.env.tag);
             if !ir.dockerfile.contains(&from) {
                 let e = ImageError::Context {

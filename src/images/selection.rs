@@ -1,7 +1,7 @@
 //! The names a selection of instances gives its images under the current recipes: per
 //! instance its base, environment, history (Debian flavour) and instance image, as a run
-//! would look for them. A Debian instance image is named after its history image
-//! ([`super::history::on_history`]), and history images are planned on the host's git from
+//! would look for them. A Debian instance image is named after what its history image holds
+//! ([`super::history::on_history`]: not the chain it was planned in), and history images are planned on the host's git from
 //! the repository's sources, exactly as [`super::ensure`] plans them for the same selection;
 //! an instance whose repository cannot be had gets the reason instead of those two names.
 
@@ -62,9 +62,10 @@ pub fn names(plan: &ImagePlan, repos: &RepoCache, max_chain: usize) -> Vec<Insta
                 .insert(inst.base_commit.clone());
         }
     }
-    // (env, repo, commit) -> the chain of history images, root first, or why there is none.
-    let mut chains: BTreeMap<(String, String, String), Result<Vec<String>, String>> =
-        BTreeMap::new();
+    // (env, repo, commit) -> the chain of history images, root first, and what the last one
+    // holds, or why there is none.
+    type Chain = Result<(Vec<String>, String), String>;
+    let mut chains: BTreeMap<(String, String, String), Chain> = BTreeMap::new();
     for ((env, repo), commits) in groups {
         let (nodes, failed) = history::plan_chains(repos, &env, &repo, &commits, max_chain);
         for node in &nodes {
@@ -75,7 +76,8 @@ pub fn names(plan: &ImagePlan, repos: &RepoCache, max_chain: usize) -> Vec<Insta
                 at = nodes[i].parent;
             }
             chain.reverse();
-            chains.insert((env.clone(), repo.clone(), node.commit.clone()), Ok(chain));
+            let key = (env.clone(), repo.clone(), node.commit.clone());
+            chains.insert(key, Ok((chain, node.content.clone())));
         }
         for (commit, e) in failed {
             chains.insert((env.clone(), repo.clone(), commit), Err(e.to_string()));
@@ -119,13 +121,10 @@ pub fn names(plan: &ImagePlan, repos: &RepoCache, max_chain: usize) -> Vec<Insta
                     .cloned()
                     .unwrap_or_else(|| Err("no history was planned".to_string()));
                 out.instance = Some(match &history {
-                    Ok(names) => Ok(history::on_history(
-                        &chain.instance.tag,
-                        names.last().expect("a chain has its own image"),
-                    )),
+                    Ok((_, content)) => Ok(history::on_history(&chain.instance.tag, content)),
                     Err(e) => Err(e.clone()),
                 });
-                out.history = Some(history);
+                out.history = Some(history.map(|(names, _)| names));
             } else {
                 out.instance = Some(Ok(chain.instance.tag.clone()));
             }

@@ -19,13 +19,15 @@ use crate::images::{
 /// Which instances need a history image: `(instance_id, env image, repo, commit)`.
 pub type Wanted = (String, String, String, String);
 
-/// The name of an instance image that stands on history image `history`: `tag` (the spec's
-/// name, which hashes the instance's own recipe) with its version replaced by a hash of both,
-/// so an instance image is rebuilt whenever its history image is (a new layout, a changed
-/// chain) and never taken from an earlier run's history.
-pub fn on_history(tag: &str, history: &str) -> String {
+/// The name of an instance image that stands on a history image holding `content`
+/// ([`HistoryNode::content`]): `tag` (the spec's name, which hashes the instance's own recipe)
+/// with its version replaced by a hash of both. So an instance image is rebuilt whenever what
+/// its history holds changes (a new layout, other tags kept), but not when the same history is
+/// planned in another chain (another selection of instances): one built by `images build` of
+/// a whole dataset is found by a run of one of its instances.
+pub fn on_history(tag: &str, content: &str) -> String {
     let repo = tag.rsplit_once(':').map_or(tag, |(r, _)| r);
-    let hash = content_hash(&[tag.as_bytes(), history.as_bytes()]);
+    let hash = content_hash(&[tag.as_bytes(), content.as_bytes()]);
     format!("{repo}:{}", &hash[..12])
 }
 
@@ -33,9 +35,9 @@ pub fn on_history(tag: &str, history: &str) -> String {
 /// children and by the instance images that stand on it.
 pub type Pending<'a> = Shared<BoxFuture<'a, Result<String, ImageFailure>>>;
 
-/// Plans the history images `wanted` needs (host git, now) and returns, per instance, the
-/// name of its history image (`None` when it could not be planned) and the future that makes
-/// it: a node's future first awaits its parent's, then builds under one of `permits` (the
+/// Plans the history images `wanted` needs (host git, now) and returns, per instance, what
+/// its history image holds ([`HistoryNode::content`], which names the instance image; `None`
+/// when it could not be planned) and the future that makes it (and resolves to its name): a node's future first awaits its parent's, then builds under one of `permits` (the
 /// build parallelism, shared with the instance images), so siblings build in parallel and an
 /// instance image can start as soon as its own chain is ready. A future nobody awaits (the
 /// instance image is there already) builds nothing. Images built are added to `created`.
@@ -103,7 +105,7 @@ pub async fn plan_builds<'a, E: Engine>(
                 node.clone(),
                 (env.clone(), repo.clone(), node.commit.clone()),
             );
-            let name = node.tag.clone();
+            let content = node.content.clone();
             let fut = async move {
                 let parent = match parent {
                     Some((p, built)) => {
@@ -126,7 +128,7 @@ pub async fn plan_builds<'a, E: Engine>(
             }
             .boxed()
             .shared();
-            by_commit.insert(key, (Some(name), fut.clone()));
+            by_commit.insert(key, (Some(content), fut.clone()));
             futures.push(fut);
         }
     }
@@ -213,7 +215,8 @@ mod tests {
     use crate::repos::RepoSources;
 
     #[tokio::test]
-    async fn instance_images_are_named_after_their_history_and_every_image_used_is_held() {
+    async fn instance_images_are_named_after_what_their_history_holds_not_its_chain_and_every_image_used_is_held(
+    ) {
         use crate::engine::FakeEngine;
         use crate::images::hold::{hold_labels, Holding};
         use crate::images::{
@@ -290,12 +293,40 @@ mod tests {
         let again = ensure(&*e, &plan, &opts).await;
         assert_eq!((&again.images, again.created.len()), (&got.images, 0));
 
-        // Another history (chains of one: c3 a root of its own) is another instance image;
-        // a's history is the same root, so its image is found.
+        // The same histories planned in other chains: b alone (c3 a root of its own, not a
+        // step on c1), or chains of one. The history images have other names, but what they
+        // hold is the same: both instance images are found, nothing is built.
+        let b_alone = ImagePlan {
+            instances: vec![inst("b", "c3")],
+        };
+        let alone = ensure(&*e, &b_alone, &opts).await;
+        assert_eq!(alone.images["b"], got.images["b"]);
+        assert!(alone.created.is_empty(), "{:?}", alone.created);
         opts.history_chain = 1;
         let other = ensure(&*e, &plan, &opts).await;
-        assert_eq!(other.images["a"], got.images["a"]);
-        assert_ne!(other.images["b"], got.images["b"]);
-        assert!(other.created.iter().any(|(n, _)| n == &other.images["b"]));
+        assert_eq!(other.images, got.images);
+        assert!(other.created.is_empty(), "{:?}", other.created);
+        // The names a listing gives are the run's.
+        let listed = crate::images::names(&b_alone, &opts.repos, MAX_CHAIN);
+        assert_eq!(
+            listed[0].instance.clone().unwrap().unwrap(),
+            got.images["b"]
+        );
+        let chain = listed[0].history.clone().unwrap().unwrap();
+        assert_eq!(chain.len(), 1, "b alone: a root {chain:?}");
+        assert!(
+            !histories.contains(&&chain[0]),
+            "another history image name"
+        );
+
+        // A history that holds something else (another commit): another instance image.
+        let moved = ImagePlan {
+            instances: vec![inst("b", "c2")],
+        };
+        let elsewhere = crate::images::names(&moved, &opts.repos, MAX_CHAIN);
+        assert_ne!(
+            elsewhere[0].instance.clone().unwrap().unwrap(),
+            got.images["b"]
+        );
     }
 }

@@ -13,7 +13,9 @@
 //! commit would write again go into a small pack of their own ([`split_objects`]), so that git
 //! touches that one and not the big pack (overlay would copy it up into the instance's layer).
 //! The instance image is then its history image plus the repo script (install step, setup
-//! commit), with no repacking, and is named after its history image too ([`on_history`]).
+//! commit), with no repacking, and is named after what its history image holds too
+//! ([`on_history`]: the commit, tags, submodules and layout, not the chain, so that an
+//! instance image is found whatever selection its history was planned in).
 //! Chains are cut (a new root) after [`MAX_CHAIN`] history images or packs, for overlay's
 //! layer limit and git's automatic repack (see the constant).
 //!

@@ -23,6 +23,12 @@ pub(super) const LAYOUT: &str =
 pub struct HistoryNode {
     /// The image's name (content-addressed: environment, parent, commit, tags).
     pub tag: String,
+    /// What the image holds whatever chain it was planned in: a hash of the environment, the
+    /// commit, the tags kept, the submodules and the layout, not of its parent. The instance
+    /// images on it are named after this ([`super::on_history`]), so that an instance image
+    /// built while its history stood in one chain is found by a run that plans another (a
+    /// selection of other instances, another chain limit).
+    pub content: String,
     /// The environment image the chain's root starts from.
     pub env: String,
     /// `owner/name`.

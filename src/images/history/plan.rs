@@ -78,6 +78,7 @@ pub fn plan_chains(
         });
         let mut node = HistoryNode {
             tag: String::new(),
+            content: String::new(),
             env: env.to_string(),
             repo: repo.to_string(),
             commit: c.clone(),
@@ -118,6 +119,17 @@ pub fn plan_chains(
             repo.replacen('/', "__", 1).to_lowercase(),
             &hash[..16]
         );
+        // What the repository in the image is, whichever parent it stands on: the instance
+        // images' name (the packs differ by chain; the objects, refs and checkout do not).
+        let mut held = format!("{env}\n{repo}\n{c}\n");
+        for s in &node.submodules {
+            held.push_str(&format!(
+                "{} {} {} {} {:?}\n",
+                s.name, s.path, s.url, s.commit, s.left_out
+            ));
+        }
+        node.content =
+            content_hash(&[held.as_bytes(), tag_text.as_bytes(), LAYOUT.as_bytes()])[..16].into();
         counts.push(*n);
         nodes.push(node);
     }
