@@ -31,6 +31,7 @@ pub mod report;
 pub mod repos;
 pub mod reward;
 pub mod runner;
+pub mod serve;
 pub mod spec;
 pub mod study;
 pub mod submit;

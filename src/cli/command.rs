@@ -11,6 +11,7 @@ use super::grade;
 use super::images;
 use super::reward;
 use super::run;
+use super::serve;
 use super::spec;
 use super::submit;
 use super::validate;
@@ -48,6 +49,9 @@ pub enum Command {
     Submit(submit::Args),
     /// Prepare, list, prune, export and import the images of a dataset's instances.
     Images(images::Args),
+    /// Evaluate predictions over HTTP as they come (for training loops): similarity at once,
+    /// executed verdicts cached by content, deadlines, nothing lost across restarts.
+    Serve(serve::Args),
     /// Measure the speed of the reward, grading, correlation and harness overhead.
     Bench(bench::Args),
 }
@@ -65,6 +69,7 @@ impl Command {
             Command::Validate(a) => a.io(),
             Command::Bench(a) => a.io(),
             Command::Images(a) => a.io(),
+            Command::Serve(a) => a.io(),
             Command::Compare(a) => {
                 let mut plan = IoPlan::new().output(Output::Folder(a.output.clone()));
                 let runs = a.runs.iter().chain(a.repeat.iter().flat_map(|(_, r)| r));
@@ -120,6 +125,7 @@ pub fn dispatch(cli: Cli) -> CliResult {
         Command::Grade(a) => grade::run(a),
         Command::Validate(a) => validate::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::Serve(a) => serve::run(a),
         Command::Submit(a) => submit::run(a),
         Command::Images(a) => images::run(a),
     }

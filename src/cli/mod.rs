@@ -20,6 +20,7 @@ mod progress;
 mod render;
 mod reward;
 mod run;
+mod serve;
 mod spec;
 mod submit;
 mod validate;

@@ -86,7 +86,7 @@ impl Executing {
 /// Sends one message per Ctrl-C (SIGINT) or SIGTERM until the receiver is gone. SIGTERM is
 /// what a cancelled CI job or `docker stop`/`kill` sends: it drains like the first Ctrl-C, and
 /// a second signal of either kind kills this run's containers.
-async fn forward_interrupts(tx: UnboundedSender<()>) {
+pub(super) async fn forward_interrupts(tx: UnboundedSender<()>) {
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut int), Ok(mut term)) = (
         signal(SignalKind::interrupt()),

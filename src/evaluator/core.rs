@@ -115,6 +115,8 @@ struct Req {
     tx: watch::Sender<Option<Arc<Evaluation>>>,
     /// Its result is being stored: nothing else may finish it.
     closing: bool,
+    /// Its deadline's timer, stopped when it is done.
+    timer: Option<tokio::task::AbortHandle>,
 }
 
 /// The requests waiting on one job (one content key), its leader first.
@@ -393,6 +395,16 @@ impl<E: Engine> Evaluator<E> {
         self.shared.lock().pending.len()
     }
 
+    /// Jobs whose container runs.
+    pub fn running(&self) -> u64 {
+        running(&self.shared.metrics)
+    }
+
+    /// What one request may carry.
+    pub fn bounds(&self) -> super::request::Bounds {
+        self.shared.opts.bounds
+    }
+
     /// The counters.
     pub fn metrics(&self) -> &Metrics {
         &self.shared.metrics
@@ -668,6 +680,7 @@ fn admit<E: Engine>(shared: &Arc<Shared<E>>, rows: Vec<Row>) {
                     accepted: now,
                     tx,
                     closing: false,
+                    timer: None,
                 },
             );
             if let Some(d) = deadline {
@@ -703,11 +716,17 @@ fn admit<E: Engine>(shared: &Arc<Shared<E>>, rows: Vec<Row>) {
         await_job(shared.clone(), key, leader, rx);
     }
     for (seq, at) in timers {
-        let shared = shared.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep_until(at).await;
-            expire(&shared, seq).await;
-        });
+        let timer = {
+            let shared = shared.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep_until(at).await;
+                expire(&shared, seq).await;
+            })
+        };
+        match shared.lock().pending.get_mut(&seq) {
+            Some(req) => req.timer = Some(timer.abort_handle()),
+            None => timer.abort(),
+        }
     }
     if !hits.is_empty() {
         let shared = shared.clone();
@@ -923,6 +942,9 @@ async fn finish<E: Engine>(
         let Some(req) = book.pending.remove(&seq) else {
             continue;
         };
+        if let Some(t) = &req.timer {
+            t.abort();
+        }
         shared.metrics.status(outcome.status);
         shared
             .metrics

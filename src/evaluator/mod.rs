@@ -10,25 +10,30 @@
 //! - `key`: the content key of a verdict (the cache's key).
 //! - `store`: the state in SQLite (requests, results, the cache), surviving a kill.
 //! - `metrics`: counters and latency histograms.
+//! - `access`: who may use it over the network (loopback, or a bearer token).
 //! - `export`: the rollouts as the study (`correlate`, `compare`) reads them.
-//! - `options`: the evaluator's settings.
+//! - `options`: the evaluator's settings; `open`: an evaluator from the user's choices.
 
+mod access;
 mod core;
 mod evaluation;
 mod export;
 mod key;
 mod metrics;
+mod open;
 mod options;
 mod request;
 mod store;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
+pub use access::{authorized, check_listen, token_from, AccessError, MIN_TOKEN_LEN};
 pub use core::{Evaluator, Health, Shutdown, StartError};
 pub use evaluation::{Evaluation, Outcome, Passed, State, Status, Timings};
 pub use export::export;
 pub use key::{content_key, harness_version, KeySettings};
 pub use metrics::{Histogram, Metrics, BUCKETS};
+pub use open::{open, DatasetSource, OpenError, Opened, ServeChoices};
 pub use options::{EvaluatorOptions, DEFAULT_DEADLINE, DEFAULT_MAX_QUEUE, DEFAULT_MODEL};
 pub use request::{requests_from_json, Bounds, Refusal, RefusalCode, Request};
 pub use store::{db_path, parse_id, Row, Store, StoreError};

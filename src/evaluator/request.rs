@@ -50,6 +50,8 @@ pub enum RefusalCode {
     Unauthorized,
     /// No such evaluation or path (404).
     NotFound,
+    /// The path exists, not with this method (405).
+    MethodNotAllowed,
     /// The body, a patch or a batch is too large (413).
     TooLarge,
     /// The queue is full: retry after `retry_after` (429).
@@ -65,6 +67,7 @@ impl RefusalCode {
             RefusalCode::BadRequest => 400,
             RefusalCode::Unauthorized => 401,
             RefusalCode::NotFound => 404,
+            RefusalCode::MethodNotAllowed => 405,
             RefusalCode::TooLarge => 413,
             RefusalCode::QueueFull => 429,
             RefusalCode::Unavailable => 503,

@@ -19,12 +19,13 @@ use crate::spec::{DebianRelease, Flavour};
 const CALC: &str = "swe-eval-mini__calc-1";
 const WRAP: &str = "swe-eval-mini__strutils-1";
 
-struct Mini {
-    dataset: crate::dataset::Dataset,
-    opts: EvaluatorOptions,
+/// The mini benchmark's dataset and evaluator options in `dir` (the serve tests use it too).
+pub(crate) struct Mini {
+    pub dataset: crate::dataset::Dataset,
+    pub opts: EvaluatorOptions,
 }
 
-fn mini(dir: &std::path::Path) -> Mini {
+pub(crate) fn mini(dir: &std::path::Path) -> Mini {
     let inputs = load_inputs(&crate::orchestrate::Source::default(), &dir.join("in")).unwrap();
     let prepare = PrepareOptions {
         flavour: Flavour::Debian,
@@ -101,7 +102,8 @@ fn answer(
     ))
 }
 
-fn engine(ds: &crate::dataset::Dataset) -> FakeEngine {
+/// A fake daemon with the base images whose jobs answer as [`answer`] says.
+pub(crate) fn engine(ds: &crate::dataset::Dataset) -> FakeEngine {
     let e = FakeEngine::new();
     for r in [
         DebianRelease::Bullseye,
@@ -129,7 +131,7 @@ fn engine(ds: &crate::dataset::Dataset) -> FakeEngine {
     e
 }
 
-fn gold(m: &Mini, id: &str) -> String {
+pub(crate) fn gold(m: &Mini, id: &str) -> String {
     m.dataset.get(id).unwrap().patch.clone()
 }
 

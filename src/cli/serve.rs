@@ -1,0 +1,249 @@
+//! `swe-eval serve`: the evaluator behind HTTP for training loops (`crate::evaluator` over
+//! `crate::serve`), and `swe-eval serve export`: a server's rollouts as `correlate` and
+//! `compare` read them. This file maps the flags onto the library's options and prints.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::args::{DatasetArgs, ExecArgs};
+use super::{CliResult, UsageError};
+use crate::evaluator::{self, Bounds, DatasetSource, ServeChoices};
+use crate::orchestrate::Outcome;
+use crate::serve::{listen, ServeConfig};
+
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+#[command(after_help = "\
+Quickstart (the bundled mini benchmark's 8 tasks):
+  swe-eval serve &
+  curl -s localhost:8321/v1/evaluations -d '{\"instance_id\": \"swe-eval-mini__calc-1\", \"model_patch\": \"...\"}'
+  python3 -c 'import swe_eval_client as c; print(c.Client().evaluate(\"swe-eval-mini__calc-1\", patch))'
+
+State: OUTPUT/serve (default results/serve): serve.sqlite (every request and result, the
+verdict cache), jobs/<key>/ (each job's logs and verdict.json), logs/build_images/. A server
+killed outright and started again on the same OUTPUT finishes every accepted request once and
+answers the finished ones; it removes the dead server's containers and holds.
+
+Endpoints: POST /v1/evaluations (one prediction record or a list), GET /v1/evaluations/{id}?wait=S,
+POST /v1/evaluations/wait, GET /v1/health, GET /metrics (Prometheus), GET
+/v1/export/rewards.jsonl and /v1/export/outcomes.jsonl (?since=N). A record is SWE-bench's
+prediction: instance_id, model_patch, and optionally model_name_or_path, sample, deadline_s and
+execute (false: the similarity alone). Errors are JSON {code, message, field}.
+
+Images are prepared when an instance is first asked for (--prepare-all: every one at start);
+requests whose image is ready go first. Identical (instance, patch) requests run once, and later
+ones are answered from the cache. Each request has one deadline (deadline_s, default --deadline)
+covering image, start, apply, tests and removal; when it passes the answer is `timeout` with
+mask true. Infrastructure failures are `infra_error` with mask true: drop such samples.
+
+Listening on anything but a loopback address needs a bearer token (--token-file or
+SWE_EVAL_TOKEN). Ctrl-C (or SIGTERM) stops accepting, lets running jobs finish and keeps the
+queued requests for the next start; a second one kills the running jobs.")]
+/// `swe-eval serve`: evaluate predictions over HTTP as they come.
+pub struct Args {
+    /// `export`: write a server's rollouts for `correlate` and `compare`.
+    #[command(subcommand)]
+    pub action: Option<Action>,
+    /// The dataset [default: the bundled mini benchmark].
+    #[command(flatten)]
+    pub dataset: DatasetArgs,
+    /// How predictions execute (OUTPUT/serve is the server's state).
+    #[command(flatten)]
+    pub exec: ExecArgs,
+    /// Strict mode, as `run --strict` (the strict verdict is returned in every mode).
+    #[arg(long)]
+    pub strict: bool,
+    /// Where to listen. Any address but a loopback one needs a token.
+    #[arg(long, default_value = "127.0.0.1:8321", value_name = "ADDR:PORT")]
+    pub listen: SocketAddr,
+    /// A file holding the bearer token every request must carry (else SWE_EVAL_TOKEN).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Prepare every instance's image at start instead of when first asked for.
+    #[arg(long)]
+    pub prepare_all: bool,
+    /// Most requests accepted and not done; more are answered 429 with Retry-After.
+    #[arg(long, default_value_t = evaluator::DEFAULT_MAX_QUEUE, value_name = "N")]
+    pub max_queue: usize,
+    /// The deadline of a request that names none (deadline_s), in seconds.
+    #[arg(long, default_value_t = evaluator::DEFAULT_DEADLINE.as_secs(), value_name = "SECS")]
+    pub deadline: u64,
+    /// The largest patch a request may carry, in bytes (413 beyond).
+    #[arg(long, default_value_t = Bounds::default().max_patch_bytes, value_name = "BYTES")]
+    pub max_patch_bytes: usize,
+}
+
+/// What `serve` does besides serving.
+#[derive(Debug, clap::Subcommand)]
+pub enum Action {
+    /// Write a server's rollouts as `correlate --rewards/--results` and `compare` read them:
+    /// rewards.jsonl (similarity and reward of every request) and outcomes.jsonl (the executed
+    /// verdicts; masked ones without `resolved`). Works on a stopped server's state too.
+    Export(ExportArgs),
+}
+
+/// `swe-eval serve export`.
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    /// The server's output folder (its state is OUTPUT/serve).
+    #[arg(
+        long,
+        short = 'o',
+        default_value = "results",
+        visible_alias = "report_dir"
+    )]
+    pub output: PathBuf,
+    /// Where to write rewards.jsonl and outcomes.jsonl [default: OUTPUT/serve/export].
+    #[arg(long, value_name = "DIR")]
+    pub to: Option<PathBuf>,
+    /// Only requests from this number on (the N of id eN).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub since: u64,
+}
+
+impl Args {
+    /// What the command reads and writes, for the clobber check.
+    pub fn io(&self) -> crate::paths::IoPlan {
+        match &self.action {
+            Some(Action::Export(a)) => {
+                let to =
+                    a.to.clone()
+                        .unwrap_or_else(|| a.output.join("serve").join("export"));
+                crate::paths::IoPlan::new()
+                    .input("--output", &a.output.join("serve").join("serve.sqlite"))
+                    .output(crate::paths::Output::Folder(to))
+            }
+            None => {
+                let plan = self.exec.io(self.dataset.dataset.as_deref());
+                match &self.token_file {
+                    Some(t) => plan.input("--token-file", t),
+                    None => plan,
+                }
+            }
+        }
+    }
+}
+
+/// Serves, or exports.
+pub fn run(args: Args) -> CliResult {
+    let rt = tokio::runtime::Runtime::new()?;
+    match args.action {
+        Some(Action::Export(a)) => export(&a),
+        None => rt.block_on(serve(args)),
+    }
+}
+
+async fn serve(args: Args) -> CliResult {
+    let token = evaluator::token_from(
+        args.token_file.as_deref(),
+        std::env::var("SWE_EVAL_TOKEN").ok(),
+    )?;
+    let mut config = ServeConfig::new(args.listen);
+    config.token = token;
+    // Refused before anything starts: a public address without a token.
+    evaluator::check_listen(args.listen.ip(), config.token.as_deref())?;
+    let mut run = args.exec.options(None, args.strict);
+    run.output = run.output.join("serve");
+    let source = DatasetSource {
+        dataset: args.dataset.dataset.clone(),
+        split: args.dataset.split.clone(),
+        instance_ids: args.exec.instance_ids.clone(),
+    };
+    let choices = ServeChoices {
+        prepare_all: args.prepare_all,
+        max_queue: Some(args.max_queue),
+        deadline: Some(Duration::from_secs(args.deadline.max(1))),
+        bounds: Some(Bounds {
+            max_patch_bytes: args.max_patch_bytes,
+            ..Bounds::default()
+        }),
+    };
+    let listener = listen(config).await?;
+    let opened = evaluator::open(&source, &run, &choices).await?;
+    for p in &opened.problems {
+        eprintln!("warning: {p}");
+    }
+    let mut notices = opened.notices;
+    let (printed_tx, mut printed_rx) = tokio::sync::oneshot::channel::<()>();
+    let printing = tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                n = notices.recv() => match n {
+                    Some(n) => eprintln!("note: {n}"),
+                    None => break,
+                },
+                _ = &mut printed_rx => {
+                    while let Ok(n) = notices.try_recv() {
+                        eprintln!("note: {n}");
+                    }
+                    break;
+                }
+            }
+        }
+    });
+    let ev = opened.evaluator;
+    let addr = listener.local_addr();
+    println!(
+        "swe-eval serve: {} instance(s){}, state {}, listening on http://{addr}",
+        opened.instances,
+        if opened.mini {
+            " (the mini benchmark)"
+        } else {
+            ""
+        },
+        run.output.display()
+    );
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let (sig_tx, mut sig_rx) = tokio::sync::mpsc::unbounded_channel();
+    let signals = tokio::spawn(super::render::forward_interrupts(sig_tx));
+    let serving = tokio::spawn(listener.serve(ev.clone(), stop_rx));
+    let _ = sig_rx.recv().await;
+    eprintln!("stopping: no new requests; running jobs finish (Ctrl-C again kills them)");
+    let _ = stop_tx.send(true);
+    let killer = {
+        let ev = ev.clone();
+        tokio::spawn(async move {
+            if sig_rx.recv().await.is_some() {
+                eprintln!("killing the running jobs");
+                ev.interrupt();
+            }
+        })
+    };
+    let done = ev.shutdown().await;
+    killer.abort();
+    signals.abort();
+    let _ = serving.await;
+    // The notices said so far (the evaluator's timers may keep the channel open).
+    let _ = printed_tx.send(());
+    let _ = printing.await;
+    eprintln!("stopped: {} request(s) left for the next start", done.left);
+    Ok(Outcome::Clean)
+}
+
+fn export(a: &ExportArgs) -> CliResult {
+    let state = a.output.join("serve");
+    let db = evaluator::db_path(&state);
+    if !db.is_file() {
+        return Err(UsageError(format!(
+            "no server state at {} (serve writes it under OUTPUT/serve; give the server's -o)",
+            db.display()
+        ))
+        .into());
+    }
+    let store = evaluator::Store::open(&state)?;
+    let rows = store.since(a.since)?;
+    store.close();
+    let (rewards, outcomes) = evaluator::export(&rows);
+    let to = a.to.clone().unwrap_or_else(|| state.join("export"));
+    crate::fsutil::write_atomic(&to.join("rewards.jsonl"), &rewards)?;
+    crate::fsutil::write_atomic(&to.join("outcomes.jsonl"), &outcomes)?;
+    println!(
+        "{} request(s) exported to {} (rewards.jsonl, outcomes.jsonl): swe-eval correlate --rewards {} --results {}",
+        rows.len(),
+        to.display(),
+        to.join("rewards.jsonl").display(),
+        to.join("outcomes.jsonl").display()
+    );
+    Ok(Outcome::Clean)
+}

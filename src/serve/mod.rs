@@ -1,0 +1,20 @@
+//! `swe-eval serve`'s HTTP face over the [`crate::evaluator`]: a second face beside `cli`. It
+//! parses requests, calls the evaluator and renders its answers (JSON, the Prometheus text
+//! format); the evaluator holds every rule (admission, deadlines, validation, access). HTTP/1.1
+//! on hyper (already in the tree through the Docker client). Only the CLI imports it.
+//!
+//! - `http`: the listener (bounded connections, graceful stop) and the body and answer helpers.
+//! - `routes`: the endpoints.
+//! - `prometheus`: the counters as Prometheus text.
+//! - `load`: a bounded load generator on loopback (`swe-eval bench serve`) and its small
+//!   HTTP/1.1 client.
+
+mod http;
+mod load;
+mod prometheus;
+mod routes;
+#[cfg(test)]
+mod tests;
+
+pub use http::{listen, Listener, ServeConfig, ServeError};
+pub use load::{run as run_load, Answer, Client, ClientError, Latencies, Load, LoadReport};

@@ -1,0 +1,397 @@
+//! The HTTP face in process, on the fake engine with the mini benchmark's specs: every
+//! endpoint and error answer, the token, a full queue (429 with Retry-After), an expired
+//! deadline, and random request bodies (never a 5xx, never a crash).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+use super::{listen, Client, ServeConfig};
+use crate::engine::FakeEngine;
+use crate::evaluator::tests::{engine, gold, mini, Mini};
+use crate::evaluator::Evaluator;
+
+const CALC: &str = "swe-eval-mini__calc-1";
+
+/// A server on a free loopback port; stops when dropped (the runtime's tasks end with it).
+struct Server {
+    addr: SocketAddr,
+    stop: tokio::sync::watch::Sender<bool>,
+    ev: Arc<Evaluator<FakeEngine>>,
+    _dir: tempfile::TempDir,
+}
+
+async fn server(token: Option<&str>, tune: impl FnOnce(&mut Mini)) -> (Server, Mini, FakeEngine) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = mini(dir.path());
+    tune(&mut m);
+    let e = engine(&m.dataset);
+    let (ev, _) = Evaluator::start(Arc::new(e.clone()), m.dataset.clone(), m.opts.clone())
+        .await
+        .unwrap();
+    let ev = Arc::new(ev);
+    let mut config = ServeConfig::new("127.0.0.1:0".parse().unwrap());
+    config.token = token.map(str::to_string);
+    config.max_body = 1 << 20;
+    let l = listen(config).await.unwrap();
+    let addr = l.local_addr();
+    let (stop, rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(l.serve(ev.clone(), rx));
+    (
+        Server {
+            addr,
+            stop,
+            ev,
+            _dir: dir,
+        },
+        m,
+        e,
+    )
+}
+
+impl Server {
+    async fn client(&self, token: Option<&str>) -> Client {
+        Client::connect(self.addr, token.map(str::to_string))
+            .await
+            .unwrap()
+    }
+
+    async fn close(self) {
+        let _ = self.stop.send(true);
+        self.ev.shutdown().await;
+    }
+}
+
+fn body(b: &[u8]) -> Value {
+    serde_json::from_slice(b).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(b)))
+}
+
+#[tokio::test]
+async fn every_endpoint_answers_and_every_error_is_json_with_its_status() {
+    let (s, m, _e) = server(None, |_| {}).await;
+    let mut c = s.client(None).await;
+    let one = json!({"instance_id": CALC, "model_patch": gold(&m, CALC), "sample": 2});
+    let (status, _, b) = c
+        .request("POST", "/v1/evaluations", Some(one.to_string().as_bytes()))
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    let accepted = body(&b);
+    assert_eq!(accepted["state"], "queued");
+    assert!(accepted["similarity"].as_f64().unwrap() > 0.99);
+    let id = accepted["id"].as_str().unwrap().to_string();
+    let (status, _, b) = c
+        .request("GET", &format!("/v1/evaluations/{id}?wait=30"), None)
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    let done = body(&b);
+    assert_eq!(
+        (done["state"].as_str(), done["status"].as_str()),
+        (Some("done"), Some("resolved")),
+        "{done}"
+    );
+    assert_eq!(done["mask"], false);
+    assert_eq!(done["fail_to_pass"]["passed"], 3);
+
+    // A batch: a list in, a list out; the identical one comes from the cache.
+    let batch = json!([
+        {"instance_id": CALC, "model_patch": gold(&m, CALC)},
+        {"instance_id": CALC, "model_patch": "", "execute": true},
+        {"instance_id": CALC, "model_patch": "x", "execute": false},
+    ]);
+    let (status, _, b) = c
+        .request(
+            "POST",
+            "/v1/evaluations",
+            Some(batch.to_string().as_bytes()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    let list = body(&b);
+    let list = list.as_array().unwrap();
+    assert_eq!(list.len(), 3);
+    assert_eq!(
+        (list[0]["cached"].as_bool(), list[0]["status"].as_str()),
+        (Some(true), Some("resolved"))
+    );
+    assert_eq!(list[1]["status"], "empty");
+    assert!(list[2].get("status").is_none(), "not executed: no status");
+    let ids: Vec<Value> = list.iter().map(|e| e["id"].clone()).collect();
+    let (status, _, b) = c
+        .request(
+            "POST",
+            "/v1/evaluations/wait",
+            Some(json!({"ids": ids, "timeout_s": 5}).to_string().as_bytes()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    let w = body(&b);
+    assert_eq!(w["done"].as_array().unwrap().len(), 3, "{w}");
+    assert_eq!(w["pending"], json!([]));
+
+    let (status, _, b) = c.request("GET", "/v1/health", None).await.unwrap();
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&b));
+    assert_eq!(body(&b)["accepting"], true);
+    let (status, _, b) = c.request("GET", "/metrics", None).await.unwrap();
+    assert_eq!(status, 200);
+    let text = String::from_utf8(b).unwrap();
+    for line in [
+        "swe_eval_cache_hits_total 1",
+        "swe_eval_results_total{status=\"resolved\"} 2",
+        "swe_eval_queue_depth 0",
+        "swe_eval_result_latency_seconds_count",
+    ] {
+        assert!(text.contains(line), "{line} missing in:\n{text}");
+    }
+    let (status, _, b) = c
+        .request("GET", "/v1/export/outcomes.jsonl?since=0", None)
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    let rows: Vec<Value> = String::from_utf8(b)
+        .unwrap()
+        .lines()
+        .map(|l| body(l.as_bytes()))
+        .collect();
+    assert_eq!(rows.len(), 3, "three executed: {rows:?}");
+    assert_eq!(rows[1]["sample"], 1, "samples numbered in acceptance order");
+
+    // Errors: JSON with code, message and field, and the right status.
+    let errors: [(&str, &str, Option<&[u8]>, u16, &str, Option<&str>); 9] = [
+        (
+            "POST",
+            "/v1/evaluations",
+            Some(b"{not json"),
+            400,
+            "bad_request",
+            None,
+        ),
+        (
+            "POST",
+            "/v1/evaluations",
+            Some(br#"{"instance_id": "nope", "model_patch": ""}"#),
+            400,
+            "bad_request",
+            Some("instance_id"),
+        ),
+        (
+            "POST",
+            "/v1/evaluations",
+            Some(br#"[{"instance_id": "swe-eval-mini__calc-1"}]"#),
+            400,
+            "bad_request",
+            Some("[0].model_patch"),
+        ),
+        (
+            "GET",
+            "/v1/evaluations/e999999",
+            None,
+            404,
+            "not_found",
+            Some("id"),
+        ),
+        (
+            "GET",
+            "/v1/evaluations/../../etc",
+            None,
+            404,
+            "not_found",
+            Some("id"),
+        ),
+        ("GET", "/v2/nothing", None, 404, "not_found", None),
+        (
+            "DELETE",
+            "/v1/evaluations",
+            None,
+            405,
+            "method_not_allowed",
+            None,
+        ),
+        (
+            "GET",
+            &format!("/v1/evaluations/{id}?wait=soon"),
+            None,
+            400,
+            "bad_request",
+            Some("wait"),
+        ),
+        (
+            "POST",
+            "/v1/evaluations/wait",
+            Some(br#"{"ids": []}"#),
+            400,
+            "bad_request",
+            Some("ids"),
+        ),
+    ];
+    for (method, path, b, want, code, field) in errors {
+        let (status, _, got) = c.request(method, path, b).await.unwrap();
+        let e = body(&got);
+        assert_eq!(
+            (status, e["code"].as_str(), e["field"].as_str()),
+            (want, Some(code), field),
+            "{method} {path}: {e}"
+        );
+        assert!(!e["message"].as_str().unwrap().is_empty());
+    }
+    // Too large: a patch over the bound, and a body over the server's limit.
+    let big = json!({"instance_id": CALC, "model_patch": "x".repeat((1 << 20) + 10)});
+    let (status, _, got) = c
+        .request("POST", "/v1/evaluations", Some(big.to_string().as_bytes()))
+        .await
+        .unwrap();
+    assert_eq!(
+        (status, body(&got)["code"].as_str()),
+        (413, Some("too_large"))
+    );
+    s.close().await;
+}
+
+#[tokio::test]
+async fn a_token_is_required_when_set_a_full_queue_is_429_and_a_deadline_a_masked_timeout() {
+    let token = "0123456789abcdef-token";
+    let (s, m, e) = server(Some(token), |m| {
+        m.opts.max_queue = 1;
+        m.opts.run.workers = 1;
+    })
+    .await;
+    e.set_job_delay(Duration::from_secs(2));
+    let mut anon = s.client(None).await;
+    let (status, headers, got) = anon.request("GET", "/v1/health", None).await.unwrap();
+    assert_eq!(
+        (status, body(&got)["code"].as_str()),
+        (401, Some("unauthorized"))
+    );
+    assert!(headers
+        .iter()
+        .any(|(k, v)| k == "www-authenticate" && v == "Bearer"));
+    let mut wrong = s.client(Some("0123456789abcdef-tokeN")).await;
+    assert_eq!(wrong.request("GET", "/metrics", None).await.unwrap().0, 401);
+    let mut c = s.client(Some(token)).await;
+    let slow = json!({"instance_id": CALC, "model_patch": gold(&m, CALC), "deadline_s": 0.5});
+    let (status, _, got) = c
+        .request("POST", "/v1/evaluations", Some(slow.to_string().as_bytes()))
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    let id = body(&got)["id"].as_str().unwrap().to_string();
+    let more = json!({"instance_id": CALC, "model_patch": "other"});
+    let (status, headers, got) = c
+        .request("POST", "/v1/evaluations", Some(more.to_string().as_bytes()))
+        .await
+        .unwrap();
+    assert_eq!(
+        (status, body(&got)["code"].as_str()),
+        (429, Some("queue_full"))
+    );
+    let retry: u64 = headers
+        .iter()
+        .find(|(k, _)| k == "retry-after")
+        .map(|(_, v)| v.parse().unwrap())
+        .expect("Retry-After");
+    assert!(retry >= 1);
+    let (_, _, got) = c
+        .request("GET", &format!("/v1/evaluations/{id}?wait=10"), None)
+        .await
+        .unwrap();
+    let t = body(&got);
+    assert_eq!(
+        (t["status"].as_str(), t["mask"].as_bool()),
+        (Some("timeout"), Some(true)),
+        "{t}"
+    );
+    s.close().await;
+}
+
+/// A random JSON value whose objects use the request's field names (and others).
+fn json_value() -> impl Strategy<Value = Value> {
+    let key = prop_oneof![
+        Just("instance_id".to_string()),
+        Just("model_patch".to_string()),
+        Just("model_name_or_path".to_string()),
+        Just("sample".to_string()),
+        Just("deadline_s".to_string()),
+        Just("execute".to_string()),
+        Just("ids".to_string()),
+        Just("timeout_s".to_string()),
+        "[a-z_]{0,12}",
+    ];
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| json!(n)),
+        any::<f64>()
+            .prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
+        Just(json!(CALC)),
+        Just(json!("e1")),
+        ".{0,40}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(3, 24, 6, move |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+            prop::collection::btree_map(key.clone(), inner, 0..7)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+#[test]
+fn random_request_bodies_never_get_a_5xx_and_never_stop_the_server() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (s, _m, _e) = rt.block_on(server(None, |m| m.opts.max_queue = 50));
+    // A fixed seed (as every property test here), unless PROPTEST_RNG_SEED names another.
+    let mut config = proptest::test_runner::Config::with_cases(256);
+    if std::env::var_os("PROPTEST_RNG_SEED").is_none() {
+        config.rng_seed = proptest::test_runner::RngSeed::Fixed(0x5e5e_e7a1_2026_1129);
+    }
+    let mut runner = proptest::test_runner::TestRunner::new(config);
+    let paths = [
+        "/v1/evaluations",
+        "/v1/evaluations/wait",
+        "/v1/evaluations/e1?wait=0",
+        "/v1/health",
+        "/x",
+    ];
+    let strategy = (
+        prop_oneof![
+            json_value().prop_map(|v| v.to_string().into_bytes()),
+            prop::collection::vec(any::<u8>(), 0..300),
+        ],
+        0..paths.len(),
+        prop_oneof![Just("POST"), Just("GET"), Just("PUT")],
+    );
+    runner
+        .run(&strategy, |(bytes, p, method)| {
+            let (status, got) = rt.block_on(async {
+                let mut c = s.client(None).await;
+                let b = (method != "GET").then_some(&bytes[..]);
+                let (status, _, got) = c.request(method, paths[p], b).await.unwrap();
+                (status, got)
+            });
+            prop_assert!(
+                status < 500,
+                "{status} for {method} {}: {}",
+                paths[p],
+                String::from_utf8_lossy(&got)
+            );
+            if status != 200 {
+                let e: Value = serde_json::from_slice(&got).unwrap();
+                prop_assert!(e["code"].is_string() && e["message"].is_string());
+            }
+            Ok(())
+        })
+        .unwrap();
+    // Still serving.
+    let status = rt.block_on(async {
+        let mut c = s.client(None).await;
+        c.request("GET", "/v1/health", None).await.unwrap().0
+    });
+    assert_eq!(status, 200);
+    rt.block_on(s.close());
+}
