@@ -49,8 +49,7 @@ pub enum Command {
     Submit(submit::Args),
     /// Prepare, list, prune, export and import the images of a dataset's instances.
     Images(images::Args),
-    /// Evaluate predictions over HTTP as they come (for training loops): similarity at once,
-    /// executed verdicts cached by content, deadlines, nothing lost across restarts.
+    /// Evaluate predictions over HTTP for training loops (cached, deadlines, restart-safe).
     Serve(serve::Args),
     /// Measure the speed of the reward, grading, correlation and harness overhead.
     Bench(bench::Args),

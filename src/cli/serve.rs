@@ -77,8 +77,9 @@ pub struct Args {
 /// What `serve` does besides serving.
 #[derive(Debug, clap::Subcommand)]
 pub enum Action {
-    /// Write a server's rollouts as `correlate --rewards/--results` and `compare` read them:
-    /// rewards.jsonl (similarity and reward of every request) and outcomes.jsonl (the executed
+    /// Write a server's rollouts as `correlate` and `compare` read them.
+    ///
+    /// Into `--to`: rewards.jsonl (similarity and reward of every request) and outcomes.jsonl (the executed
     /// verdicts; masked ones without `resolved`). Works on a stopped server's state too.
     Export(ExportArgs),
 }
@@ -111,7 +112,7 @@ impl Args {
                     a.to.clone()
                         .unwrap_or_else(|| a.output.join("serve").join("export"));
                 crate::paths::IoPlan::new()
-                    .input("--output", &a.output.join("serve").join("serve.sqlite"))
+                    .input("--output", a.output.join("serve").join("serve.sqlite"))
                     .output(crate::paths::Output::Folder(to))
             }
             None => {

@@ -3,18 +3,25 @@
 //! format); the evaluator holds every rule (admission, deadlines, validation, access). HTTP/1.1
 //! on hyper (already in the tree through the Docker client). Only the CLI imports it.
 //!
-//! - `http`: the listener (bounded connections, graceful stop) and the body and answer helpers.
+//! - `app`: the state every connection shares (evaluator, configuration, the face's counters).
+//! - `config`: how the server listens (address, token, bounds).
+//! - `http`: the listener (bounded connections, graceful stop).
+//! - `reply`: the body within its bound, JSON answers and errors.
 //! - `routes`: the endpoints.
 //! - `prometheus`: the counters as Prometheus text.
 //! - `load`: a bounded load generator on loopback (`swe-eval bench serve`) and its small
 //!   HTTP/1.1 client.
 
+mod app;
+mod config;
 mod http;
 mod load;
 mod prometheus;
+mod reply;
 mod routes;
 #[cfg(test)]
 mod tests;
 
-pub use http::{listen, Listener, ServeConfig, ServeError};
+pub use config::ServeConfig;
+pub use http::{listen, Listener, ServeError};
 pub use load::{run as run_load, Answer, Client, ClientError, Latencies, Load, LoadReport};

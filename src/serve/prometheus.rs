@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 
-use super::routes::{App, STATUSES};
+use super::app::{App, STATUSES};
 use crate::engine::Engine;
 use crate::evaluator::{Histogram, BUCKETS};
 

@@ -12,8 +12,7 @@
 //! Every error is `{"code", "message", "field"}` with its status (400, 401, 404, 405, 413,
 //! 429 with `Retry-After`, 503).
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -22,41 +21,12 @@ use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::Value;
 
-use super::http::{answer, body, json, refused, ServeConfig};
+use super::app::{App, STATUSES};
+use super::reply::{answer, body, json, refused};
 use crate::engine::Engine;
 use crate::evaluator::{
-    authorized, export, requests_from_json, Evaluation, Evaluator, Histogram, Refusal, RefusalCode,
-    State,
+    authorized, export, requests_from_json, Evaluation, Refusal, RefusalCode, State,
 };
-
-/// The statuses counted apart in the metrics.
-pub(super) const STATUSES: [u16; 9] = [200, 400, 401, 404, 405, 413, 429, 503, 500];
-
-/// What the face counts itself.
-#[derive(Default)]
-pub(super) struct HttpMetrics {
-    /// Answers by status (in [`STATUSES`] order).
-    pub by_status: [AtomicU64; STATUSES.len()],
-    /// Time to answer `POST /v1/evaluations`.
-    pub submit_latency: Histogram,
-}
-
-/// The server's state.
-pub(super) struct App<E: Engine> {
-    pub ev: Arc<Evaluator<E>>,
-    pub config: ServeConfig,
-    pub http: HttpMetrics,
-}
-
-impl<E: Engine> App<E> {
-    pub(super) fn new(ev: Arc<Evaluator<E>>, config: ServeConfig) -> Self {
-        App {
-            ev,
-            config,
-            http: HttpMetrics::default(),
-        }
-    }
-}
 
 /// Answers one request (never fails: every error is a JSON answer).
 pub(super) async fn handle<E: Engine>(

@@ -163,7 +163,7 @@ async fn every_endpoint_answers_and_every_error_is_json_with_its_status() {
     assert_eq!(rows[1]["sample"], 1, "samples numbered in acceptance order");
 
     // Errors: JSON with code, message and field, and the right status.
-    let errors: [(&str, &str, Option<&[u8]>, u16, &str, Option<&str>); 9] = [
+    let errors: [ErrorCase<'_>; 9] = [
         (
             "POST",
             "/v1/evaluations",
@@ -395,3 +395,13 @@ fn random_request_bodies_never_get_a_5xx_and_never_stop_the_server() {
     assert_eq!(status, 200);
     rt.block_on(s.close());
 }
+
+/// (method, path, body, status, code, field) of one error the API must answer.
+type ErrorCase<'a> = (
+    &'a str,
+    &'a str,
+    Option<&'a [u8]>,
+    u16,
+    &'a str,
+    Option<&'a str>,
+);

@@ -33,6 +33,8 @@ const COMMANDS: &[&[&str]] = &[
     &["images", "pull"],
     &["images", "export"],
     &["images", "import"],
+    &["serve"],
+    &["serve", "export"],
 ];
 
 fn help(args: &[&str]) -> String {
@@ -65,7 +67,7 @@ fn help_of_every_command_reads_as_reviewed() {
 #[test]
 fn every_listed_command_has_a_help_snapshot() {
     let mut missing = Vec::new();
-    for parent in [&[][..], &["bench"][..], &["images"][..]] {
+    for parent in [&[][..], &["bench"][..], &["images"][..], &["serve"][..]] {
         let text = help(parent);
         let listed = text
             .split("Commands:")
