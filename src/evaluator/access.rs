@@ -88,6 +88,14 @@ pub fn authorized(token: Option<&str>, header: Option<&[u8]>) -> bool {
     diff == 0
 }
 
+impl crate::failure::Classify for AccessError {
+    fn kind(&self) -> crate::failure::ErrorKind {
+        // An address that needs a token, a token file that names nothing readable, a short
+        // token: the command line has to change.
+        crate::failure::ErrorKind::Usage
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

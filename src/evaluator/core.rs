@@ -1072,3 +1072,16 @@ async fn prepare_batch<E: Engine>(shared: &Arc<Shared<E>>, batch: Vec<(Instance,
         .unwrap_or_else(|p| p.into_inner())
         .extend(prepared.created);
 }
+
+impl crate::failure::Classify for StartError {
+    fn kind(&self) -> crate::failure::ErrorKind {
+        use crate::failure::ErrorKind;
+        match self {
+            // Another live server holds the state folder: choose another --output, or stop it.
+            StartError::Lock(runner::LockError::Busy { .. }) => ErrorKind::Usage,
+            StartError::Store(e) => e.kind(),
+            StartError::Engine(e) => e.kind(),
+            StartError::State { .. } | StartError::Lock(_) => ErrorKind::Failed,
+        }
+    }
+}

@@ -78,19 +78,6 @@ pub enum OpenError {
     Start(#[from] StartError),
 }
 
-impl OpenError {
-    /// The error this one stands for, when it wraps one.
-    pub fn cause(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            OpenError::Load(e) => Some(e),
-            OpenError::Options(e) => Some(e),
-            OpenError::Connect(e) => Some(e),
-            OpenError::Start(e) => Some(e),
-            OpenError::Mini { .. } | OpenError::Empty(_) => None,
-        }
-    }
-}
-
 /// An opened evaluator.
 pub struct Opened {
     /// The evaluator.
@@ -187,4 +174,18 @@ fn load(
         )));
     }
     Ok((ds, problems, mirrors))
+}
+
+impl crate::failure::Classify for OpenError {
+    fn kind(&self) -> crate::failure::ErrorKind {
+        use crate::failure::ErrorKind;
+        match self {
+            OpenError::Load(e) => e.kind(),
+            OpenError::Options(e) => e.kind(),
+            OpenError::Connect(e) => e.kind(),
+            OpenError::Start(e) => e.kind(),
+            OpenError::Empty(_) => ErrorKind::NothingComputable,
+            OpenError::Mini { .. } => ErrorKind::Failed,
+        }
+    }
 }

@@ -108,3 +108,12 @@ impl Listener {
 async fn stopped(stop: &mut watch::Receiver<bool>) {
     let _ = stop.wait_for(|s| *s).await;
 }
+
+impl crate::failure::Classify for ServeError {
+    fn kind(&self) -> crate::failure::ErrorKind {
+        match self {
+            ServeError::Access(e) => e.kind(),
+            ServeError::Bind { .. } => crate::failure::ErrorKind::Failed,
+        }
+    }
+}
