@@ -37,6 +37,56 @@ impl WriteError {
     }
 }
 
+/// Makes sure `dir` is a folder that takes a file: creates it (and its parents), then writes
+/// and removes one byte in it, so a command that would work for hours before its first write
+/// fails at once on an unwritable or full output folder. The probe leaves nothing behind.
+pub fn ready_folder(dir: &Path) -> Result<(), WriteError> {
+    let err = |step, source| WriteError {
+        path: dir.to_path_buf(),
+        step,
+        source,
+    };
+    std::fs::create_dir_all(dir).map_err(|e| err("create folder", e))?;
+    let mut probe = tempfile::Builder::new()
+        .prefix(".swe-eval-tmp-")
+        .tempfile_in(dir)
+        .map_err(|e| err("create a file in it", e))?;
+    probe
+        .write_all(b"x")
+        .and_then(|()| probe.as_file().sync_all())
+        .map_err(|e| err("write a file in it", e))?;
+    probe.close().map_err(|e| err("remove the probe file", e))
+}
+
+/// The topmost folder of `path` (itself included) that does not exist yet: what a command
+/// writing to `path` would create. `None` when `path` exists.
+pub fn first_missing(path: &Path) -> Option<PathBuf> {
+    let mut missing = None;
+    for a in path.ancestors() {
+        if a.as_os_str().is_empty() || a.symlink_metadata().is_ok() {
+            break;
+        }
+        missing = Some(a.to_path_buf());
+    }
+    missing
+}
+
+/// Removes `dir` and every folder below it that holds no file, deepest first; folders with a
+/// file anywhere below stay, as do files. For the folders a failed command created and did
+/// not fill.
+pub fn remove_empty_folders(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            remove_empty_folders(&e.path());
+        }
+    }
+    // Fails, as it should, when something is left inside.
+    let _ = std::fs::remove_dir(dir);
+}
+
 /// Writes `bytes` to `path` atomically, creating parent folders.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     write_atomic_with(path, |f| f.write_all(bytes)).map(|_| ())

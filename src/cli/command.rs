@@ -110,12 +110,35 @@ impl Command {
 }
 
 /// Runs the command, after refusing outputs that are inputs and protecting the inputs from
-/// every write of this process (see `crate::paths`).
+/// every write of this process (see `crate::paths`). A command that does not end clean leaves
+/// none of the folders it created empty (a full disk, an input refused after the output
+/// folder was made): [`crate::fsutil::remove_empty_folders`] on each.
 pub fn dispatch(cli: Cli) -> CliResult {
+    use crate::orchestrate::Outcome;
+    use crate::paths::Output;
     let plan = cli.command.io();
     plan.check()?;
     plan.protect();
-    match cli.command {
+    let fresh: Vec<std::path::PathBuf> = plan
+        .outputs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Folder(dir) => crate::fsutil::first_missing(dir),
+            Output::File(file) => file.parent().and_then(crate::fsutil::first_missing),
+            Output::Stdout => None,
+        })
+        .collect();
+    let result = run_command(cli.command);
+    if !matches!(result, Ok(Outcome::Clean)) {
+        for dir in &fresh {
+            crate::fsutil::remove_empty_folders(dir);
+        }
+    }
+    result
+}
+
+fn run_command(command: Command) -> CliResult {
+    match command {
         Command::Run(a) => run::run(a),
         Command::Reward(a) => reward::run(a),
         Command::Correlate(a) => correlate::run(a),

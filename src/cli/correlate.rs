@@ -179,9 +179,7 @@ pub fn run(args: Args) -> CliResult {
             );
         }
     }
-    for p in &written.png_problems {
-        eprintln!("warning: {p}");
-    }
+    super::print_problems("warning: ", &written.png_problems);
     println!("{}", summary.headline);
     println!(
         "wrote {} files to {} in {:.2} s (open report.html)",

@@ -72,6 +72,7 @@ pub fn exit_code(result: &CliResult) -> i32 {
     match result {
         Ok(Outcome::Clean) => 0,
         Ok(Outcome::WithProblems) => 3,
+        Ok(Outcome::OutputFailed) => 1,
         Err(e) => match e.kind() {
             ErrorKind::Failed => 1,
             ErrorKind::Usage => 2,

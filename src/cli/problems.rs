@@ -17,3 +17,31 @@ pub fn print_problems<T: std::fmt::Display>(prefix: &str, problems: &[T]) {
         );
     }
 }
+
+/// Problem lines printed as they come (a run's warnings), at most [`PROBLEMS_SHOWN`]; the
+/// rest are counted and [`Bounded::finish`] says how many.
+#[derive(Debug, Default)]
+pub struct Bounded {
+    seen: usize,
+}
+
+impl Bounded {
+    /// Prints `line` on stderr if fewer than [`PROBLEMS_SHOWN`] were printed, else counts it.
+    pub fn line(&mut self, line: &str) {
+        self.seen += 1;
+        if self.seen <= PROBLEMS_SHOWN {
+            eprintln!("{line}");
+        }
+    }
+
+    /// Says how many lines were left out (`... and N more warnings (M in all)`), if any.
+    pub fn finish(&self, what: &str) {
+        if self.seen > PROBLEMS_SHOWN {
+            eprintln!(
+                "... and {} more {what} ({} in all)",
+                self.seen - PROBLEMS_SHOWN,
+                self.seen
+            );
+        }
+    }
+}

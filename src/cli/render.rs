@@ -16,6 +16,7 @@ pub async fn render(mut events: UnboundedReceiver<Event>, interrupts: UnboundedS
     let visible = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let mut executing: Option<Executing> = None;
     let mut images = 0;
+    let mut warnings = super::problems::Bounded::default();
     while let Some(ev) = events.recv().await {
         let feed = match ev {
             Event::Preparing { instances, flavour } => {
@@ -27,7 +28,10 @@ pub async fn render(mut events: UnboundedReceiver<Event>, interrupts: UnboundedS
                 None
             }
             Event::Notice(n) => {
-                print_notice(&n);
+                match n.level {
+                    Level::Warning => warnings.line(&notice_line(&n)),
+                    Level::Note => eprintln!("{}", notice_line(&n)),
+                }
                 None
             }
             Event::Executing => {
@@ -55,6 +59,7 @@ pub async fn render(mut events: UnboundedReceiver<Event>, interrupts: UnboundedS
     if let Some(x) = executing.take() {
         x.end().await;
     }
+    warnings.finish("warnings");
 }
 
 /// The progress bars and the Ctrl-C listener of an executing plan.
@@ -107,13 +112,13 @@ pub(super) async fn forward_interrupts(tx: UnboundedSender<()>) {
     }
 }
 
-/// `note: ...` or `warning: ...` on stderr.
-pub fn print_notice(n: &Notice) {
+/// `note: ...` or `warning: ...`.
+fn notice_line(n: &Notice) -> String {
     let level = match n.level {
         Level::Note => "note",
         Level::Warning => "warning",
     };
-    eprintln!("{level}: {}", n.message);
+    format!("{level}: {}", n.message)
 }
 
 /// The closing lines of a run.
@@ -169,8 +174,13 @@ pub fn print_report(r: &RunReport) {
     } else if r.not_run > 0 {
         println!("  {} predictions not run", r.not_run);
     }
-    for p in &r.problems {
-        eprintln!("warning: {p}");
+    super::print_problems("warning: ", &r.problems);
+    if r.output_failures > 0 {
+        eprintln!(
+            "error: {} result(s) could not be written to the output folder; free space (or fix \
+             its permissions) and run again with --run-id {} to finish",
+            r.output_failures, r.run_id
+        );
     }
     for f in &r.files {
         println!("  wrote {}", f.display());

@@ -86,9 +86,7 @@ pub fn run(args: Args) -> CliResult {
     render::print_preparation(&done.prep);
     if let Some(check) = &done.mini {
         println!("{}", check.summary);
-        for m in &check.mismatches {
-            eprintln!("warning: {m}");
-        }
+        super::print_problems("warning: ", &check.mismatches);
     }
     Ok(done.outcome)
 }

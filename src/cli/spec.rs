@@ -86,9 +86,10 @@ pub fn run(args: Args) -> CliResult {
         items: ds.instances,
         problems,
     };
-    let mut problems = 0usize;
     super::print_problems("skipped row: ", &loaded.problems);
-    problems += loaded.problems.len();
+    let mut problems = loaded.problems.len();
+    // Rows that loaded but cannot be handled: at most 20 lines on stderr, then a count.
+    let mut row_problems: Vec<String> = Vec::new();
     let ca = match &args.ca_cert {
         Some(p) => Some(std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?),
         None => None,
@@ -132,8 +133,11 @@ pub fn run(args: Args) -> CliResult {
             Ok(s) => s,
             Err(e) => {
                 // The error names the instance; the row number is among the rows that loaded.
-                eprintln!("{} row {}: {e}", args.dataset.dataset.display(), i + 1);
-                problems += 1;
+                row_problems.push(format!(
+                    "{} row {}: {e}",
+                    args.dataset.dataset.display(),
+                    i + 1
+                ));
                 continue;
             }
         };
@@ -142,22 +146,46 @@ pub fn run(args: Args) -> CliResult {
                 .iter()
                 .map(|w| (spec.instance_id.clone(), w.clone())),
         );
-        if let Err(e) = write_spec(&args.output, &spec, ca.as_deref()) {
-            eprintln!("{}: {e}", inst.instance_id);
-            problems += 1;
-            continue;
+        let dir = match crate::paths::join_component(&args.output, "instance_id", &inst.instance_id)
+        {
+            Ok(dir) => dir,
+            Err(e) => {
+                row_problems.push(format!(
+                    "{} row {}: {e}",
+                    args.dataset.dataset.display(),
+                    i + 1
+                ));
+                continue;
+            }
+        };
+        // The output folder refusing a file stops the command (exit 1): every later row
+        // would fail the same way. The folder of this instance goes if this run made it.
+        let made = crate::fsutil::first_missing(&dir);
+        if let Err(e) = write_spec(&dir, &spec, ca.as_deref()) {
+            if let Some(made) = made {
+                let _ = std::fs::remove_dir_all(made);
+            }
+            super::print_problems("", &row_problems);
+            eprintln!(
+                "wrote {written} instance folder(s) to {} before the output folder failed",
+                args.output.display()
+            );
+            return Err(e.into());
         }
         written += 1;
     }
-    for w in crate::spec::group_warnings(&spec_warnings) {
-        eprintln!("warning: {w}");
-    }
     for id in &wanted {
         if !loaded.items.iter().any(|i| i.instance_id == *id) {
-            eprintln!("{id}: not in {}", args.dataset.dataset.display());
-            problems += 1;
+            row_problems.push(format!("{id}: not in {}", args.dataset.dataset.display()));
         }
     }
+    super::print_problems("", &row_problems);
+    problems += row_problems.len();
+    let grouped: Vec<String> = crate::spec::group_warnings(&spec_warnings)
+        .into_iter()
+        .map(|w| w.to_string())
+        .collect();
+    super::print_problems("warning: ", &grouped);
     eprintln!(
         "wrote {written} instance folder(s) to {} ({} flavour); {problems} problem(s)",
         args.output.display(),
@@ -271,17 +299,10 @@ fn print_env(env: &crate::orchestrate::EnvReport) {
 
 /// `eval.sh`, the two Dockerfiles and their build-context files, side by side.
 fn write_spec(
-    out: &Path,
+    dir: &Path,
     spec: &TestSpec,
     ca: Option<&[u8]>,
 ) -> Result<(), crate::fsutil::WriteError> {
-    let dir = crate::paths::join_component(out, "instance_id", &spec.instance_id).map_err(|e| {
-        crate::fsutil::WriteError {
-            path: out.join(&spec.instance_id),
-            step: "name the folder",
-            source: std::io::Error::other(e),
-        }
-    })?;
     write_atomic(&dir.join("eval.sh"), spec.eval_script.as_bytes())?;
     if spec.env_dockerfile.is_empty() {
         return Ok(());

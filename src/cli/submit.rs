@@ -105,9 +105,7 @@ pub struct Args {
 pub fn run(args: Args) -> CliResult {
     // A Hugging Face dataset name loads its `test` split, the one the leaderboard grades.
     let (ds, ds_problems) = dataset::load_dataset_split(&args.dataset, "test")?;
-    for p in &ds_problems {
-        eprintln!("warning: skipped dataset row: {p}");
-    }
+    super::print_problems("warning: skipped dataset row: ", &ds_problems);
     if let Some(pkg) = &args.verify {
         return verify(&ds, pkg);
     }
@@ -129,9 +127,7 @@ pub fn run(args: Args) -> CliResult {
     let (predictions, tree_logs) = match &args.predictions {
         Some(spec) => {
             let loaded = predictions::load(spec, Some(&ds))?;
-            for p in &loaded.problems {
-                eprintln!("warning: skipped prediction: {p}");
-            }
+            super::print_problems("warning: skipped prediction: ", &loaded.problems);
             (loaded.items, None)
         }
         None => {
@@ -150,9 +146,7 @@ pub fn run(args: Args) -> CliResult {
         (None, Some(tree)) => tree,
         (given, _) => {
             let saved = SavedLogs::open(given.as_deref().unwrap_or(&run))?;
-            for p in saved.problems() {
-                eprintln!("warning: skipped log row: {p}");
-            }
+            super::print_problems("warning: skipped log row: ", saved.problems());
             Logs::Saved(saved)
         }
     };
@@ -182,9 +176,7 @@ pub fn run(args: Args) -> CliResult {
         },
     };
     let pkg = submit::build(&ds, &source, &opts)?;
-    for w in &pkg.warnings {
-        eprintln!("warning: {w}");
-    }
+    super::print_problems("warning: ", &pkg.warnings);
     print!("{}", pkg.results.summary_text(&pkg.name, &args.split));
     println!(
         "packaged {} prediction(s) of {} ({} with a reasoning trace) into {}",
@@ -196,9 +188,7 @@ pub fn run(args: Args) -> CliResult {
     // The package is checked as the maintainers would before it is called done.
     let check = submit::verify(&ds, &output)?;
     if !check.mismatches.is_empty() {
-        for m in &check.mismatches {
-            eprintln!("mismatch: {m}");
-        }
+        super::print_problems("mismatch: ", &check.mismatches);
         return Err(format!(
             "the package written to {} does not verify ({} difference(s))",
             output.display(),
@@ -215,13 +205,9 @@ pub fn run(args: Args) -> CliResult {
 
 fn verify(ds: &dataset::Dataset, pkg: &std::path::Path) -> CliResult {
     let v = submit::verify(ds, pkg)?;
-    for w in &v.warnings {
-        eprintln!("warning: {w}");
-    }
+    super::print_problems("warning: ", &v.warnings);
     if !v.mismatches.is_empty() {
-        for m in &v.mismatches {
-            eprintln!("mismatch: {m}");
-        }
+        super::print_problems("mismatch: ", &v.mismatches);
         return Err(CliError::from(format!(
             "{} does not verify: {} difference(s) between its files and its own logs graded again",
             pkg.display(),

@@ -72,9 +72,7 @@ pub fn run(args: Args) -> CliResult {
         done.report.wall.as_secs_f64(),
         done.file.display()
     );
-    for p in &done.report.problems {
-        eprintln!("warning: {p}");
-    }
+    super::print_problems("warning: ", &done.report.problems);
     Ok(done.outcome)
 }
 

@@ -42,6 +42,8 @@ pub async fn evaluate(
     let mut opts = opts.clone();
     // Git and the image builder run in other folders: relative paths must not change meaning.
     opts.output = super::options::absolute(&opts.output)?;
+    // An unwritable or full output folder fails now, not after hours of image builds.
+    crate::fsutil::ready_folder(&opts.output)?;
     let inputs = load_inputs(source, &opts.output)?;
     for p in &inputs.problems {
         notice(&events, Level::Warning, p.clone());

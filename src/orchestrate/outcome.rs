@@ -5,8 +5,10 @@
 //! prediction left without a verdict, no infrastructure error (its verdict says nothing about
 //! the patch and is re-run by the next resume), and no check that failed (the mini
 //! benchmark's expected verdicts, `validate`'s flagged instances). Anything else is
-//! [`Outcome::WithProblems`] (exit code 3). A command that could not finish is an error
-//! (exit code 1), decided by the binary.
+//! [`Outcome::WithProblems`] (exit code 3), except results the output folder did not take (a
+//! full or unwritable disk), which make it [`Outcome::OutputFailed`] (exit code 1) whatever
+//! else happened. A command that could not finish is an error (exit code 1), decided by the
+//! binary.
 
 use crate::runner::{Category, RunReport};
 
@@ -17,14 +19,18 @@ pub enum Outcome {
     Clean,
     /// The command finished, but some inputs or jobs had problems (already reported on stderr).
     WithProblems,
+    /// The command went on to the end, but some of its results could not be written (a full
+    /// or unwritable output folder): a failure, as if it had stopped there.
+    OutputFailed,
 }
 
 impl Outcome {
-    /// The process exit code: 0 clean, 3 finished with problems.
+    /// The process exit code: 0 clean, 3 finished with problems, 1 results not written.
     pub fn exit_code(self) -> i32 {
         match self {
             Outcome::Clean => 0,
             Outcome::WithProblems => 3,
+            Outcome::OutputFailed => 1,
         }
     }
 }
@@ -42,6 +48,8 @@ pub struct Troubles {
     pub infra_errors: usize,
     /// Checks of the results that failed (expected verdicts that differ, flagged instances).
     pub failed_checks: usize,
+    /// Results the output folder did not take (counted among `run_problems` too).
+    pub output_failures: usize,
 }
 
 impl Troubles {
@@ -62,6 +70,7 @@ impl Troubles {
             not_run: report.not_run,
             infra_errors: report.count(Category::InfraError),
             failed_checks: 0,
+            output_failures: report.output_failures,
         }
     }
 
@@ -82,8 +91,11 @@ pub fn outcome(t: &Troubles) -> Outcome {
         not_run,
         infra_errors,
         failed_checks,
+        output_failures,
     } = *t;
-    if input_problems + run_problems + not_run + infra_errors + failed_checks == 0 {
+    if output_failures > 0 {
+        Outcome::OutputFailed
+    } else if input_problems + run_problems + not_run + infra_errors + failed_checks == 0 {
         Outcome::Clean
     } else {
         Outcome::WithProblems
@@ -146,9 +158,21 @@ mod tests {
                     not_run: 1,
                     infra_errors: 1,
                     failed_checks: 1,
+                    output_failures: 0,
                 },
                 Outcome::WithProblems,
                 3,
+            ),
+            (
+                "a result the output folder did not take, with problems besides",
+                Troubles {
+                    run_problems: 2,
+                    infra_errors: 1,
+                    output_failures: 1,
+                    ..none
+                },
+                Outcome::OutputFailed,
+                1,
             ),
         ];
         for (what, troubles, want, code) in cases {
@@ -177,9 +201,15 @@ mod tests {
                 not_run: 1,
                 infra_errors: 2,
                 failed_checks: 0,
+                output_failures: 0,
             }
         );
         assert_eq!(t.with_failed_checks(2).failed_checks, 2);
+        report.output_failures = 1;
+        assert_eq!(
+            outcome(&Troubles::of_run(0, &report)),
+            Outcome::OutputFailed
+        );
         assert_eq!(outcome(&Troubles::of_inputs(0)), Outcome::Clean);
         assert_eq!(outcome(&Troubles::of_inputs(1)), Outcome::WithProblems);
     }

@@ -56,6 +56,7 @@ pub async fn validate(
 ) -> Result<Validated, WorkflowError> {
     let mut opts = opts.clone();
     opts.output = super::options::absolute(&opts.output)?;
+    crate::fsutil::ready_folder(&opts.output)?;
     let source = Source {
         predictions: source.dataset.as_ref().map(|_| "gold".to_string()),
         ..source.clone()

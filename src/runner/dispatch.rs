@@ -364,6 +364,7 @@ pub async fn dispatch<E: Engine>(
     }
     report.not_run = st.planned.saturating_sub(st.recorded);
     report.problems = st.problems;
+    report.output_failures = st.output_failures;
     Ok(report)
 }
 
@@ -522,6 +523,8 @@ struct State {
     /// Job durations are collected for the next run's order (only with a durations file).
     keep_observed: bool,
     problems: Vec<String>,
+    /// Results the output folder did not take (log files, verdicts): the run failed.
+    output_failures: usize,
     planned: usize,
     resumed: usize,
     jobs_run: usize,
@@ -543,6 +546,7 @@ impl State {
             recorded: 0,
             keep_observed: config.durations.is_some(),
             problems: Vec::new(),
+            output_failures: 0,
             planned,
             resumed: 0,
             jobs_run: 0,
@@ -581,6 +585,7 @@ impl State {
             return false;
         }
         if let Some(e) = done.write_error {
+            self.output_failures += 1;
             self.problem(format!("log files not written, verdict dropped: {e}"), emit);
             return true;
         }
@@ -597,6 +602,7 @@ impl State {
         }
         for (i, (dir, v)) in done.verdicts.into_iter().enumerate() {
             if let Err(e) = store::write_verdict(&dir, &v) {
+                self.output_failures += 1;
                 self.problem(format!("verdict not written: {e}"), emit);
                 return true;
             }
@@ -736,6 +742,7 @@ fn settle(
             Settled::Empty(Some(v))
         }
         Err(e) => {
+            st.output_failures += 1;
             st.problem(format!("verdict not written: {e}"), emit);
             Settled::Empty(None)
         }

@@ -98,6 +98,9 @@ pub struct RunReport {
     pub unstopped_containers: Vec<String>,
     /// Problems the run survived, as messages.
     pub problems: Vec<String>,
+    /// Of those, results the output folder did not take (log files or a verdict not written:
+    /// a full or unwritable disk). Any makes the run a failure (exit code 1), not a problem.
+    pub output_failures: usize,
     /// Files written: the official summaries, then the JSONL and CSV.
     pub files: Vec<PathBuf>,
     /// The run's wall-clock time.

@@ -670,3 +670,168 @@ fn the_mini_rows_under_any_file_name_get_the_mini_settings_and_check() {
         "{found:?}"
     );
 }
+
+// ---- 11: an unwritable or full output folder is exit 1 everywhere; bounded problem lines ----
+
+/// Every command that writes, with its output at `out` (a folder, or a file in it for
+/// `reward`), on small inputs written into `inputs`.
+fn writing_commands(inputs: &Path, out: &Path) -> Vec<Vec<String>> {
+    let ds = mini("dataset.jsonl");
+    let preds = mini("predictions.jsonl");
+    let one = inputs.join("one.jsonl");
+    let logs = inputs.join("logs.jsonl");
+    let rewards = inputs.join("rewards.jsonl");
+    let (oa, ob) = (inputs.join("oa.jsonl"), inputs.join("ob.jsonl"));
+    let rows = mini_rows();
+    write_jsonl(
+        &one,
+        &[
+            json!({"instance_id": rows[0]["instance_id"], "model_name_or_path": "m", "model_patch": rows[0]["patch"]}),
+        ],
+    );
+    write_jsonl(
+        &logs,
+        &[json!({"instance_id": rows[0]["instance_id"], "test_output": log_of(&rows[0], true)})],
+    );
+    let n = 12;
+    outcomes(&oa, "a", 0..n, |i| i % 2 == 0);
+    outcomes(&ob, "a", 0..n, |i| i % 3 == 0);
+    let reward_rows: Vec<_> = (0..n)
+        .map(|i| json!({"instance_id": format!("a__x-{i}"), "sample": 0, "reward": (i as f64) / 12.0}))
+        .collect();
+    write_jsonl(&rewards, &reward_rows);
+    let runx = inputs.join("runx");
+    std::fs::create_dir_all(&runx).unwrap();
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let (ds, o, preds, one, logs) = (s(&ds), s(out), s(&preds), s(&one), s(&logs));
+    let (rewards, oa, ob, runx, r) = (
+        s(&rewards),
+        s(&oa),
+        s(&ob),
+        s(&runx),
+        s(&out.join("r.jsonl")),
+    );
+    // Temporary folders hold no spaces: one command a line.
+    [
+        format!("run -d {ds} -p gold -o {o}"),
+        format!("validate -d {ds} -o {o}"),
+        format!("spec -d {ds} -o {o}"),
+        format!("grade -d {ds} -p {one} --logs {logs} -o {o}"),
+        format!("reward -d {ds} -p {preds} -o {r}"),
+        format!("correlate --rewards {rewards} --results {oa} -o {o}"),
+        format!("compare {oa} {ob} -o {o}"),
+        format!("submit {runx} -d {ds} -p {one} --logs {logs} -o {o}"),
+    ]
+    .iter()
+    .map(|line| line.split(' ').map(String::from).collect())
+    .collect()
+}
+
+/// Folders below `dir` (itself excluded) that hold nothing.
+fn empty_folders(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            if std::fs::read_dir(&p).unwrap().next().is_none() {
+                found.push(p.clone());
+            }
+            found.extend(empty_folders(&p));
+        }
+    }
+    found
+}
+
+#[test]
+fn an_unwritable_or_full_output_folder_fails_every_command_and_leaves_no_empty_folder() {
+    let inputs = tempfile::tempdir().unwrap();
+    // Unwritable: the output would be a folder inside a regular file.
+    let file = inputs.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let out = file.join("out");
+    for args in writing_commands(inputs.path(), &out) {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = run_bin(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("a-file/out"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+    // Full: a small filesystem with no room left.
+    let Some(fs) = crate::faults_disk::SmallFs::mount(256) else {
+        return;
+    };
+    let _filler = fs.fill_leaving(0);
+    let commands = writing_commands(inputs.path(), &out).len();
+    for i in 0..commands {
+        // Each command its own output folder on the full filesystem.
+        let args = writing_commands(inputs.path(), &fs.path().join(format!("o{i}"))).remove(i);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = run_bin(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.to_lowercase().contains("no space left"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(
+            empty_folders(fs.path()),
+            Vec::<PathBuf>::new(),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn problems_cost_at_most_20_lines_and_a_count_in_every_command() {
+    let d = tempfile::tempdir().unwrap();
+    // 60 rows of a repository no spec knows: each a problem of `spec`.
+    let rows: Vec<_> = (0..60)
+        .map(|i| {
+            let mut r = mini_rows()[0].clone();
+            r["repo"] = json!("nobody/nothing");
+            r["instance_id"] = json!(format!("nobody__nothing-{i}"));
+            r
+        })
+        .collect();
+    let bad = d.path().join("rows.jsonl");
+    write_jsonl(&bad, &rows);
+    let o = run_bin(&[
+        "spec",
+        "-d",
+        bad.to_str().unwrap(),
+        "-o",
+        d.path().join("s").to_str().unwrap(),
+    ]);
+    bounded(&o, 22, "(60 problems in all)");
+    // 60 predictions for instances the dataset does not have: each a warning of `run`.
+    let unknown: Vec<_> = (0..60)
+        .map(|i| json!({"instance_id": format!("nope__x-{i}"), "model_name_or_path": "m", "model_patch": "x"}))
+        .collect();
+    let preds = d.path().join("unknown.jsonl");
+    write_jsonl(&preds, &unknown);
+    if !crate::tasks::docker_answers(None) {
+        return;
+    }
+    let o = run_bin(&[
+        "run",
+        "-d",
+        mini("dataset.jsonl").to_str().unwrap(),
+        "-p",
+        preds.to_str().unwrap(),
+        "-o",
+        d.path().join("r").to_str().unwrap(),
+    ]);
+    bounded(&o, 25, "(60 in all)");
+}
+
+/// Exit 3, at most `lines` lines on stderr, and the count of the rest said.
+fn bounded(o: &Output, lines: usize, count: &str) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    let n = err.lines().count();
+    assert!(n <= lines, "{n} lines:\n{err}");
+    assert!(err.contains(count), "{err}");
+}

@@ -423,10 +423,10 @@ fn run_output_on_a_full_disk_then_resume() {
         .output()
         .unwrap();
     let first = tasks::text(&o);
-    assert_ne!(
+    assert_eq!(
         o.status.code(),
-        Some(0),
-        "a full disk is not a clean run\n{first}"
+        Some(1),
+        "a full disk is a failed run\n{first}"
     );
     assert!(
         first.to_lowercase().contains("no space left"),

@@ -94,8 +94,6 @@ pub fn run(args: Args) -> CliResult {
         });
         crate::fsutil::write_json_atomic(&path, &figures)?;
     }
-    for p in &problems {
-        eprintln!("{p}");
-    }
+    crate::cli::print_problems("", &problems);
     Ok(outcome(&Troubles::of_inputs(problems.len())))
 }
