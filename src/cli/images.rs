@@ -204,9 +204,7 @@ fn selection(
         instance_ids: s.instance_ids.clone(),
     };
     let selected = orchestrate::select_images(&source, &s.sources.choices(build_jobs), output)?;
-    for p in &selected.problems {
-        eprintln!("warning: {p}");
-    }
+    super::print_problems("warning: ", &selected.problems);
     if selected.instances == 0 {
         return Err(NothingComputable("no instance selected: nothing to do".into()).into());
     }
@@ -408,9 +406,13 @@ async fn prune(a: PruneArgs) -> CliResult {
     for image in &report.in_use {
         println!("kept {image}: a container uses it");
     }
-    for (image, e) in report.errors.iter().chain(&report.swept.errors) {
-        eprintln!("warning: {image} not removed: {e}");
-    }
+    let errors: Vec<String> = report
+        .errors
+        .iter()
+        .chain(&report.swept.errors)
+        .map(|(image, e)| format!("{image} not removed: {e}"))
+        .collect();
+    super::print_problems("warning: ", &errors);
     println!(
         "{} image(s) {done}; {} kept for live runs or containers; the selection's {} image(s) kept",
         report.removed.len() + report.swept.removed.len(),
@@ -448,9 +450,10 @@ async fn transfer(a: RegistryArgs, push: bool) -> CliResult {
     for (image, took) in &report.done {
         println!("{verb} {image} ({:.1} s)", took.as_secs_f64());
     }
-    for (image, e) in &report.errors {
-        eprintln!("warning: {image}: {e}");
-    }
+    let errors: Vec<String> = (report.errors.iter())
+        .map(|(image, e)| format!("{image}: {e}"))
+        .collect();
+    super::print_problems("warning: ", &errors);
     println!(
         "{} image(s) {verb} ({} failed)",
         report.done.len(),
