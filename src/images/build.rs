@@ -7,7 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use futures_util::StreamExt;
 
-use super::build_one::{build_env, build_one, created, ensure_base_recipe, failure, OneImage};
+use super::build_one::{
+    build_env, build_one, compiler_cache_volume, created, ensure_base_recipe, failure, OneImage,
+};
 use super::{
     history, BuildChain, BuildEvent, BuildOptions, ImageError, ImageFailure, ImagePlan,
     InstanceImages, Layer, Prepared,
@@ -307,6 +309,10 @@ async fn build_instance<E: Engine>(
             ir.dockerfile.replacen(&from, &format!("FROM {image}\n"), 1)
         }
     };
+    // An install that compiles, on the repository's history: the objects of the instances
+    // built before on the same environment are reused.
+    let cache = (ir.compiler_cache && history.is_some())
+        .then(|| compiler_cache_volume(&inst.repo, &chain.env.tag));
     let image = OneImage {
         layer: Layer::Instance,
         tag: &tag,
@@ -317,6 +323,7 @@ async fn build_instance<E: Engine>(
         // image; only an install step that fetches from PyPI needs the network.
         network: !ir.needs_repo || ir.network,
         instance_id: Some(&inst.instance_id),
+        compiler_cache: cache.as_deref(),
     };
     build_one(engine, &image, opts, out).await?;
     Ok(tag)
@@ -350,6 +357,7 @@ mod plan_tests {
                 files: vec![],
                 needs_repo,
                 network: false,
+                compiler_cache: false,
             },
         }
     }

@@ -99,6 +99,7 @@ pub(super) async fn ensure_base_recipe<E: Engine>(
                     folder: None,
                     network: true,
                     instance_id: None,
+                    compiler_cache: None,
                 };
                 build_one(engine, &image, opts, out).await
             }
@@ -126,6 +127,7 @@ pub(super) async fn build_env<E: Engine>(
         folder: None,
         network: true,
         instance_id: None,
+        compiler_cache: None,
     };
     let mut labels = labels_for(Layer::Env, None);
     labels.insert(super::LABEL_REPO.to_string(), repo.to_string());
@@ -149,6 +151,75 @@ pub(super) struct OneImage<'a> {
     pub(super) network: bool,
     /// The instance it is for (instance images).
     pub(super) instance_id: Option<&'a str>,
+    /// A named volume holding a compiler cache (ccache) its `RUN` steps use, shared by the
+    /// builds of one repository on one environment ([`compiler_cache_volume`]); the image is
+    /// then made in a container and committed (the volume is not part of it). `None`, an
+    /// engine that cannot, or a Dockerfile beyond what [`commit_steps`] reads: a plain build.
+    pub(super) compiler_cache: Option<&'a str>,
+}
+
+/// Where the compiler cache volume is mounted while an image is made.
+pub const COMPILER_CACHE_DIR: &str = "/var/cache/swe-eval-ccache";
+
+/// The compiler cache volume of `repo`'s instance builds on environment image `env`:
+/// `swe-eval-ccache.<owner__name>.<12 hex of the environment's name>`.
+pub fn compiler_cache_volume(repo: &str, env: &str) -> String {
+    let hash = super::content_hash(&[env.as_bytes()]);
+    format!(
+        "swe-eval-ccache.{}.{}",
+        repo.replacen('/', "__", 1).to_lowercase(),
+        &hash[..12]
+    )
+}
+
+/// A Dockerfile as the steps of a build in a container: the image it starts `FROM`, the files
+/// its `COPY ./<file> <dir>/` lines put in, its `RUN` lines as one shell script (stopping at
+/// the first that fails), and its `WORKDIR` lines as changes to the image's configuration.
+/// `None` for anything else (another instruction, a continued line, a file not in `files`).
+pub(super) fn commit_steps(
+    dockerfile: &str,
+    files: &[TarEntry],
+) -> Option<(String, Vec<crate::engine::FileIn>, String, Vec<String>)> {
+    let mut from = None;
+    let (mut copies, mut runs, mut changes) = (Vec::new(), Vec::new(), Vec::new());
+    for line in dockerfile.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if line.ends_with('\\') {
+            return None;
+        }
+        let (word, rest) = line.split_once(char::is_whitespace)?;
+        let rest = rest.trim();
+        match word {
+            "FROM" if from.is_none() && !rest.contains(char::is_whitespace) => {
+                from = Some(rest.to_string())
+            }
+            "COPY" => {
+                let (src, dest) = rest.split_once(char::is_whitespace)?;
+                let (src, dest) = (src.trim_start_matches("./"), dest.trim());
+                if !dest.starts_with('/') || !dest.ends_with('/') || dest.contains(' ') {
+                    return None;
+                }
+                let f = files.iter().find(|f| f.path == src)?;
+                copies.push(crate::engine::FileIn {
+                    path: format!("{dest}{src}"),
+                    contents: f.contents.clone(),
+                    mode: f.mode,
+                });
+            }
+            // A WORKDIR before a RUN would be the RUN's directory: only trailing ones.
+            "RUN" if !rest.starts_with('[') && changes.is_empty() => runs.push(rest.to_string()),
+            "WORKDIR" => changes.push(format!("WORKDIR {rest}")),
+            _ => return None,
+        }
+    }
+    let script = runs
+        .iter()
+        .map(|r| format!("( {r} ) || exit $?"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    Some((from?, copies, script, changes))
 }
 
 pub(super) async fn build_one<E: Engine>(
@@ -177,6 +248,7 @@ async fn build_labelled<E: Engine>(
         folder,
         network,
         instance_id,
+        compiler_cache,
     } = *image;
     match engine.image_exists(tag).await {
         Ok(true) => return Ok(()),
@@ -226,7 +298,38 @@ async fn build_labelled<E: Engine>(
         image: tag.to_string(),
     });
     let started = tokio::time::Instant::now();
-    let built = engine.build_image_with(tag, ctx, labels, settings).await;
+    let cached = match compiler_cache.and_then(|v| Some((v, commit_steps(dockerfile, files)?))) {
+        Some((volume, (from, copies, script, changes))) => {
+            let build = crate::engine::CommitBuild {
+                tag: tag.to_string(),
+                from,
+                name: format!(
+                    "swe-eval-build.{}",
+                    &super::content_hash(&[tag.as_bytes()])[..16]
+                ),
+                files: copies,
+                command: vec![
+                    "/bin/bash".into(),
+                    "-c".into(),
+                    with_compiler_cache(&script),
+                ],
+                volumes: vec![(volume.to_string(), COMPILER_CACHE_DIR.to_string())],
+                volume_labels: labels_for(layer, None),
+                network,
+                labels: labels.clone(),
+                changes,
+            };
+            match engine.commit_build(build).await {
+                Err(crate::engine::EngineError::Unsupported { .. }) => None,
+                r => Some(r),
+            }
+        }
+        None => None,
+    };
+    let built = match cached {
+        Some(r) => r,
+        None => engine.build_image_with(tag, ctx, labels, settings).await,
+    };
     hooks.timed(stage, tag, Phase::Build, started.elapsed(), built.is_ok());
     match built {
         Ok(log) => {
@@ -249,6 +352,30 @@ async fn build_labelled<E: Engine>(
     }
 }
 
+/// `script` with ccache in front of the compilers when the image has it (Debian's
+/// `/usr/lib/ccache`: `gcc`, `x86_64-linux-gnu-gcc`... that call ccache; `cc` and `c++` in a
+/// folder of this build's), its cache in
+/// the mounted volume; then the cache's statistics for this build, in the build log. The image
+/// is made as without: ccache gives the compiler's own output, and nothing of it is on the
+/// image's `PATH` afterwards.
+fn with_compiler_cache(script: &str) -> String {
+    format!(
+        "if [ -d /usr/lib/ccache ] && command -v ccache >/dev/null; then\n\
+         mkdir -p /tmp/swe-eval-ccache-bin\n\
+         for c in cc c++; do ln -sf \"$(command -v ccache)\" /tmp/swe-eval-ccache-bin/$c; done\n\
+         export PATH=/tmp/swe-eval-ccache-bin:/usr/lib/ccache:$PATH CCACHE_DIR={COMPILER_CACHE_DIR} \\\n\
+         CCACHE_MAXSIZE=5G CCACHE_STATSLOG=/tmp/swe-eval-ccache.log\n\
+         echo 'swe-eval: compiler cache {COMPILER_CACHE_DIR} (ccache)'\n\
+         else echo 'swe-eval: no ccache in the image: compiling without a cache'; fi\n\
+         {script}\n\
+         if [ -n \"${{CCACHE_DIR:-}}\" ]; then\n\
+         echo 'swe-eval: compiler cache, this build:'\n\
+         if [ -s \"$CCACHE_STATSLOG\" ]; then ccache --show-log-stats -v 2>/dev/null || cat \"$CCACHE_STATSLOG\"; else echo 'no compilation'; fi\n\
+         rm -rf \"$CCACHE_STATSLOG\" /tmp/swe-eval-ccache-bin\n\
+         fi\n"
+    )
+}
+
 /// Records (and reports) that this preparation made `image`.
 pub(super) fn created(hooks: &BuildHooks, out: &mut Prepared, image: &str, layer: Layer) {
     out.created.push((image.to_string(), layer));
@@ -256,4 +383,65 @@ pub(super) fn created(hooks: &BuildHooks, out: &mut Prepared, image: &str, layer
         image: image.to_string(),
         layer,
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup_repo() -> Vec<TarEntry> {
+        vec![TarEntry {
+            path: "setup_repo.sh".into(),
+            contents: b"echo hi\n".to_vec(),
+            mode: 0o755,
+        }]
+    }
+
+    #[test]
+    fn the_debian_instance_dockerfile_reads_as_steps_in_a_container() {
+        let dockerfile = include_str!("../../harness-images/debian/instance.Dockerfile.tmpl")
+            .replace("{{env_image}}", "env-1:latest");
+        let (from, copies, script, changes) = commit_steps(&dockerfile, &setup_repo()).unwrap();
+        assert_eq!(from, "env-1:latest");
+        assert_eq!(copies.len(), 1);
+        assert_eq!(
+            (copies[0].path.as_str(), copies[0].contents.as_slice()),
+            ("/root/setup_repo.sh", b"echo hi\n".as_slice())
+        );
+        assert_eq!(
+            script,
+            "( sed -i -e 's/\\r$//' /root/setup_repo.sh ) || exit $?\n\
+             ( /bin/bash /root/setup_repo.sh ) || exit $?"
+        );
+        assert_eq!(changes, ["WORKDIR /testbed/"]);
+        let wrapped = with_compiler_cache(&script);
+        assert!(wrapped.contains("/usr/lib/ccache:$PATH"), "{wrapped}");
+        assert!(wrapped.contains(&script));
+    }
+
+    #[test]
+    fn a_dockerfile_beyond_the_steps_read_is_left_to_a_plain_build() {
+        let files = setup_repo();
+        for dockerfile in [
+            "FROM a\nENV X=1\nRUN true\n",
+            "FROM a\nRUN true \\\n  && false\n",
+            "FROM a\nCOPY ./other.sh /root/\n",
+            "FROM a\nCOPY ./setup_repo.sh /root/x.sh\n",
+            "FROM a\nWORKDIR /testbed/\nRUN true\n",
+            "FROM a AS b\nRUN true\n",
+            "FROM a\nRUN [\"true\"]\n",
+            "RUN true\n",
+        ] {
+            assert!(commit_steps(dockerfile, &files).is_none(), "{dockerfile}");
+        }
+    }
+
+    #[test]
+    fn compiler_cache_volumes_are_per_repository_and_environment() {
+        let v = compiler_cache_volume("Astropy/astropy", "env-1:latest");
+        assert!(v.starts_with("swe-eval-ccache.astropy__astropy."), "{v}");
+        assert_eq!(v, compiler_cache_volume("Astropy/astropy", "env-1:latest"));
+        assert_ne!(v, compiler_cache_volume("Astropy/astropy", "env-2:latest"));
+        assert_ne!(v, compiler_cache_volume("o/n", "env-1:latest"));
+    }
 }

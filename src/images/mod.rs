@@ -44,7 +44,7 @@ pub use base::{base_image_name, build_base, ensure_base, BaseOptions, BaseOutcom
 pub use build::ensure;
 pub use build_events::{BuildEvent, BuildHooks, Phase, Stage, StopFlag};
 pub use build_failure::ImageFailure;
-pub use build_one::{BuildOptions, Prepared};
+pub use build_one::{compiler_cache_volume, BuildOptions, Prepared, COMPILER_CACHE_DIR};
 pub use cleanup::cleanup;
 pub use cleanup_report::CleanupReport;
 pub use context::{context_tar, context_tar_to};

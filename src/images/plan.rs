@@ -65,6 +65,10 @@ pub struct InstanceRecipe {
     /// The build needs the network even with the repository in the context (its install
     /// step fetches from PyPI, as the official build does).
     pub network: bool,
+    /// Its install compiles (the environment has a compiler and ccache): built with a
+    /// compiler cache shared by the repository's instance builds on the same environment
+    /// (`images::compiler_cache_volume`).
+    pub compiler_cache: bool,
 }
 
 /// Base, environment and instance images built locally.
@@ -162,6 +166,7 @@ impl InstanceImages {
                 files: files(spec.instance_context_files()),
                 needs_repo: spec.instance_needs_repo_in_context(),
                 network: spec.instance_build_network,
+                compiler_cache: spec.compiles(),
             },
         });
         out

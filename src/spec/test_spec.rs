@@ -128,6 +128,17 @@ impl TestSpec {
     pub fn instance_needs_repo_in_context(&self) -> bool {
         self.flavour == Flavour::Debian
     }
+
+    /// The instance image's install compiles: a Debian environment that installs a compiler
+    /// (and ccache with it: `compiler` in src/spec/conda_map.json), so its build uses a
+    /// compiler cache shared by the repository's instance builds on that environment.
+    pub fn compiles(&self) -> bool {
+        self.flavour == Flavour::Debian
+            && self
+                .frozen_env
+                .as_ref()
+                .is_some_and(|p| p.compiler && p.debian.iter().any(|d| d == "ccache"))
+    }
 }
 
 /// `<namespace>/sweb.eval.<arch>.<id lowercased>:latest` with `__` written `_1776_`; without

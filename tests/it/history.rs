@@ -175,6 +175,7 @@ async fn instance_images_share_history_layers_and_hold_nothing_newer_than_their_
             }],
             needs_repo: true,
             network: false,
+            compiler_cache: false,
         },
     }
     };

@@ -66,6 +66,7 @@ fn chain(release_alias: &str, env_tag: &str, env_run: &str, inst_tag: &str) -> B
             files: vec![],
             needs_repo: true,
             network: false,
+            compiler_cache: false,
         },
     }
 }

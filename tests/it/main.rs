@@ -5,6 +5,7 @@ mod common;
 
 mod careless;
 mod compare;
+mod compiler_cache;
 mod correlate;
 mod daemons;
 mod engine;

@@ -203,6 +203,7 @@ async fn build_node<E: Engine>(
         folder: Some(("git", &packs)),
         network: false,
         instance_id: None,
+        compiler_cache: None,
     };
     build_one(engine, &image, opts, out).await
 }
@@ -249,6 +250,7 @@ mod tests {
                     files: vec![],
                     needs_repo: true,
                     network: false,
+                    compiler_cache: false,
                 },
             }),
         };
