@@ -8,13 +8,14 @@ use std::process::Command;
 
 use swe_eval::engine::{Engine, TarEntry};
 use swe_eval::images::{
-    compiler_cache_volume, ensure, BaseOptions, BaseRecipe, BuildChain, BuildOptions, EnvRecipe,
-    ImagePlan, InstanceImages, InstanceRecipe, RepoCache, RepoSources, COMPILER_CACHE_DIR,
+    compiler_cache_volume, ensure, BaseRecipe, BuildChain, EnvRecipe, InstanceRecipe,
+    COMPILER_CACHE_DIR, MAX_CHAIN,
 };
 use swe_eval::spec::DebianRelease;
 
 use crate::common::git;
 use crate::engine::{base_image, engine, job, run_id};
+use crate::history::local_plan;
 
 fn commit(dir: &Path, name: &str) -> String {
     std::fs::write(dir.join(format!("{name}.txt")), name).unwrap();
@@ -115,31 +116,9 @@ async fn builds_that_compile_share_the_repositorys_compiler_cache_and_keep_it_ou
         },
     }
     };
-    let plan = ImagePlan {
-        instances: [("a", &c1), ("b", &c2)]
-            .iter()
-            .map(|(id, base)| InstanceImages {
-                instance_id: id.to_string(),
-                repo: "local/ccache".into(),
-                base_commit: base.to_string(),
-                prebuilt: None,
-                build: Some(chain(id)),
-            })
-            .collect(),
-    };
-    let mut sources = RepoSources::default();
-    sources
-        .add_override(&format!("local/ccache={}", up.display()))
-        .unwrap();
-    let opts = BuildOptions {
-        logs_dir: tmp.path().join("out/logs/build_images"),
-        repos: RepoCache::new(tmp.path().join("repo-cache"), sources),
-        base: BaseOptions::default(),
-        // One build at a time: the second compiles after the first has filled the cache.
-        parallel: 1,
-        history_chain: swe_eval::images::MAX_CHAIN,
-        hooks: Default::default(),
-    };
+    // One build at a time: the second compiles after the first has filled the cache.
+    let bases = [("a", c1), ("b", c2)];
+    let (plan, opts) = local_plan(tmp.path(), "local/ccache", &up, &bases, chain, 1, MAX_CHAIN);
     let prepared = ensure(&e, &plan, &opts).await;
     let cleanup = || async {
         for (image, _) in &prepared.created {

@@ -88,6 +88,45 @@ fn upstream(root: &Path) -> (std::path::PathBuf, BTreeMap<&'static str, String>)
     (up, c)
 }
 
+/// The plan of `wanted` (`(instance, base commit)`) of repository `repo`, taken from the local
+/// clone `up`, each built by `chain`, and the build options (under `tmp`, `parallel` builds at
+/// once, chains of at most `history_chain`).
+pub fn local_plan(
+    tmp: &Path,
+    repo: &str,
+    up: &Path,
+    wanted: &[(&str, String)],
+    chain: impl Fn(&str) -> BuildChain,
+    parallel: usize,
+    history_chain: usize,
+) -> (ImagePlan, BuildOptions) {
+    let plan = ImagePlan {
+        instances: wanted
+            .iter()
+            .map(|(id, base)| InstanceImages {
+                instance_id: id.to_string(),
+                repo: repo.into(),
+                base_commit: base.clone(),
+                prebuilt: None,
+                build: Some(chain(id)),
+            })
+            .collect(),
+    };
+    let mut sources = RepoSources::default();
+    sources
+        .add_override(&format!("{repo}={}", up.display()))
+        .unwrap();
+    let opts = BuildOptions {
+        logs_dir: tmp.join("out/logs/build_images"),
+        repos: RepoCache::new(tmp.join("repo-cache"), sources),
+        base: BaseOptions::default(),
+        parallel,
+        history_chain,
+        hooks: Default::default(),
+    };
+    (plan, opts)
+}
+
 fn layers(image: &str) -> Vec<String> {
     let out = Command::new("docker")
         .args(["image", "inspect", "-f", "{{json .RootFS.Layers}}", image])
@@ -179,31 +218,9 @@ async fn instance_images_share_history_layers_and_hold_nothing_newer_than_their_
         },
     }
     };
-    let plan = ImagePlan {
-        instances: wanted
-            .iter()
-            .map(|(id, base)| InstanceImages {
-                instance_id: id.to_string(),
-                repo: "local/hist".into(),
-                base_commit: c[base].clone(),
-                prebuilt: None,
-                build: Some(chain(id)),
-            })
-            .collect(),
-    };
-    let mut sources = RepoSources::default();
-    sources
-        .add_override(&format!("local/hist={}", up.display()))
-        .unwrap();
-    let opts = BuildOptions {
-        logs_dir: tmp.path().join("out/logs/build_images"),
-        repos: RepoCache::new(tmp.path().join("repo-cache"), sources),
-        base: BaseOptions::default(),
-        parallel: 2,
-        // Short chains: c1 - c2 - c3 is full (a root counts two packs), so c4 starts a new one.
-        history_chain: 4,
-        hooks: Default::default(),
-    };
+    let bases: Vec<(&str, String)> = wanted.iter().map(|(id, b)| (*id, c[b].clone())).collect();
+    // Short chains: c1 - c2 - c3 is full (a root counts two packs), so c4 starts a new one.
+    let (plan, opts) = local_plan(tmp.path(), "local/hist", &up, &bases, chain, 2, 4);
     let prepared = ensure(&e, &plan, &opts).await;
     assert!(prepared.failed.is_empty(), "{:?}", prepared.failed);
 
