@@ -116,9 +116,12 @@ impl Durations {
 }
 
 /// Whether an instance still `awaited` (its image not ready yet) is expected to run longer than
-/// `head`, the job dispatch would start next. Images already present arrive one after another
-/// within milliseconds; the dispatcher waits [`SETTLE`] after each arrival while this holds, so
-/// such a burst is ordered before the first jobs start, not in the order it arrived.
+/// `head`, the job dispatch would start next, by more than [`SETTLE`]. Images already present
+/// arrive one after another within milliseconds; the dispatcher waits [`SETTLE`] after each
+/// arrival while this holds, so such a burst is ordered before the first jobs start, not in the
+/// order it arrived. Starting the head first can cost the run at most the difference between the
+/// two, so a difference below the wait is not worth waiting for (trivial jobs of a fraction of a
+/// second never wait).
 pub fn awaited_runs_longer(
     hints: &Durations,
     awaited: &std::collections::HashSet<String>,
@@ -129,7 +132,9 @@ pub fn awaited_runs_longer(
     };
     let expected = |id: &str| hints.get(id).unwrap_or(median);
     let head = expected(&head.setup.instance.instance_id);
-    awaited.iter().any(|id| expected(id) > head)
+    awaited
+        .iter()
+        .any(|id| expected(id) > head + SETTLE.as_secs_f64())
 }
 
 /// How long dispatch waits after the run's start or an arrival for more setups to arrive,
@@ -221,6 +226,24 @@ mod tests {
         // Median of 2, 4, 9, 11 taken as the upper middle: 9; "new" ties with d and keeps
         // its place before it.
         assert_eq!(ids(&jobs), ["b", "new", "d", "c", "a"]);
+    }
+
+    #[test]
+    fn only_a_difference_longer_than_the_wait_is_waited_for() {
+        let awaited = std::collections::HashSet::from(["long".to_string()]);
+        let mut d = Durations::default();
+        d.set("head", 2.0);
+        d.set("long", 9.0);
+        assert!(awaited_runs_longer(&d, &awaited, &job(0, "head")));
+        // Trivial jobs: 0.1 s against 0.2 s is not worth 0.15 s of waiting.
+        d.set("head", 0.1);
+        d.set("long", 0.2);
+        assert!(!awaited_runs_longer(&d, &awaited, &job(0, "head")));
+        assert!(!awaited_runs_longer(
+            &Durations::default(),
+            &awaited,
+            &job(0, "head")
+        ));
     }
 
     #[test]
