@@ -217,7 +217,7 @@ fn check_env(
     };
     let rt = tokio::runtime::Runtime::new()?;
     let report = rt.block_on(async {
-        let engine = crate::engine::DockerEngine::connect().await?;
+        let engine = crate::engine::connect(&Default::default()).await?;
         Ok::<_, super::CliError>(check_envs_with(&engine, chosen, &opts, print_env).await)
     })?;
     if !report.no_frozen_env.is_empty() {

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 use crate::cli::{CliError, CliResult, Outcome};
-use crate::engine::{DockerEngine, Engine};
+use crate::engine::Engine;
 use crate::orchestrate::{run_plan, Event};
 use crate::runner::{self, Plan, RunConfig, RunEvent, RunReport};
 use crate::trivial;
@@ -245,7 +245,8 @@ pub fn run(args: Args) -> CliResult {
 
 async fn run_async(args: Args) -> CliResult {
     let mut phases = Vec::new();
-    let engine = Arc::new(DockerEngine::connect().await?);
+    // Through the engine type every run uses, so the runner is compiled for one engine type.
+    let engine = Arc::new(crate::engine::connect(&Default::default()).await?);
     eprintln!("preparing the trivial image...");
     let image = trivial::ensure_image(&*engine).await?;
     let config = |dir: &std::path::Path, run_id: &str| {
