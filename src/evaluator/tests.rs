@@ -36,6 +36,7 @@ pub(crate) fn mini(dir: &std::path::Path) -> Mini {
             ..Default::default()
         },
         repo_cache: dir.join("repos"),
+        base_cache: None,
         build_logs: dir.join("state/logs/build_images"),
         parallel: 1,
     };

@@ -43,6 +43,11 @@ pub struct BaseOptions {
     pub work_dir: PathBuf,
     /// Where the bootstrap log goes (`<output>/logs/build_images/base/<name>/build_image.log`).
     pub log_file: Option<PathBuf>,
+    /// Where `scripts/setup.sh` bootstraps the root file system ahead of the first run
+    /// (`harness-images/base/prefetch.sh`, `<cache>/base`): a missing base waits for a
+    /// bootstrap in progress there and imports what it left instead of bootstrapping again.
+    /// `None`: always bootstrap here.
+    pub prefetched: Option<PathBuf>,
 }
 
 impl BaseOptions {
@@ -67,6 +72,7 @@ impl Default for BaseOptions {
             mirror: DEFAULT_MIRROR.to_string(),
             work_dir: std::env::temp_dir(),
             log_file: None,
+            prefetched: None,
         }
     }
 }
@@ -87,7 +93,30 @@ pub async fn ensure_base<E: Engine>(
         import: Duration::ZERO,
     };
     if !engine.image_exists(&image).await? {
-        outcome = build_base(engine, release, &image, opts).await?;
+        // One bootstrap at a time per recipe: a run waits for the one `scripts/setup.sh`
+        // started (or another run's), then looks again.
+        let ahead = match &opts.prefetched {
+            Some(dir) => Prefetch::lock(dir, &image).await,
+            None => None,
+        };
+        if !engine.image_exists(&image).await? {
+            outcome = match ahead.as_ref().filter(|p| p.tar.is_file()) {
+                Some(p) => match import_prefetched(engine, &image, p, opts).await {
+                    Ok(o) => o,
+                    // A root file system that does not import is bootstrapped again here.
+                    Err(e) => {
+                        let _ = std::fs::remove_file(&p.tar);
+                        note(
+                            opts,
+                            &format!("{}: not imported ({e}); bootstrapping", p.tar.display()),
+                        );
+                        build_base(engine, release, &image, opts).await?
+                    }
+                },
+                None => build_base(engine, release, &image, opts).await?,
+            };
+        }
+        drop(ahead);
     }
     for alias in aliases {
         if alias != &image {
@@ -95,6 +124,91 @@ pub async fn ensure_base<E: Engine>(
         }
     }
     Ok(outcome)
+}
+
+/// A root file system bootstrapped ahead of the run for one base image, under its lock:
+/// `<dir>/<release>-<12 hex>.tar` (written whole, then renamed), `.lock` (held by whoever
+/// bootstraps it) and `.log`, as `harness-images/base/prefetch.sh` names them.
+struct Prefetch {
+    tar: PathBuf,
+    log: PathBuf,
+    /// Holds the lock until dropped.
+    _lock: std::fs::File,
+}
+
+impl Prefetch {
+    /// The file stem of `image` (`swe-eval/base.debian-bookworm:0123456789ab` ->
+    /// `debian-bookworm-0123456789ab`).
+    fn stem(image: &str) -> String {
+        let name = image.rsplit('/').next().unwrap_or(image);
+        name.trim_start_matches("base.").replace(':', "-")
+    }
+
+    /// Takes the lock of `image`'s prefetch in `dir`, waiting while another process holds it
+    /// (a bootstrap in progress). `None` when the lock file cannot be made: no waiting then.
+    async fn lock(dir: &Path, image: &str) -> Option<Prefetch> {
+        let stem = Self::stem(image);
+        let (dir, tar, log) = (
+            dir.to_path_buf(),
+            dir.join(format!("{stem}.tar")),
+            dir.join(format!("{stem}.log")),
+        );
+        let lock = dir.join(format!("{stem}.lock"));
+        let file = tokio::task::spawn_blocking(move || {
+            std::fs::create_dir_all(&dir).ok()?;
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&lock)
+                .ok()?;
+            f.lock().ok()?;
+            Some(f)
+        })
+        .await
+        .ok()??;
+        Some(Prefetch {
+            tar,
+            log,
+            _lock: file,
+        })
+    }
+}
+
+/// Imports the root file system `p` left as `image`, then removes it; its bootstrap log goes
+/// into the run's log.
+async fn import_prefetched<E: Engine>(
+    engine: &E,
+    image: &str,
+    p: &Prefetch,
+    opts: &BaseOptions,
+) -> Result<BaseOutcome, ImageError> {
+    let t0 = Instant::now();
+    let labels = labels_for(Layer::Base, None);
+    engine.import_image(image, p.tar.clone(), labels).await?;
+    let _ = std::fs::remove_file(&p.tar);
+    let earlier = std::fs::read_to_string(&p.log).unwrap_or_default();
+    note(
+        opts,
+        &format!(
+            "root file system bootstrapped ahead by scripts/setup.sh ({}), imported; its log:\n{earlier}",
+            p.tar.display()
+        ),
+    );
+    Ok(BaseOutcome {
+        image: image.to_string(),
+        built: true,
+        bootstrap: Duration::ZERO,
+        import: t0.elapsed(),
+    })
+}
+
+/// Adds a line to the bootstrap log, if there is one.
+fn note(opts: &BaseOptions, line: &str) {
+    if let Some(f) = &opts.log_file {
+        let old = std::fs::read_to_string(f).unwrap_or_default();
+        let _ = write_log(f, &format!("{old}{line}\n"));
+    }
 }
 
 /// Bootstraps `release` and imports it as `tag`, whether or not an image of that name exists.
@@ -339,5 +453,102 @@ mod tests {
         assert_eq!(a.rsplit(':').next().unwrap().len(), 12);
         assert_ne!(a.rsplit(':').next(), b.rsplit(':').next());
         assert_eq!(a, base_image_name(DebianRelease::Bookworm));
+    }
+
+    /// Options whose own bootstrap fails at once (no mirror answers on port 9): a test that
+    /// reaches it fails instead of bootstrapping for minutes.
+    fn no_bootstrap(dir: &Path) -> BaseOptions {
+        BaseOptions {
+            mirror: "http://127.0.0.1:9/debian".into(),
+            work_dir: dir.join("work"),
+            log_file: Some(dir.join("log").join("build_image.log")),
+            prefetched: Some(dir.join("base")),
+        }
+    }
+
+    fn prefetched_tar(dir: &Path) -> PathBuf {
+        let stem = Prefetch::stem(&base_image_name(DebianRelease::Bookworm));
+        dir.join("base").join(format!("{stem}.tar"))
+    }
+
+    #[test]
+    fn the_prefetch_files_are_named_after_the_image() {
+        assert_eq!(
+            Prefetch::stem("swe-eval/base.debian-bookworm:0123456789ab"),
+            "debian-bookworm-0123456789ab"
+        );
+    }
+
+    #[test]
+    fn prefetch_sh_names_the_image_as_the_harness_does() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let out = Command::new("bash")
+            .arg(root.join("harness-images/base/prefetch.sh"))
+            .args(["--name", "bookworm"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            base_image_name(DebianRelease::Bookworm)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_root_file_system_bootstrapped_ahead_is_imported_not_bootstrapped_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = no_bootstrap(dir.path());
+        let tar = prefetched_tar(dir.path());
+        std::fs::create_dir_all(tar.parent().unwrap()).unwrap();
+        std::fs::write(&tar, b"rootfs").unwrap();
+        std::fs::write(
+            tar.with_extension("log"),
+            "I: Base system installed successfully.\n",
+        )
+        .unwrap();
+        let engine = crate::engine::FakeEngine::new();
+        let o = ensure_base(&engine, DebianRelease::Bookworm, &[], &opts)
+            .await
+            .unwrap();
+        assert!(o.built);
+        assert_eq!(o.bootstrap, Duration::ZERO);
+        assert!(engine.calls().iter().any(|c| matches!(c,
+            crate::engine::Call::ImportImage { tag, .. } if *tag == o.image)));
+        assert!(!tar.exists(), "the imported root file system is removed");
+        let log = std::fs::read_to_string(opts.log_file.unwrap()).unwrap();
+        assert!(
+            log.contains("bootstrapped ahead") && log.contains("installed successfully"),
+            "{log}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_run_waits_for_the_bootstrap_in_progress() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = no_bootstrap(dir.path());
+        let tar = prefetched_tar(dir.path());
+        std::fs::create_dir_all(tar.parent().unwrap()).unwrap();
+        // The prefetch holds the lock, writes its tar a moment later, then lets go.
+        let lock = std::fs::File::create(tar.with_extension("lock")).unwrap();
+        lock.lock().unwrap();
+        let writer = {
+            let tar = tar.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(300));
+                std::fs::write(&tar, b"rootfs").unwrap();
+                drop(lock);
+            })
+        };
+        let engine = crate::engine::FakeEngine::new();
+        let o = ensure_base(&engine, DebianRelease::Bookworm, &[], &opts)
+            .await
+            .unwrap();
+        writer.join().unwrap();
+        assert!(o.built);
+        assert!(!tar.exists());
     }
 }

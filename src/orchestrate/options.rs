@@ -122,6 +122,7 @@ pub fn prepare_options(
         ca_cert,
         repos: sources,
         repo_cache: repo_cache_dir(output),
+        base_cache: Some(cache_dir(output).join("base")),
         build_logs: output.join("logs").join("build_images"),
         parallel: choices.build_jobs.unwrap_or_else(default_build_jobs).max(1),
     })

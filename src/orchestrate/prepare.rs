@@ -33,6 +33,9 @@ pub struct PrepareOptions {
     pub repos: RepoSources,
     /// Bare repository cache (fetched once, reused by later runs).
     pub repo_cache: PathBuf,
+    /// Where `scripts/setup.sh` bootstraps the base image's root file system ahead of the run
+    /// (`<cache>/base`, see `images::BaseOptions::prefetched`); `None`: not looked at.
+    pub base_cache: Option<PathBuf>,
     /// `<output>/logs/build_images`.
     pub build_logs: PathBuf,
     /// Image builds at once (`--build-jobs`), apart from the run's workers.
@@ -149,7 +152,10 @@ pub async fn build<E: Engine>(
     let build = BuildOptions {
         logs_dir: opts.build_logs.clone(),
         repos: RepoCache::new(opts.repo_cache.clone(), opts.repos.clone()),
-        base: BaseOptions::logging_under(&opts.build_logs),
+        base: BaseOptions {
+            prefetched: opts.base_cache.clone(),
+            ..BaseOptions::logging_under(&opts.build_logs)
+        },
         parallel: opts.parallel.max(1),
         history_chain: images::MAX_CHAIN,
         hooks,

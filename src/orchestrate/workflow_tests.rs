@@ -30,6 +30,7 @@ fn mini(dir: &std::path::Path) -> (Inputs, PrepareOptions) {
             ..Default::default()
         },
         repo_cache: dir.join("repos"),
+        base_cache: None,
         build_logs: dir.join("logs").join("build_images"),
         parallel: 1,
     };
