@@ -107,7 +107,7 @@ pub async fn docker_engine() -> Option<swe_eval::engine::DockerEngine> {
     )
 }
 
-/// Debian's chromium (installed by scripts/setup.sh), or `None` through [`prerequisite`].
+/// Debian's chromium (installed by scripts/setup.sh --tests), or `None` through [`prerequisite`].
 pub fn chromium() -> Option<PathBuf> {
     let found = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
         .into_iter()

@@ -276,7 +276,7 @@ pub(crate) fn cluster() -> Cluster {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("start docker-registry (scripts/setup.sh installs it)"),
+            .expect("start docker-registry (scripts/setup.sh --tests installs it)"),
     );
     c.forward = Some(Forward::start(
         listener,

@@ -206,7 +206,7 @@ fn python_batch(cases: &[Value]) -> Option<Vec<Value>> {
         if err.contains("No module named 'unidiff'") {
             return crate::common::prerequisite(
                 "the Python unidiff package",
-                Err("scripts/setup.sh installs it"),
+                Err("scripts/setup.sh --tests installs it"),
             );
         }
         panic!("oracle failed: {err}");

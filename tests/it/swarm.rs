@@ -341,7 +341,7 @@ fn mini_benchmark_on_a_two_node_swarm_survives_a_killed_client_and_a_dead_worker
             run("ip", &["-V"]).is_ok() && run("nsenter", &["--version"]).is_ok(),
         )
         || !require(
-            "docker-registry (scripts/setup.sh installs it)",
+            "docker-registry (scripts/setup.sh --tests installs it)",
             Path::new("/usr/bin/docker-registry").exists()
                 || run("which", &["docker-registry"]).is_ok(),
         )
