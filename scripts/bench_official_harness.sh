@@ -22,6 +22,11 @@
 #   KEEP_IMAGE=0   1 keeps the benchmark image swe-eval-bench/trivial:latest
 #   KEEP_SCRATCH=0 1 keeps the scratch folder (logs of every run)
 #   RESULTS_OUT=   also copy results.tsv (one line per run) here
+#   WARM=1         also time swe-eval in a warm output folder (one folder for all its runs,
+#                  warmed by the warm-up run: durations file and caches in place), beside the
+#                  fresh folder of each run ("ours-warm" rows; 0 leaves them out)
+#   BEFORE=        a second swe-eval binary (e.g. a build of an earlier commit) timed the same
+#                  way in every round, fresh and warm ("before" and "before-warm" rows)
 #
 # Offline: nothing is pulled (the base image must be local; the official harness runs through
 # scripts/bench_official/run_official.py, which refuses pulls and gives its containers
@@ -36,6 +41,8 @@ SWE_EVAL=${SWE_EVAL:-}
 BASE_IMAGE=${BASE_IMAGE:-swe-eval/base.debian-bookworm:latest}
 KEEP_IMAGE=${KEEP_IMAGE:-0}
 KEEP_SCRATCH=${KEEP_SCRATCH:-0}
+WARM=${WARM:-1}
+BEFORE=${BEFORE:-}
 IMAGE=swe-eval-bench/trivial:latest
 MODEL=swe-eval-bench
 
@@ -134,7 +141,8 @@ t = (d / "time.txt").read_text()
 m = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (?:(\d+):)?(\d+):([\d.]+)", t)
 wall = int(m.group(1) or 0) * 3600 + int(m.group(2)) * 60 + float(m.group(3))
 rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", t).group(1))
-summary = json.loads((d / ("ours" if name == "ours" else ".") / f"{model}.{rid}.json").read_text())
+out = Path((d / "output").read_text().strip()) if (d / "output").exists() else d
+summary = json.loads((out / f"{model}.{rid}.json").read_text())
 log = (d / "out.log").read_text()
 phase = lambda p: (re.findall(rf"bench-phase {p} ([\d.]+)", log) or ["-"])[-1]
 print("\t".join(map(str, [name, rid, count, f"{wall:.2f}", rss, before, after,
@@ -158,24 +166,45 @@ official() { # RUN_ID [instance ids...]
         -p "$DATA/preds.jsonl" --max_workers "$WORKERS" -id "$id" -t 120 --report_dir . "${ids[@]}"
 }
 
-ours() { # RUN_ID [instance ids...]
-    local id=$1
-    shift
+# ours NAME BINARY OUTPUT RUN_ID [instance ids...]: OUTPUT "fresh" is a folder of the run's own.
+ours() {
+    local name=$1 bin=$2 out=$3 id=$4
+    shift 4
     local ids=()
     [ $# -gt 0 ] && ids=(-i "$(IFS=,; echo "$*")")
-    run ours "$id" "${COUNT}" "$SWE_EVAL" run -d "$DATA/dataset.json" -p "$DATA/preds.jsonl" \
-        --run-id "$id" -j "$WORKERS" -t 120 --output ours "${ids[@]}"
+    [ "$out" = fresh ] && out=$SCRATCH/$name-$id/ours
+    mkdir -p "$SCRATCH/$name-$id"
+    echo "$out" >"$SCRATCH/$name-$id/output"
+    run "$name" "$id" "${COUNT}" "$bin" run -d "$DATA/dataset.json" -p "$DATA/preds.jsonl" \
+        --run-id "$id" -j "$WORKERS" -t 120 --output "$out" "${ids[@]}"
+}
+
+# Every swe-eval variant of a round: NAME BINARY OUTPUT.
+variants=("ours $SWE_EVAL fresh")
+[ "$WARM" = 1 ] && variants+=("ours-warm $SWE_EVAL $SCRATCH/warm-ours")
+if [ -n "$BEFORE" ]; then
+    [ -x "$BEFORE" ] || die "BEFORE=$BEFORE is not an executable"
+    cp "$BEFORE" "$SCRATCH/swe-eval-before"
+    variants+=("before $SCRATCH/swe-eval-before fresh")
+    [ "$WARM" = 1 ] && variants+=("before-warm $SCRATCH/swe-eval-before $SCRATCH/warm-before")
+fi
+each_ours() { # RUN_ID [instance ids...]
+    local v
+    for v in "${variants[@]}"; do
+        # shellcheck disable=SC2086
+        ours $v "$@"
+    done
 }
 
 say "warm-up (2 predictions each, not counted)..."
 COUNT=2
 official swe-eval-bench-warm "${WARM_IDS[@]}"
-ours swe-eval-bench-warm "${WARM_IDS[@]}"
+each_ours swe-eval-bench-warm "${WARM_IDS[@]}"
 COUNT=$N
 for r in $(seq "$REPEATS"); do
     say "run $r/$REPEATS: $N predictions each at $WORKERS workers..."
     official "swe-eval-bench-r$r"
-    ours "swe-eval-bench-r$r"
+    each_ours "swe-eval-bench-r$r"
 done
 
 # --- figures ------------------------------------------------------------------------------
@@ -190,16 +219,18 @@ for r in rows:
     spp = float(r["wall_s"]) / n
     over = spp - test_s
     per.setdefault(r["harness"], []).append((spp, over, int(r["max_rss_kib"]) / 1024))
-    label = f"swebench {sbv}" if r["harness"] == "official" else "swe-eval"
+    label = f"swebench {sbv}" if r["harness"] == "official" else f"swe-eval ({r['harness']})"
     print(f"{label:<24}{r['run']:<22}{float(r['wall_s']):>8.2f}{spp:>8.3f}{over:>17.3f}"
           f"{int(r['max_rss_kib']) / 1024:>14.1f}{r['load1_before'] + '/' + r['load1_after']:>12}{r['resolved'] + '/' + str(n):>10}")
 for h, v in per.items():
     print(f"{h}: mean overhead {statistics.mean(x[1] for x in v):.3f} s/prediction "
           f"(min {min(x[1] for x in v):.3f}, max {max(x[1] for x in v):.3f}), peak RSS {max(x[2] for x in v):.1f} MiB")
-if "official" in per and "ours" in per:
+if "official" in per:
     o = statistics.mean(x[1] for x in per["official"])
-    s = statistics.mean(x[1] for x in per["ours"])
-    print(f"official / swe-eval overhead per prediction: {o:.3f} / {s:.3f} = {o / s:.1f}x")
+    for h, v in per.items():
+        if h != "official":
+            s = statistics.mean(x[1] for x in v)
+            print(f"official / swe-eval ({h}) overhead per prediction: {o:.3f} / {s:.3f} = {o / s:.1f}x")
 EOF
 if [ -n "${RESULTS_OUT:-}" ]; then
     cp "$RESULTS" "$RESULTS_OUT"
