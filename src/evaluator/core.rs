@@ -518,7 +518,7 @@ fn spec_of<E: Engine>(shared: &Shared<E>, inst: &Instance) -> Result<Arc<TestSpe
             .unwrap_or_else(|| "no test spec".into())),
     };
     for w in made.warnings {
-        shared.notice(format!("{}: {w}", inst.instance_id));
+        shared.notice(w);
     }
     shared
         .lock()

@@ -29,6 +29,7 @@ mod reward;
 mod run_e2e;
 mod runner;
 mod safeio;
+mod serve;
 mod spec;
 mod submit;
 mod swarm;

@@ -1,0 +1,550 @@
+//! `swe-eval serve` end to end, the binary on the real Docker engine: the API and the Python
+//! client on the mini benchmark (every verdict as `run` grades it, the cache, the export read by
+//! `correlate`), a server killed outright and started again (every accepted request has one
+//! result, none ran again after its result was stored, nothing of the dead server left), the
+//! engine taken away mid-request (a masked infrastructure error, the server stays up and
+//! recovers), and the listen rules.
+//!
+//! The engine that goes away is not the machine's dockerd (others use it): it is a
+//! [`PrivateDaemon`] of the test's own, stopped while a job runs and started again.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use swe_eval::serve::Client;
+
+use crate::common::{bin, mini_images_turn, poll, poll_until, require_program, wait_for};
+use crate::daemons::PrivateDaemon;
+use crate::tasks::{self, Task, TestDir};
+
+/// A `swe-eval serve` child process and the address it listens on.
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Server {
+    /// Starts `swe-eval serve ARGS --listen 127.0.0.1:0` with `env`, and waits for its
+    /// "listening on" line.
+    fn start(args: &[&str], env: &[(&str, &str)]) -> Server {
+        let mut c = Command::new(bin());
+        c.arg("serve").args(args).args(["--listen", "127.0.0.1:0"]);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let mut child = c
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        let addr = line
+            .rsplit("http://")
+            .next()
+            .and_then(|a| a.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no address in `{line}`"));
+        // Keep reading its stdout so it never blocks on a full pipe.
+        std::thread::spawn(move || for _ in out.lines() {});
+        Server { child, addr }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGTERM, then its exit code.
+    fn stop(mut self) -> Option<i32> {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        self.child.wait().unwrap().code()
+    }
+
+    /// SIGKILL.
+    fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Server {
+    /// A test that fails midway leaves no server running: stopped as Ctrl-C stops it.
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = Command::new("kill")
+                .args(["-TERM", &self.child.id().to_string()])
+                .status();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Sends one request; the status and JSON body.
+fn call(
+    rt: &tokio::runtime::Runtime,
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+) -> (u16, Value) {
+    rt.block_on(async {
+        let mut c = Client::connect(addr, None).await.unwrap();
+        let b = body.map(|b| b.to_string().into_bytes());
+        let (status, _, got) = c.request(method, path, b.as_deref()).await.unwrap();
+        let v = serde_json::from_slice(&got)
+            .unwrap_or(Value::String(String::from_utf8_lossy(&got).into()));
+        (status, v)
+    })
+}
+
+/// Waits up to `secs` for `ids`; the evaluations done, by id.
+fn wait_all(
+    rt: &tokio::runtime::Runtime,
+    addr: SocketAddr,
+    ids: &[String],
+    secs: u64,
+) -> Vec<Value> {
+    let (status, w) = call(
+        rt,
+        addr,
+        "POST",
+        "/v1/evaluations/wait",
+        Some(&json!({"ids": ids, "timeout_s": secs})),
+    );
+    assert_eq!(status, 200, "{w}");
+    w["done"].as_array().unwrap().clone()
+}
+
+/// The containers (holds included) of the daemon at `host` labelled as owned by process `pid`.
+fn owned_by(host: Option<&str>, pid: u32) -> Vec<String> {
+    let o = tasks::docker(
+        host,
+        &[
+            "ps",
+            "-a",
+            "--filter",
+            "label=swe-eval.tool",
+            "--format",
+            "{{.Names}} {{.Label \"swe-eval.owner\"}}",
+        ],
+    )
+    .expect("docker ps");
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| l.split(':').nth(1) == Some(&pid.to_string()))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The status a mini prediction's expected verdict gives.
+fn expected_status(category: &str, kind: Option<&str>) -> &'static str {
+    match (category, kind) {
+        ("resolved", _) => "resolved",
+        ("unresolved", _) => "unresolved",
+        ("empty_patch", _) => "empty",
+        ("error", Some("patch_apply_failed")) => "patch_failed",
+        ("error", Some("timeout")) => "timeout",
+        other => panic!("no status for {other:?}"),
+    }
+}
+
+#[test]
+fn the_api_and_the_python_client_on_the_real_engine_with_the_mini_benchmark() {
+    if !tasks::docker_answers(None) || !require_program("python3") {
+        return;
+    }
+    let _turn = mini_images_turn();
+    let dir = TestDir::new();
+    let out = dir.path().join("out");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = Server::start(&["-o", out.to_str().unwrap(), "-j", "2"], &[]);
+    let addr = server.addr;
+    let mini = out.join("serve").join("mini");
+    let preds: Vec<Value> = std::fs::read_to_string(mini.join("predictions.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let expected: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(mini.join("expected.json")).unwrap())
+            .unwrap();
+
+    // The 22 predictions as one batch: the similarity at once, the verdicts as run gives them.
+    let batch: Vec<Value> = preds
+        .iter()
+        .map(|p| {
+            json!({"instance_id": p["instance_id"], "model_patch": p["model_patch"],
+                        "model_name_or_path": p["model_name_or_path"], "sample": p["sample"]})
+        })
+        .collect();
+    let (status, accepted) = call(
+        &rt,
+        addr,
+        "POST",
+        "/v1/evaluations",
+        Some(&Value::Array(batch)),
+    );
+    assert_eq!(status, 200, "{accepted}");
+    let accepted = accepted.as_array().unwrap().clone();
+    assert_eq!(accepted.len(), 22);
+    assert!(accepted.iter().all(|a| a["similarity"].is_number()));
+    let ids: Vec<String> = accepted
+        .iter()
+        .map(|a| a["id"].as_str().unwrap().to_string())
+        .collect();
+    let done = wait_all(&rt, addr, &ids, 600);
+    assert_eq!(done.len(), 22, "every prediction done within 10 min");
+    for want in &expected {
+        let key = |v: &Value| {
+            (
+                v["instance_id"].clone(),
+                v["model_name_or_path"].clone(),
+                v["sample"].clone(),
+            )
+        };
+        let got = done
+            .iter()
+            .find(|d| key(d) == key(want))
+            .expect("a result per prediction");
+        let status = expected_status(
+            want["category"].as_str().unwrap(),
+            want["error_kind"].as_str(),
+        );
+        assert_eq!(got["status"], status, "{want}\n{got}");
+        assert_eq!(got["mask"], false, "{got}");
+        if status != "empty" {
+            assert!(
+                got["image"].as_str().is_some_and(|i| !i.is_empty()),
+                "{got}"
+            );
+        }
+    }
+
+    // The same gold patch again: from the cache, done at once.
+    let gold = &batch_of(&preds, "mini-gold")[0];
+    let (_, again) = call(&rt, addr, "POST", "/v1/evaluations", Some(gold));
+    assert_eq!(
+        (again["state"].as_str(), again["cached"].as_bool()),
+        (Some("done"), Some(true)),
+        "{again}"
+    );
+
+    // The Python client against this server.
+    let client_dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("clients")
+        .join("python");
+    let py = Command::new("python3")
+        .args(["-m", "unittest", "-v", "test_swe_eval_client"])
+        .current_dir(&client_dir)
+        .env("SWE_EVAL_URL", format!("http://{addr}"))
+        .env("SWE_EVAL_TEST_GOLD", gold["model_patch"].as_str().unwrap())
+        .env(
+            "SWE_EVAL_TEST_INSTANCE",
+            gold["instance_id"].as_str().unwrap(),
+        )
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&py.stdout),
+        String::from_utf8_lossy(&py.stderr)
+    );
+    assert!(py.status.success(), "python client tests:\n{text}");
+    assert!(text.contains("OK"), "{text}");
+
+    // The export, over HTTP and from the stopped server's state, which correlate reads.
+    let (status, _) = call(&rt, addr, "GET", "/metrics", None);
+    assert_eq!(status, 200);
+    let pid = server.pid();
+    assert_eq!(server.stop(), Some(0));
+    assert_eq!(
+        owned_by(None, pid),
+        Vec::<String>::new(),
+        "the server's containers and holds are gone"
+    );
+    let o = Command::new(bin())
+        .args(["serve", "export", "-o", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let export = out.join("serve").join("export");
+    let outcomes = std::fs::read_to_string(export.join("outcomes.jsonl")).unwrap();
+    assert!(outcomes.lines().count() >= 23, "{outcomes}");
+    let study = dir.path().join("study");
+    let o = Command::new(bin())
+        .args([
+            "correlate",
+            "--bootstrap",
+            "0",
+            "-o",
+            study.to_str().unwrap(),
+        ])
+        .arg("--rewards")
+        .arg(export.join("rewards.jsonl"))
+        .arg("--results")
+        .arg(export.join("outcomes.jsonl"))
+        .output()
+        .unwrap();
+    assert!(
+        o.status.code().is_some_and(|c| c == 0 || c == 3),
+        "correlate on the export: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(study.join("summary.json").is_file());
+}
+
+fn batch_of(preds: &[Value], model: &str) -> Vec<Value> {
+    preds
+        .iter()
+        .filter(|p| p["model_name_or_path"] == model)
+        .map(|p| json!({"instance_id": p["instance_id"], "model_patch": p["model_patch"]}))
+        .collect()
+}
+
+/// `n` tasks of the trivial image whose tests take `secs` seconds, written in `dir`; the
+/// dataset file and the tasks.
+fn slow_dataset(dir: &Path, prefix: &str, n: usize, secs: u32) -> (PathBuf, Vec<Task>) {
+    let tasks = tasks::slow_tasks(prefix, n, secs);
+    let (ds, _) = tasks::write_inputs(dir, &tasks::trivial_image(), &tasks);
+    (ds, tasks)
+}
+
+#[test]
+fn a_server_killed_outright_finishes_every_accepted_request_once_after_a_restart() {
+    if !tasks::docker_answers(None) {
+        return;
+    }
+    let dir = TestDir::new();
+    let (ds, tasks) = slow_dataset(dir.path(), "serve-kill", 6, 3);
+    let out = dir.path().join("out");
+    let args = [
+        "-d",
+        ds.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "-j",
+        "2",
+        "-t",
+        "120",
+    ];
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = Server::start(&args, &[]);
+    let batch: Vec<Value> = tasks
+        .iter()
+        .map(|t| json!({"instance_id": t.id, "model_patch": t.patch}))
+        .collect();
+    let (status, accepted) = call(
+        &rt,
+        server.addr,
+        "POST",
+        "/v1/evaluations",
+        Some(&Value::Array(batch)),
+    );
+    assert_eq!(status, 200, "{accepted}");
+    let ids: Vec<String> = accepted
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["id"].as_str().unwrap().to_string())
+        .collect();
+    // Killed once two are done and others run.
+    let before = poll(Duration::from_secs(120), Duration::ZERO, || {
+        let done = wait_all(&rt, server.addr, &ids, 1);
+        (done.len() >= 2).then_some(done)
+    })
+    .unwrap_or_default();
+    assert!(
+        before.len() >= 2 && before.len() < ids.len(),
+        "killed at {} of {}",
+        before.len(),
+        ids.len()
+    );
+    let dead = server.pid();
+    server.kill();
+    let jobs = out.join("serve").join("jobs");
+    let verdicts_before: Vec<(PathBuf, Vec<u8>, std::time::SystemTime)> = std::fs::read_dir(&jobs)
+        .unwrap()
+        .filter_map(|d| {
+            let p = d.ok()?.path().join("verdict.json");
+            let m = std::fs::metadata(&p).ok()?;
+            Some((p.clone(), std::fs::read(&p).ok()?, m.modified().ok()?))
+        })
+        .collect();
+    assert!(verdicts_before.len() >= before.len());
+
+    let server = Server::start(&args, &[]);
+    let done = wait_all(&rt, server.addr, &ids, 300);
+    assert_eq!(
+        done.len(),
+        ids.len(),
+        "every accepted request has its result"
+    );
+    for d in &done {
+        assert_eq!(
+            (d["status"].as_str(), d["mask"].as_bool()),
+            (Some("resolved"), Some(false)),
+            "{d}"
+        );
+    }
+    for b in &before {
+        let after = done.iter().find(|d| d["id"] == b["id"]).unwrap();
+        assert_eq!(
+            after, b,
+            "a result stored before the kill is kept as it was"
+        );
+    }
+    for (p, bytes, at) in &verdicts_before {
+        assert_eq!(
+            &std::fs::read(p).unwrap(),
+            bytes,
+            "{} rewritten",
+            p.display()
+        );
+        assert_eq!(
+            &std::fs::metadata(p).unwrap().modified().unwrap(),
+            at,
+            "{} rewritten: ran again",
+            p.display()
+        );
+    }
+    // Jobs run by the second server: those without a verdict written before the kill.
+    let (_, metrics) = call(&rt, server.addr, "GET", "/metrics", None);
+    let text = metrics.as_str().unwrap_or_default().to_string();
+    let started: usize = text
+        .lines()
+        .find_map(|l| l.strip_prefix("swe_eval_jobs_total{stage=\"started\"} "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(usize::MAX);
+    assert!(
+        started <= ids.len() - verdicts_before.len(),
+        "{started} jobs started again\n{text}"
+    );
+    assert_eq!(
+        owned_by(None, dead),
+        Vec::<String>::new(),
+        "the dead server's containers and holds reaped"
+    );
+    let pid = server.pid();
+    assert_eq!(server.stop(), Some(0));
+    assert_eq!(owned_by(None, pid), Vec::<String>::new());
+}
+
+#[test]
+fn listening_off_loopback_needs_a_token() {
+    for (args, env, want) in [
+        (
+            vec!["--listen", "0.0.0.0:0"],
+            vec![],
+            "needs a bearer token",
+        ),
+        (
+            vec!["--listen", "0.0.0.0:0"],
+            vec![("SWE_EVAL_TOKEN", "short")],
+            "at least 16",
+        ),
+    ] {
+        let dir = TestDir::new();
+        let o = Command::new(bin())
+            .arg("serve")
+            .args(&args)
+            .args(["-o", dir.path().to_str().unwrap()])
+            .env_remove("SWE_EVAL_TOKEN")
+            .envs(env)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(want), "{err}");
+        assert!(!dir.path().join("serve").exists(), "nothing started: {err}");
+    }
+}
+
+#[test]
+fn an_engine_gone_mid_request_is_a_masked_infra_error_and_the_server_recovers() {
+    if !tasks::docker_answers(None) || !require_program("docker") {
+        return;
+    }
+    let Some(mut daemon) = PrivateDaemon::start() else {
+        return;
+    };
+    daemon.load_image(&tasks::trivial_image());
+    let dir = TestDir::new();
+    let (ds, tasks) = slow_dataset(dir.path(), "serve-gone", 2, 8);
+    let host = daemon.host.clone();
+    let out = dir.path().join("out");
+    let args = [
+        "-d",
+        ds.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "-j",
+        "1",
+        "-t",
+        "120",
+    ];
+    let server = Server::start(&args, &[("DOCKER_HOST", host.as_str())]);
+    let addr = server.addr;
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let req = |t: &Task| json!({"instance_id": t.id, "model_patch": t.patch});
+    let (status, a) = call(&rt, addr, "POST", "/v1/evaluations", Some(&req(&tasks[0])));
+    assert_eq!(status, 200, "{a}");
+    let id = a["id"].as_str().unwrap().to_string();
+    // Away once its container runs.
+    wait_for("the job to start", Duration::from_secs(120), || {
+        let (_, m) = call(&rt, addr, "GET", "/metrics", None);
+        m.as_str()
+            .is_some_and(|t| t.contains("\nswe_eval_running 1"))
+            .then_some(())
+    });
+    daemon.stop();
+    let (status, h) = call(&rt, addr, "GET", "/v1/health", None);
+    assert_eq!(status, 503, "{h}");
+    assert!(h["engine_error"].is_string(), "{h}");
+    let (_, r) = call(
+        &rt,
+        addr,
+        "GET",
+        &format!("/v1/evaluations/{id}?wait=120"),
+        None,
+    );
+    assert_eq!(
+        (r["status"].as_str(), r["mask"].as_bool()),
+        (Some("infra_error"), Some(true)),
+        "{r}"
+    );
+
+    // Back: the server answers and evaluates again (the masked result was not cached).
+    assert!(daemon.launch(), "dockerd did not come back");
+    let healthy = poll_until(Duration::from_secs(60), || {
+        call(&rt, addr, "GET", "/v1/health", None).0 == 200
+    });
+    assert!(healthy, "health never recovered");
+    let (_, again) = call(&rt, addr, "POST", "/v1/evaluations", Some(&req(&tasks[0])));
+    assert_eq!(again["cached"], false, "{again}");
+    let (_, r) = call(
+        &rt,
+        addr,
+        "GET",
+        &format!("/v1/evaluations/{}?wait=120", again["id"].as_str().unwrap()),
+        None,
+    );
+    assert_eq!(
+        (r["status"].as_str(), r["mask"].as_bool()),
+        (Some("resolved"), Some(false)),
+        "{r}"
+    );
+    let pid = server.pid();
+    assert_eq!(server.stop(), Some(0));
+    assert_eq!(
+        owned_by(Some(&host), pid),
+        Vec::<String>::new(),
+        "nothing of the server left"
+    );
+}
