@@ -21,6 +21,17 @@ use crate::common::{bin, mini_images_turn, poll, poll_until, require_program, wa
 use crate::daemons::PrivateDaemon;
 use crate::tasks::{self, Task, TestDir};
 
+/// Held by each of these tests that runs containers: one at a time, so a server killed, a
+/// private daemon stopped and a full queue never overlap (run side by side under load, the
+/// restarted server once saw a job of the killed one's instance end early, and the private
+/// daemon's `docker save` of the shared fixture fail).
+static SERVE_TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Takes [`SERVE_TURN`], even after another test panicked holding it.
+fn serve_turn() -> std::sync::MutexGuard<'static, ()> {
+    SERVE_TURN.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// A `swe-eval serve` child process and the address it listens on.
 struct Server {
     child: Child,
@@ -93,13 +104,28 @@ fn call(
     path: &str,
     body: Option<&Value>,
 ) -> (u16, Value) {
+    let (status, _, v) = call_as(rt, addr, None, method, path, body);
+    (status, v)
+}
+
+/// Sends one request with bearer `token`; the status, headers and JSON body.
+fn call_as(
+    rt: &tokio::runtime::Runtime,
+    addr: SocketAddr,
+    token: Option<&str>,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+) -> (u16, Vec<(String, String)>, Value) {
     rt.block_on(async {
-        let mut c = Client::connect(addr, None).await.unwrap();
+        let mut c = Client::connect(addr, token.map(str::to_string))
+            .await
+            .unwrap();
         let b = body.map(|b| b.to_string().into_bytes());
-        let (status, _, got) = c.request(method, path, b.as_deref()).await.unwrap();
+        let (status, headers, got) = c.request(method, path, b.as_deref()).await.unwrap();
         let v = serde_json::from_slice(&got)
             .unwrap_or(Value::String(String::from_utf8_lossy(&got).into()));
-        (status, v)
+        (status, headers, v)
     })
 }
 
@@ -121,24 +147,30 @@ fn wait_all(
     w["done"].as_array().unwrap().clone()
 }
 
-/// The containers (holds included) of the daemon at `host` labelled as owned by process `pid`.
+/// The containers of the daemon at `host` owned by process `pid` (its jobs and its image
+/// holds), each as `NAME OWNER HELD-IMAGE` (no held image for a job).
 fn owned_by(host: Option<&str>, pid: u32) -> Vec<String> {
+    use swe_eval::engine::{LABEL_HOLD, LABEL_OWNER, LABEL_TOOL};
+    let format =
+        format!("{{{{.Names}}}} {{{{.Label \"{LABEL_OWNER}\"}}}} {{{{.Label \"{LABEL_HOLD}\"}}}}");
+    let filter = format!("label={LABEL_TOOL}");
     let o = tasks::docker(
         host,
-        &[
-            "ps",
-            "-a",
-            "--filter",
-            "label=swe-eval.tool",
-            "--format",
-            "{{.Names}} {{.Label \"swe-eval.owner\"}}",
-        ],
+        &["ps", "-a", "--filter", &filter, "--format", &format],
     )
     .expect("docker ps");
     String::from_utf8_lossy(&o.stdout)
         .lines()
         .filter(|l| l.split(':').nth(1) == Some(&pid.to_string()))
         .map(str::to_string)
+        .collect()
+}
+
+/// The job containers (not the holds) of the daemon at `host` owned by process `pid`.
+fn jobs_of(host: Option<&str>, pid: u32) -> Vec<String> {
+    owned_by(host, pid)
+        .into_iter()
+        .filter(|l| l.split_whitespace().nth(2).is_none())
         .collect()
 }
 
@@ -159,7 +191,8 @@ fn the_api_and_the_python_client_on_the_real_engine_with_the_mini_benchmark() {
     if !tasks::docker_answers(None) || !require_program("python3") {
         return;
     }
-    let _turn = mini_images_turn();
+    let _serve = serve_turn();
+    let _mini = mini_images_turn();
     let dir = TestDir::new();
     let out = dir.path().join("out");
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -316,24 +349,26 @@ fn slow_dataset(dir: &Path, prefix: &str, n: usize, secs: u32) -> (PathBuf, Vec<
     (ds, tasks)
 }
 
+/// `serve`'s arguments for dataset `ds`, output `out` and `workers` containers at once.
+fn serve_args(ds: &Path, out: &Path, workers: usize) -> Vec<String> {
+    let path = |p: &Path| p.to_str().unwrap().to_string();
+    ["-d".into(), path(ds), "-o".into(), path(out), "-j".into()]
+        .into_iter()
+        .chain([workers.to_string(), "-t".into(), "120".into()])
+        .collect()
+}
+
 #[test]
 fn a_server_killed_outright_finishes_every_accepted_request_once_after_a_restart() {
     if !tasks::docker_answers(None) {
         return;
     }
+    let _turn = serve_turn();
     let dir = TestDir::new();
     let (ds, tasks) = slow_dataset(dir.path(), "serve-kill", 6, 3);
     let out = dir.path().join("out");
-    let args = [
-        "-d",
-        ds.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "-j",
-        "2",
-        "-t",
-        "120",
-    ];
+    let args = serve_args(&ds, &out, 2);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let server = Server::start(&args, &[]);
     let batch: Vec<Value> = tasks
@@ -467,10 +502,125 @@ fn listening_off_loopback_needs_a_token() {
 }
 
 #[test]
+fn a_token_a_full_queue_and_an_expired_deadline_through_the_binary() {
+    if !tasks::docker_answers(None) {
+        return;
+    }
+    let _turn = serve_turn();
+    let dir = TestDir::new();
+    let (ds, tasks) = slow_dataset(dir.path(), "serve-rules", 3, 30);
+    let out = dir.path().join("out");
+    let mut args = serve_args(&ds, &out, 1);
+    args.extend(["--max-queue".to_string(), "2".to_string()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let token = "serve-test-token-0123456789";
+    let server = Server::start(&args, &[("SWE_EVAL_TOKEN", token)]);
+    let (addr, rt) = (server.addr, tokio::runtime::Runtime::new().unwrap());
+    let req = |t: &Task| json!({"instance_id": t.id, "model_patch": t.patch, "deadline_s": 4});
+
+    // Without the token, or with another one: 401 and nothing accepted.
+    let (status, headers, e) = call_as(
+        &rt,
+        addr,
+        None,
+        "POST",
+        "/v1/evaluations",
+        Some(&req(&tasks[0])),
+    );
+    assert_eq!(
+        (status, e["code"].as_str()),
+        (401, Some("unauthorized")),
+        "{e}"
+    );
+    assert!(headers
+        .iter()
+        .any(|(k, v)| k == "www-authenticate" && v == "Bearer"));
+    let other = "serve-test-token-0123456780";
+    assert_eq!(
+        call_as(&rt, addr, Some(other), "GET", "/v1/health", None).0,
+        401
+    );
+
+    // Two accepted (one runs, one waits), the third refused with Retry-After.
+    let mut ids = Vec::new();
+    for t in &tasks[..2] {
+        let (status, _, a) = call_as(
+            &rt,
+            addr,
+            Some(token),
+            "POST",
+            "/v1/evaluations",
+            Some(&req(t)),
+        );
+        assert_eq!(status, 200, "{a}");
+        ids.push(a["id"].as_str().unwrap().to_string());
+    }
+    let (status, headers, e) = call_as(
+        &rt,
+        addr,
+        Some(token),
+        "POST",
+        "/v1/evaluations",
+        Some(&req(&tasks[2])),
+    );
+    assert_eq!(
+        (status, e["code"].as_str()),
+        (429, Some("queue_full")),
+        "{e}"
+    );
+    assert!(
+        headers
+            .iter()
+            .any(|(k, v)| k == "retry-after" && v.parse::<u64>().is_ok_and(|s| s >= 1)),
+        "{headers:?}"
+    );
+
+    // Their 4 s deadline passes while the tests sleep 30 s: a masked timeout, not cached, and
+    // the running container removed.
+    for id in &ids {
+        let (_, _, r) = call_as(
+            &rt,
+            addr,
+            Some(token),
+            "GET",
+            &format!("/v1/evaluations/{id}?wait=60"),
+            None,
+        );
+        assert_eq!(
+            (r["status"].as_str(), r["mask"].as_bool()),
+            (Some("timeout"), Some(true)),
+            "{r}"
+        );
+    }
+    let pid = server.pid();
+    let gone = poll_until(Duration::from_secs(60), || jobs_of(None, pid).is_empty());
+    assert!(
+        gone,
+        "the expired job's container is still there: {:?}",
+        jobs_of(None, pid)
+    );
+    let (_, _, again) = call_as(
+        &rt,
+        addr,
+        Some(token),
+        "POST",
+        "/v1/evaluations",
+        Some(&req(&tasks[0])),
+    );
+    assert_eq!(
+        again["cached"], false,
+        "a masked result is never cached: {again}"
+    );
+    assert_eq!(server.stop(), Some(0));
+    assert_eq!(owned_by(None, pid), Vec::<String>::new());
+}
+
+#[test]
 fn an_engine_gone_mid_request_is_a_masked_infra_error_and_the_server_recovers() {
     if !tasks::docker_answers(None) || !require_program("docker") {
         return;
     }
+    let _turn = serve_turn();
     let Some(mut daemon) = PrivateDaemon::start() else {
         return;
     };
@@ -479,16 +629,8 @@ fn an_engine_gone_mid_request_is_a_masked_infra_error_and_the_server_recovers() 
     let (ds, tasks) = slow_dataset(dir.path(), "serve-gone", 2, 8);
     let host = daemon.host.clone();
     let out = dir.path().join("out");
-    let args = [
-        "-d",
-        ds.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "-j",
-        "1",
-        "-t",
-        "120",
-    ];
+    let args = serve_args(&ds, &out, 1);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let server = Server::start(&args, &[("DOCKER_HOST", host.as_str())]);
     let addr = server.addr;
     let rt = tokio::runtime::Runtime::new().unwrap();
