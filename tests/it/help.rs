@@ -25,6 +25,7 @@ const COMMANDS: &[&[&str]] = &[
     &["bench", "engine"],
     &["bench", "base"],
     &["bench", "html"],
+    &["bench", "serve"],
     &["images"],
     &["images", "build"],
     &["images", "list"],

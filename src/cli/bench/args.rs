@@ -10,6 +10,7 @@ use super::grade;
 use super::harness;
 use super::html;
 use super::reward;
+use super::serve;
 
 /// `swe-eval bench`: which part to measure.
 #[derive(Debug, clap::Args)]
@@ -36,6 +37,8 @@ pub enum Target {
     Base(base::Args),
     /// Writing a run's report.html and opening it in headless chromium.
     Html(html::Args),
+    /// A bounded load on a running `swe-eval serve` over loopback (similarity, or executed).
+    Serve(serve::Args),
 }
 
 impl Args {
@@ -76,6 +79,7 @@ impl Args {
             Target::Harness(a) => IoPlan::new().output_file(a.json.as_deref()),
             Target::Engine(a) => IoPlan::new().output_file(a.json.as_deref()),
             Target::Base(_) => IoPlan::new(),
+            Target::Serve(a) => IoPlan::new().output_file(a.json.as_deref()),
             Target::Html(a) => match &a.output {
                 Some(o) => IoPlan::new().output(Output::Folder(o.clone())),
                 None => IoPlan::new(),
@@ -94,5 +98,6 @@ pub fn run(args: Args) -> CliResult {
         Target::Engine(a) => engine::run(a),
         Target::Base(a) => base::run(a),
         Target::Html(a) => html::run(a),
+        Target::Serve(a) => serve::run(a),
     }
 }

@@ -9,5 +9,6 @@ mod grade;
 mod harness;
 mod html;
 mod reward;
+mod serve;
 
 pub use args::{run, Args};
