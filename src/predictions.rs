@@ -485,13 +485,17 @@ mod tests {
     }
 
     #[test]
-    fn non_utf8_bytes_do_not_fail_the_file() {
+    fn non_utf8_bytes_do_not_fail_the_file_but_refuse_their_row() {
         let mut bytes =
             b"{\"instance_id\":\"a\",\"model_name_or_path\":\"m\",\"model_patch\":\"x".to_vec();
         bytes.push(0xff);
-        bytes.extend_from_slice(b"\"}\n");
+        bytes.extend_from_slice(
+            b"\"}\n{\"instance_id\":\"b\",\"model_name_or_path\":\"m\",\"model_patch\":\"y\"}\n",
+        );
         let l = from_bytes(Path::new("p.jsonl"), &bytes).unwrap();
         assert_eq!(l.items.len(), 1);
-        assert!(l.items[0].patch().contains('\u{fffd}'));
+        assert_eq!(l.items[0].instance_id, "b");
+        assert_eq!(l.problems.len(), 1);
+        assert_eq!(l.problems[0].location.field.as_deref(), Some("model_patch"));
     }
 }

@@ -89,8 +89,83 @@ pub(crate) fn kind_of(v: &Value) -> &'static str {
 /// Splits a JSON or JSON Lines file into values with their 1-based line numbers. A JSON
 /// document whose top level is a list yields its elements (line = where each starts); an
 /// object keyed by id yields its values with the key injected as `instance_id` if absent.
-/// Invalid UTF-8 is replaced (U+FFFD) rather than refused, so one bad byte costs nothing else.
+/// A row holding bytes that are not UTF-8 is refused with its file, line and field, never read
+/// with the bytes replaced: the patch applied and scored would not be the user's. (SWE-bench's
+/// tools read these files as UTF-8 with Python's strict decoder and stop at such a byte; here
+/// only the row is left out.)
 pub(crate) fn json_values(path: &Path, bytes: &[u8]) -> Result<Located<Value>, LoadError> {
+    let bad = non_utf8_lines(bytes);
+    if bad.is_empty() {
+        return json_values_of(path, bytes);
+    }
+    let mut all = json_values_of(path, bytes)?;
+    // A row spans the lines from its start to the next row's start.
+    let starts: Vec<usize> = all.items.iter().filter_map(|(_, line)| *line).collect();
+    let mut out = Located {
+        items: Vec::new(),
+        problems: std::mem::take(&mut all.problems),
+    };
+    for (value, line) in all.items {
+        let start = line.unwrap_or(1);
+        let end = starts
+            .iter()
+            .copied()
+            .find(|&l| l > start)
+            .unwrap_or(usize::MAX);
+        match bad.iter().find(|(l, _)| (start..end).contains(l)) {
+            None => out.items.push((value, line)),
+            Some(&(bad_line, column)) => {
+                let fields = replaced_fields(&value);
+                out.problems.push(InputProblem::new(
+                    path.to_path_buf(),
+                    Some(bad_line),
+                    fields.first().cloned(),
+                    format!(
+                        "bytes that are not UTF-8 (byte {column} of the line{}); the row is left \
+                         out, not read with the bytes replaced (SWE-bench's tools refuse the file)",
+                        if fields.len() > 1 {
+                            format!("; also in {}", fields[1..].join(", "))
+                        } else {
+                            String::new()
+                        }
+                    ),
+                ));
+            }
+        }
+    }
+    out.problems.sort_by_key(|p| p.location.line);
+    Ok(out)
+}
+
+/// (1-based line, 1-based byte of the line) of the first byte that is not UTF-8, per line.
+fn non_utf8_lines(bytes: &[u8]) -> Vec<(usize, usize)> {
+    if std::str::from_utf8(bytes).is_ok() {
+        return Vec::new();
+    }
+    bytes
+        .split(|&b| b == b'\n')
+        .enumerate()
+        .filter_map(|(i, line)| {
+            std::str::from_utf8(line)
+                .err()
+                .map(|e| (i + 1, e.valid_up_to() + 1))
+        })
+        .collect()
+}
+
+/// The top-level fields of `value` holding U+FFFD after a lossy reading (where the bytes were).
+fn replaced_fields(value: &Value) -> Vec<String> {
+    let Value::Object(map) = value else {
+        return Vec::new();
+    };
+    map.iter()
+        .filter(|(_, v)| v.to_string().contains('\u{fffd}'))
+        .map(|(k, _)| k.clone())
+        .collect()
+}
+
+/// [`json_values`] with bytes that are not UTF-8 read as U+FFFD (the caller refuses such rows).
+fn json_values_of(path: &Path, bytes: &[u8]) -> Result<Located<Value>, LoadError> {
     let text = String::from_utf8_lossy(bytes);
     let trimmed = text.trim_start_matches('\u{feff}');
     let first = trimmed.trim_start().chars().next();
@@ -197,4 +272,60 @@ fn element_start_lines(text: &str) -> Vec<usize> {
         }
     }
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A row with a byte that is not UTF-8 in `field`, between two good rows.
+    fn rows_with_a_bad_byte(field: &str) -> Vec<Vec<u8>> {
+        (0..3)
+            .map(|i| {
+                let row = serde_json::json!({"instance_id": format!("a__b-{i}"), field: "x YY y"});
+                let text = row.to_string().into_bytes();
+                if i == 1 {
+                    let at = text.windows(2).position(|w| w == b"YY").unwrap();
+                    [&text[..at], &[0xff, 0xfe][..], &text[at + 2..]].concat()
+                } else {
+                    text
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_row_with_bytes_that_are_not_utf8_is_refused_by_file_line_and_field_never_changed() {
+        let path = Path::new("preds.jsonl");
+        for field in ["model_patch", "patch"] {
+            let rows = rows_with_a_bad_byte(field);
+            // JSON Lines: the row on line 2 is refused, the others read as written.
+            let lines = json_values(path, &rows.join(&b'\n')).unwrap();
+            let ids: Vec<&str> = lines
+                .items
+                .iter()
+                .map(|(v, _)| v["instance_id"].as_str().unwrap())
+                .collect();
+            assert_eq!(ids, ["a__b-0", "a__b-2"]);
+            assert!(lines.items.iter().all(|(v, _)| v[field] == "x YY y"));
+            assert_eq!(lines.problems.len(), 1);
+            let p = &lines.problems[0];
+            assert_eq!(
+                (p.location.line, p.location.field.as_deref()),
+                (Some(2), Some(field))
+            );
+            assert!(p.message.contains("not UTF-8"), "{}", p.message);
+            // A JSON list over several lines: the element holding the byte, and only it.
+            let list = [&b"[\n"[..], &rows.join(&b",\n"[..]), &b"\n]\n"[..]].concat();
+            let listed = json_values(path, &list).unwrap();
+            assert_eq!(listed.items.len(), 2, "{:?}", listed.problems);
+            assert_eq!(listed.problems[0].location.line, Some(3));
+            assert_eq!(listed.problems[0].location.field.as_deref(), Some(field));
+        }
+        // U+FFFD written as such is the user's text: read as is.
+        let own = "{\"instance_id\": \"a__b-0\", \"model_patch\": \"\u{fffd}\"}";
+        let read = json_values(path, own.as_bytes()).unwrap();
+        assert!(read.problems.is_empty());
+        assert_eq!(read.items[0].0["model_patch"], "\u{fffd}");
+    }
 }
