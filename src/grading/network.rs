@@ -49,27 +49,48 @@ pub const NETWORK_ERRORS: [&str; 17] = [
 pub struct NetworkEvidence {
     /// The failing required tests whose own output shows a network error.
     pub tests: Vec<String>,
-    /// Failing required tests with no output of their own (missing from the log), counted
-    /// along because the test output shows a network error elsewhere.
+    /// Failing required tests with no output of their own (missing from the log: they did
+    /// not run). Not counted as the network's: they failed otherwise, as far as the log shows
+    /// (after an install that could not reach the package index, every failing test is here).
     pub unattributed: Vec<String>,
     /// The first line that shows it, trimmed (at most 200 characters).
     pub error: String,
 }
 
 impl NetworkEvidence {
-    /// One line for a verdict's reason: how many tests, one example, the error.
+    /// True when the network explains every failing required test: each failed with a
+    /// network error in its own output, or the install before the tests could not reach the
+    /// package index. Only then does the verdict carry the `needs network` label (and the
+    /// advice to run again with the network).
+    pub fn explains_all(&self) -> bool {
+        self.unattributed.is_empty() || self.tests.is_empty()
+    }
+
+    /// One line for a verdict's reason: how many tests failed with a network error in their
+    /// own output, one example, the error, and how many failed otherwise.
     pub fn summary(&self) -> String {
-        let n = self.tests.len() + self.unattributed.len();
-        let example = self
-            .tests
-            .first()
-            .or(self.unattributed.first())
-            .map_or("", String::as_str);
-        format!(
-            "{n} required test{} failed with a network error (e.g. {example}: {})",
-            if n == 1 { "" } else { "s" },
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        if self.tests.is_empty() {
+            let n = self.unattributed.len();
+            return format!("{n} required test{} did not run: {}", plural(n), self.error);
+        }
+        let n = self.tests.len();
+        let mut line = format!(
+            "{n} required test{} failed with a network error (e.g. {}: {})",
+            plural(n),
+            self.tests[0],
             self.error
-        )
+        );
+        if !self.unattributed.is_empty() {
+            let m = self.unattributed.len();
+            line.push_str(&format!(
+                "; {m} other{} failed otherwise (no output of {} own: not run), so the network \
+                 alone does not explain this verdict",
+                plural(m),
+                if m == 1 { "its" } else { "their" }
+            ));
+        }
+        line
     }
 }
 
@@ -162,8 +183,9 @@ fn own_output(blocks: &HashMap<&str, String>, id: &str) -> Option<String> {
 ///
 /// A test whose own output shows a network error counts; one whose own output shows none
 /// means the failure is something else, and the answer is `None`. Tests with no output of
-/// their own (missing from the log) count along when some other test's output, or the
-/// section at large, shows a network error. `None` when `failing` is empty.
+/// their own (missing from the log) never count: they are listed as failing otherwise
+/// ([`NetworkEvidence::unattributed`]). `None` when `failing` is empty or no test's own output
+/// shows a network error.
 pub fn needs_network(section: &str, failing: &[String]) -> Option<NetworkEvidence> {
     if failing.is_empty() {
         return None;
@@ -186,8 +208,8 @@ pub fn needs_network(section: &str, failing: &[String]) -> Option<NetworkEvidenc
             None => evidence.unattributed.push(test.clone()),
         }
     }
-    if evidence.error.is_empty() {
-        evidence.error = network_line(section)?;
+    if evidence.tests.is_empty() {
+        return None;
     }
     Some(evidence)
 }
@@ -245,7 +267,9 @@ ERROR: No matching distribution found for appdirs>=1.4.0
         assert_eq!(e.unattributed, failing);
         assert!(e.tests.is_empty());
         assert!(e.error.contains("appdirs>=1.4.0"), "{}", e.error);
-        assert!(e.summary().starts_with("1 required test failed"));
+        assert!(e
+            .summary()
+            .starts_with("1 required test did not run: the eval-time install"));
         // Nothing failing, or an install that fetched nothing: no flag.
         assert_eq!(install_needs_network(INSTALL_LOG, &[]), None);
         let quiet = "+ python -m pip install -e .\nSuccessfully installed pylint-2.9.0\n";
@@ -339,7 +363,7 @@ FAILED tests/test_net.py::test_parse - ValueError: bad
     }
 
     #[test]
-    fn missing_tests_count_along_only_when_the_output_shows_a_network_error() {
+    fn missing_tests_never_count_as_the_networks_and_are_said_to_fail_otherwise() {
         let collection = "\
 ==================================== ERRORS ====================================
 ____________________ ERROR collecting tests/test_remote.py _____________________
@@ -351,10 +375,28 @@ E   urllib.error.URLError: <urlopen error [Errno -3] Temporary failure in name r
         // The test's file failed to collect: its block is the file's.
         let e = needs_network(collection, &ids(&["tests/test_remote.py::test_a"])).expect("file");
         assert_eq!(e.tests, ids(&["tests/test_remote.py::test_a"]));
-        // A test of another file, absent from the log, counts along.
-        let e = needs_network(collection, &ids(&["tests/test_other.py::test_b"])).expect("along");
+        assert!(e.explains_all());
+        // A test of another file, absent from the log, alone: not the network's.
+        assert_eq!(
+            needs_network(collection, &ids(&["tests/test_other.py::test_b"])),
+            None
+        );
+        // With one that failed on the network: counted apart, and the label does not hold.
+        let both = ids(&[
+            "tests/test_remote.py::test_a",
+            "tests/test_other.py::test_b",
+        ]);
+        let e = needs_network(collection, &both).expect("one of them");
+        assert_eq!(e.tests, ids(&["tests/test_remote.py::test_a"]));
         assert_eq!(e.unattributed, ids(&["tests/test_other.py::test_b"]));
-        assert!(e.error.contains("Temporary failure in name resolution"));
+        assert!(!e.explains_all());
+        assert!(
+            e.summary()
+                .starts_with("1 required test failed with a network error")
+                && e.summary().contains("; 1 other failed otherwise"),
+            "{}",
+            e.summary()
+        );
         // Without any network error in the output, a missing test is not the network's.
         let plain = "=========================== 1 failed in 0.20s ==========================\n";
         assert_eq!(

@@ -346,9 +346,10 @@ pub fn records_for_grading(
                 reason: match v {
                     None => Some("not graded".to_string()),
                     Some(v) => v.error_reason.map(|r| r.as_str().to_string()).or_else(|| {
-                        v.needs_network
-                            .as_ref()
-                            .map(|e| format!("needs network: {}", e.summary()))
+                        v.needs_network.as_ref().map(|e| match e.explains_all() {
+                            true => format!("needs network: {}", e.summary()),
+                            false => e.summary(),
+                        })
                     }),
                 },
                 strict_verdict: v

@@ -101,7 +101,10 @@ impl PredictionRow {
                 .map(|f| f.as_str())
                 .collect::<Vec<_>>()
                 .join(";"),
-            needs_network: verdict.needs_network.is_some(),
+            needs_network: verdict
+                .needs_network
+                .as_ref()
+                .is_some_and(crate::grading::NetworkEvidence::explains_all),
             fail_to_pass_success: count(|g| g.fail_to_pass.success.len()),
             fail_to_pass_failure: count(|g| g.fail_to_pass.failure.len()),
             pass_to_pass_success: count(|g| g.pass_to_pass.success.len()),

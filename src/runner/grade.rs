@@ -141,7 +141,10 @@ pub fn grade(
         test_exit_code: v.exit_code,
         error_reason: v.error_reason,
         reason,
-        needs_network: v.needs_network.is_some(),
+        needs_network: v
+            .needs_network
+            .as_ref()
+            .is_some_and(grading::NetworkEvidence::explains_all),
         report_json,
     }
 }
@@ -150,10 +153,42 @@ pub fn grade(
 /// and what to do about it (the run had no network: rerun with `--network`; it had: the
 /// network it gave did not reach what the tests need).
 pub fn needs_network_reason(e: &grading::NetworkEvidence, network: bool) -> String {
+    if !e.explains_all() {
+        // Some required tests failed otherwise: no advice the evidence does not back.
+        return format!("unresolved; {}", e.summary());
+    }
     let hint = if network {
         "the network this run gave did not reach what they need"
     } else {
         "this run had no network: run it again with --network"
     };
     format!("needs network: {}; {hint}", e.summary())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_network_advice_is_given_only_when_the_network_explains_every_failing_test() {
+        let evidence = |unattributed: &[&str]| grading::NetworkEvidence {
+            tests: vec!["t.py::test_a".into()],
+            unattributed: unattributed.iter().map(|t| t.to_string()).collect(),
+            error: "E   urllib.error.URLError: <urlopen error>".into(),
+        };
+        let all = needs_network_reason(&evidence(&[]), false);
+        assert!(
+            all.starts_with("needs network: 1 required test failed") && all.contains("--network"),
+            "{all}"
+        );
+        let some = needs_network_reason(&evidence(&["t.py::test_b", "t.py::test_c"]), false);
+        assert!(
+            some.starts_with("unresolved; 1 required test failed with a network error"),
+            "{some}"
+        );
+        assert!(
+            some.contains("; 2 others failed otherwise") && !some.contains("--network"),
+            "{some}"
+        );
+    }
 }
