@@ -130,6 +130,24 @@ pub fn bound_workers(asked: Option<usize>, usable: usize) -> Workers {
     }
 }
 
+/// `serve --max-queue`: requests accepted and not done.
+pub const SERVE_QUEUE: Range<usize> = Range {
+    min: 1,
+    max: 1_000_000,
+};
+
+/// `serve --max-patch-bytes`: the largest patch a request may carry (at most 256 MiB).
+pub const SERVE_PATCH_BYTES: Range<usize> = Range {
+    min: 1,
+    max: 1 << 28,
+};
+
+/// `serve export --since`: a request number.
+pub const REQUEST_NUMBER: Range<u64> = Range {
+    min: 0,
+    max: 1_000_000_000_000,
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -63,14 +63,19 @@ pub struct Args {
     /// Prepare every instance's image at start instead of when first asked for.
     #[arg(long)]
     pub prepare_all: bool,
-    /// Most requests accepted and not done; more are answered 429 with Retry-After.
-    #[arg(long, default_value_t = evaluator::DEFAULT_MAX_QUEUE, value_name = "N")]
+    /// Most requests accepted and not done; more are answered 429 with Retry-After
+    /// [allowed: 1 to 1000000].
+    #[arg(long, default_value_t = evaluator::DEFAULT_MAX_QUEUE, value_name = "N",
+          value_parser = super::values::serve(crate::bounds::SERVE_QUEUE))]
     pub max_queue: usize,
-    /// The deadline of a request that names none (deadline_s), in seconds.
-    #[arg(long, default_value_t = evaluator::DEFAULT_DEADLINE.as_secs(), value_name = "SECS")]
+    /// The deadline of a request that names none (deadline_s), in seconds
+    /// [allowed: 1 to 604800].
+    #[arg(long, default_value_t = evaluator::DEFAULT_DEADLINE.as_secs(), value_name = "SECS",
+          value_parser = super::values::timeout_secs())]
     pub deadline: u64,
-    /// The largest patch a request may carry, in bytes (413 beyond).
-    #[arg(long, default_value_t = Bounds::default().max_patch_bytes, value_name = "BYTES")]
+    /// The largest patch a request may carry, in bytes (413 beyond) [allowed: 1 to 268435456].
+    #[arg(long, default_value_t = Bounds::default().max_patch_bytes, value_name = "BYTES",
+          value_parser = super::values::serve(crate::bounds::SERVE_PATCH_BYTES))]
     pub max_patch_bytes: usize,
 }
 
@@ -98,8 +103,9 @@ pub struct ExportArgs {
     /// Where to write rewards.jsonl and outcomes.jsonl [default: OUTPUT/serve/export].
     #[arg(long, value_name = "DIR")]
     pub to: Option<PathBuf>,
-    /// Only requests from this number on (the N of id eN).
-    #[arg(long, default_value_t = 0, value_name = "N")]
+    /// Only requests from this number on (the N of id eN) [allowed: 0 to 1000000000000].
+    #[arg(long, default_value_t = 0, value_name = "N",
+          value_parser = super::values::request_number())]
     pub since: u64,
 }
 

@@ -64,3 +64,13 @@ pub fn threshold() -> impl TypedValueParser<Value = f64> {
         }
     })
 }
+
+/// `serve`'s counts and sizes, in `range`.
+pub fn serve(range: Range<usize>) -> RangedU64ValueParser<usize> {
+    ranged_usize(range)
+}
+
+/// `serve export --since`, [`bounds::REQUEST_NUMBER`].
+pub fn request_number() -> RangedU64ValueParser<u64> {
+    ranged(bounds::REQUEST_NUMBER)
+}
