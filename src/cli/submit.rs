@@ -214,10 +214,24 @@ fn verify(ds: &dataset::Dataset, pkg: &std::path::Path) -> CliResult {
             v.mismatches.len()
         )));
     }
+    super::print_problems("missing: ", &v.missing);
+    let unchecked = match v.unchecked.len() {
+        0 => String::new(),
+        n => format!(
+            "; {n} other file(s) are the run's own records, held but not checked (e.g. {})",
+            v.unchecked[0]
+        ),
+    };
     println!(
-        "verified {}: resolved {} of {} instances ({}%), no_generation {}, no_logs {}; \
+        "{} {}: resolved {} of {} instances ({}%), no_generation {}, no_logs {}; \
          results/results.json, resolved_by_repo.json ({} repositories), resolved_by_time.json \
-         ({} years), every report.json, all_preds.jsonl and README.md agree with the logs",
+         ({} years), every report.json, all_preds.jsonl, README.md, metadata.yaml and trajs/ \
+         agree with the logs{unchecked}{}",
+        if v.missing.is_empty() {
+            "verified"
+        } else {
+            "NOT complete"
+        },
         pkg.display(),
         v.results.resolved.len(),
         v.results.total,
@@ -226,8 +240,12 @@ fn verify(ds: &dataset::Dataset, pkg: &std::path::Path) -> CliResult {
         v.results.no_logs.len(),
         v.results.by_repo.len(),
         v.results.by_year.len(),
+        match v.missing.len() {
+            0 => String::new(),
+            n => format!("; but {n} file(s) the layout requires are missing (listed above)"),
+        }
     );
-    Ok(if v.warnings.is_empty() {
+    Ok(if v.warnings.is_empty() && v.missing.is_empty() {
         Outcome::Clean
     } else {
         Outcome::WithProblems

@@ -450,7 +450,7 @@ fn cross_check(summaries: &[PathBuf], model: &str, results: &Results, warnings: 
 
 /// The instance id a trajectory's file name carries: the longest id found in the name and not
 /// followed by another digit (so `django__django-1234` does not claim `...-12345.traj`).
-fn id_in_name<'a>(name: &str, ids: &'a [String]) -> Option<&'a String> {
+pub(super) fn id_in_name<'a>(name: &str, ids: &'a [String]) -> Option<&'a String> {
     ids.iter()
         .filter(|id| {
             name.match_indices(id.as_str()).any(|(at, _)| {

@@ -23,6 +23,12 @@ pub struct Verification {
     pub mismatches: Vec<String>,
     /// Checklist requirements not met (the package still verifies).
     pub warnings: Vec<Warning>,
+    /// Files the layout requires that the package lacks (README.md, metadata.yaml, a trace in
+    /// trajs/ per predicted instance): the package is not complete.
+    pub missing: Vec<String>,
+    /// Files the package holds that no check reads (a run's own records under logs/, such as
+    /// `run_instance.log` or `eval.sh`), relative to the package: named, not vouched for.
+    pub unchecked: Vec<String>,
 }
 
 /// Grades the package in `dir` again from its own `logs/` and checks `results/`, every
@@ -71,6 +77,7 @@ pub fn verify(ds: &Dataset, dir: &Path) -> Result<Verification, SubmitError> {
     }
 
     // all_preds.jsonl against the patches in logs/.
+    let mut predicted: BTreeSet<String> = BTreeSet::new();
     let preds_path = dir.join(PREDS_FILE);
     match std::fs::read_to_string(&preds_path) {
         Err(e) => mismatches.push(format!("{PREDS_FILE}: cannot read: {e}")),
@@ -90,6 +97,7 @@ pub fn verify(ds: &Dataset, dir: &Path) -> Result<Verification, SubmitError> {
                     mismatches.push(format!("{at}: field instance_id missing"));
                     continue;
                 };
+                predicted.insert(id.to_string());
                 if let Some(first) = seen.insert(id.to_string(), i + 1) {
                     warn(
                         &mut warnings,
@@ -141,19 +149,17 @@ pub fn verify(ds: &Dataset, dir: &Path) -> Result<Verification, SubmitError> {
                 "README.md should carry the analysis summary (\"Resolved N instances (R%)\")",
             ),
         }
-    } else {
-        warn(&mut warnings, "README", "README.md is missing");
     }
-    if !dir.join(METADATA_FILE).is_file() {
-        warn(&mut warnings, "metadata", "metadata.yaml is missing");
-    }
-    if !dir.join(TRAJS_DIR).is_dir() {
-        warn(
-            &mut warnings,
-            "reasoning traces",
-            "trajs/ is missing: one reasoning trace per task instance is required",
-        );
-    }
+    let mut missing = Vec::new();
+    let mut unchecked = Vec::new();
+    inventory(
+        dir,
+        ds,
+        &predicted,
+        &mut mismatches,
+        &mut missing,
+        &mut unchecked,
+    );
     if let Ok(entries) = std::fs::read_dir(dir) {
         for e in entries.flatten() {
             let n = e.file_name().to_string_lossy().into_owned();
@@ -170,5 +176,97 @@ pub fn verify(ds: &Dataset, dir: &Path) -> Result<Verification, SubmitError> {
         results,
         mismatches,
         warnings,
+        missing,
+        unchecked,
     })
+}
+
+/// The files the layout requires and the files the package holds, beyond what [`verify`]
+/// reads itself: each required file present (else `missing`), each held file one a check
+/// reads or one the layout allows (else a mismatch), and the run's own records named in
+/// `unchecked`.
+fn inventory(
+    dir: &Path,
+    ds: &Dataset,
+    predicted: &BTreeSet<String>,
+    mismatches: &mut Vec<String>,
+    missing: &mut Vec<String>,
+    unchecked: &mut Vec<String>,
+) {
+    let entries = |d: &Path| -> Vec<(String, std::path::PathBuf)> {
+        let mut v: Vec<_> = std::fs::read_dir(d)
+            .map(|rd| {
+                rd.flatten()
+                    .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    };
+    // README.md and metadata.yaml: required; metadata names the system.
+    if !dir.join(README_FILE).is_file() {
+        missing.push(README_FILE.to_string());
+    }
+    match std::fs::read_to_string(dir.join(METADATA_FILE)) {
+        Err(_) => missing.push(METADATA_FILE.to_string()),
+        Ok(y) => {
+            let named = y.lines().any(|l| l.trim_end() == "info:")
+                && y.lines()
+                    .any(|l| l.starts_with("  name:") && l.len() > "  name:".len());
+            if !named {
+                mismatches.push(format!("{METADATA_FILE}: no `info:` with a `name:`"));
+            }
+        }
+    }
+    // results/: the analysis' three files and nothing else (each compared above).
+    let kept = [
+        results::RESULTS_FILE,
+        results::BY_REPO_FILE,
+        results::BY_TIME_FILE,
+    ];
+    for (name, _) in entries(&dir.join(results::RESULTS_DIR)) {
+        if !kept.contains(&name.as_str()) {
+            mismatches.push(format!(
+                "{}/{name}: not a file the analysis writes",
+                results::RESULTS_DIR
+            ));
+        }
+    }
+    // logs/<id>/: instances of the dataset with a prediction; patch.diff, report.json and
+    // test_output.txt are read above, anything else is the run's own record.
+    let known: BTreeSet<&str> = ds
+        .instances
+        .iter()
+        .map(|i| i.instance_id.as_str())
+        .collect();
+    for (id, path) in entries(&dir.join(LOGS_DIR)) {
+        if !known.contains(id.as_str()) {
+            mismatches.push(format!("{LOGS_DIR}/{id}: not an instance of the dataset"));
+            continue;
+        }
+        if !predicted.contains(&id) {
+            mismatches.push(format!("{LOGS_DIR}/{id}: no prediction in {PREDS_FILE}"));
+        }
+        for (name, _) in entries(&path) {
+            if ![PATCH_FILE, report::REPORT_FILE, report::TEST_OUTPUT_FILE].contains(&name.as_str())
+            {
+                unchecked.push(format!("{LOGS_DIR}/{id}/{name}"));
+            }
+        }
+    }
+    // trajs/: one trace per predicted instance, each naming one.
+    let ids: Vec<String> = predicted.iter().cloned().collect();
+    let mut traced = BTreeSet::new();
+    for (name, _) in entries(&dir.join(TRAJS_DIR)) {
+        match super::package::id_in_name(&name, &ids) {
+            Some(id) => {
+                traced.insert(id.clone());
+            }
+            None => mismatches.push(format!("{TRAJS_DIR}/{name}: names no predicted instance")),
+        }
+    }
+    for id in ids.iter().filter(|id| !traced.contains(*id)) {
+        missing.push(format!("{TRAJS_DIR}/ trace of {id}"));
+    }
 }

@@ -835,3 +835,228 @@ fn bounded(o: &Output, lines: usize, count: &str) {
     assert!(n <= lines, "{n} lines:\n{err}");
     assert!(err.contains(count), "{err}");
 }
+
+// ---- 5: a patch with bytes that are not UTF-8 is refused by file, line and field ----
+
+#[test]
+fn a_patch_with_bytes_that_are_not_utf8_is_refused_not_changed() {
+    let d = tempfile::tempdir().unwrap();
+    let rows = mini_rows();
+    let good = json!({"instance_id": rows[0]["instance_id"], "model_name_or_path": "m", "model_patch": rows[0]["patch"]});
+    let bad = json!({"instance_id": rows[1]["instance_id"], "model_name_or_path": "m", "model_patch": rows[1]["patch"].as_str().unwrap().replacen("\n+", "\n+YY", 1)});
+    let bad = bad.to_string().replacen("YY", "\u{0}", 1).into_bytes();
+    // The marker becomes two bytes that are not UTF-8 (0xff 0xfe) inside the patch.
+    let at = bad.iter().position(|&b| b == 0).unwrap();
+    let bad = [&bad[..at], &[0xffu8, 0xfe][..], &bad[at + 1..]].concat();
+    let preds = d.path().join("preds.jsonl");
+    std::fs::write(
+        &preds,
+        [good.to_string().as_bytes(), b"\n", &bad, b"\n"].concat(),
+    )
+    .unwrap();
+    let out = d.path().join("r.jsonl");
+    let o = run_bin(&[
+        "reward",
+        "-d",
+        mini("dataset.jsonl").to_str().unwrap(),
+        "-p",
+        preds.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("preds.jsonl:2") && err.contains("model_patch") && err.contains("not UTF-8"),
+        "{err}"
+    );
+    let written = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(written.lines().count(), 1, "{written}");
+    assert!(!written.contains('\u{fffd}'), "{written}");
+}
+
+// ---- 7: `needs network` counts only tests whose own failure shows a network error ----
+
+/// A log in which the first `k` required tests of `inst` fail with a network error in their own
+/// block and the others have no output (they never ran).
+fn network_log(inst: &serde_json::Value, k: usize) -> String {
+    let tests: Vec<&str> = inst["FAIL_TO_PASS"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(inst["PASS_TO_PASS"].as_array().unwrap())
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    let mut log = String::from("+ pytest -rA\n>>>>> Start Test Output\n=== FAILURES ===\n");
+    for t in &tests[..k] {
+        let name = t.rsplit("::").next().unwrap();
+        log += &format!("_____ {name} _____\nE   urllib.error.URLError: <urlopen error [Errno -3] Temporary failure in name resolution>\n");
+    }
+    log += "=== short test summary info ===\n";
+    for t in &tests[..k] {
+        log += &format!("FAILED {t} - urllib.error.URLError\n");
+    }
+    log + ">>>>> End Test Output\n"
+}
+
+#[test]
+fn the_network_label_holds_only_when_each_failing_test_shows_a_network_error() {
+    let d = tempfile::tempdir().unwrap();
+    let inst = &mini_rows()[0];
+    let all = inst["FAIL_TO_PASS"].as_array().unwrap().len()
+        + inst["PASS_TO_PASS"].as_array().unwrap().len();
+    let preds = d.path().join("p.jsonl");
+    write_jsonl(
+        &preds,
+        &[
+            json!({"instance_id": inst["instance_id"], "model_name_or_path": "m", "model_patch": inst["patch"]}),
+        ],
+    );
+    // One failed on the network and the rest never ran: no label. All on the network: the label.
+    for (k, label) in [(1, false), (all, true)] {
+        let logs = d.path().join(format!("logs{k}.jsonl"));
+        write_jsonl(
+            &logs,
+            &[json!({"instance_id": inst["instance_id"], "test_output": network_log(inst, k)})],
+        );
+        let out = d.path().join(format!("g{k}"));
+        let o = run_bin(&[
+            "grade",
+            "-d",
+            mini("dataset.jsonl").to_str().unwrap(),
+            "-p",
+            preds.to_str().unwrap(),
+            "--logs",
+            logs.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let text = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
+        let row: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        assert_eq!(row["resolved"], false, "{row}");
+        assert_eq!(row["needs_network"], label, "{k} of {all}: {row}");
+    }
+}
+
+// ---- 6: submit --verify checks every file the package holds and every file required ----
+
+#[test]
+fn verify_checks_every_file_held_and_every_file_required() {
+    let d = tempfile::tempdir().unwrap();
+    let inst = &mini_rows()[0];
+    let id = inst["instance_id"].as_str().unwrap();
+    let one = d.path().join("one.jsonl");
+    let logs = d.path().join("logs.jsonl");
+    write_jsonl(
+        &one,
+        &[json!({"instance_id": id, "model_name_or_path": "m", "model_patch": inst["patch"]})],
+    );
+    write_jsonl(
+        &logs,
+        &[json!({"instance_id": id, "test_output": log_of(inst, true)})],
+    );
+    let (run, trajs, pkg) = (
+        d.path().join("run"),
+        d.path().join("trajs"),
+        d.path().join("pkg"),
+    );
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::create_dir_all(&trajs).unwrap();
+    std::fs::write(trajs.join(format!("{id}.md")), "# steps").unwrap();
+    let ds = mini("dataset.jsonl");
+    let p = |p: &Path| p.to_str().unwrap().to_string();
+    let built = run_bin(&[
+        "submit",
+        &p(&run),
+        "-d",
+        &p(&ds),
+        "-p",
+        &p(&one),
+        "--logs",
+        &p(&logs),
+        "--trajs",
+        &p(&trajs),
+        "-o",
+        &p(&pkg),
+    ]);
+    assert!(
+        matches!(built.status.code(), Some(0) | Some(3)),
+        "{}",
+        stderr(&built)
+    );
+    let verify = |dir: &Path| run_bin(&["submit", "--verify", &p(dir), "-d", &p(&ds)]);
+    let o = verify(&pkg);
+    assert!(
+        stdout(&o).starts_with("verified "),
+        "{}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    // Each case on a copy: (what is done, exit code, what stderr must name).
+    type Change = fn(&Path, &str);
+    let cases: [(&str, Change, i32, &str); 6] = [
+        (
+            "no metadata",
+            |d, _| std::fs::remove_file(d.join("metadata.yaml")).unwrap(),
+            3,
+            "missing: metadata.yaml",
+        ),
+        (
+            "no README",
+            |d, _| std::fs::remove_file(d.join("README.md")).unwrap(),
+            3,
+            "missing: README.md",
+        ),
+        (
+            "no trace",
+            |d, id| std::fs::remove_file(d.join(format!("trajs/{id}.md"))).unwrap(),
+            3,
+            "missing: trajs/ trace of",
+        ),
+        (
+            "a stray trace",
+            |d, _| std::fs::write(d.join("trajs/notes.txt"), "x").unwrap(),
+            1,
+            "trajs/notes.txt: names no predicted instance",
+        ),
+        (
+            "a foreign log folder",
+            |d, _| {
+                std::fs::create_dir_all(d.join("logs/nobody__x-1")).unwrap();
+                std::fs::write(d.join("logs/nobody__x-1/patch.diff"), "x").unwrap();
+            },
+            1,
+            "logs/nobody__x-1: not an instance of the dataset",
+        ),
+        (
+            "an extra result",
+            |d, _| std::fs::write(d.join("results/extra.json"), "{}").unwrap(),
+            1,
+            "results/extra.json: not a file the analysis writes",
+        ),
+    ];
+    for (i, (what, change, code, named)) in cases.into_iter().enumerate() {
+        let copy = d.path().join(format!("copy{i}"));
+        let o = Command::new("cp")
+            .args(["-a", &p(&pkg), &p(&copy)])
+            .output()
+            .unwrap();
+        assert!(o.status.success());
+        change(&copy, id);
+        let o = verify(&copy);
+        assert_eq!(
+            o.status.code(),
+            Some(code),
+            "{what}: {}{}",
+            stdout(&o),
+            stderr(&o)
+        );
+        assert!(stderr(&o).contains(named), "{what}: {}", stderr(&o));
+        assert!(
+            !stdout(&o).starts_with("verified "),
+            "{what}: {}",
+            stdout(&o)
+        );
+    }
+}
