@@ -14,8 +14,30 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::{poll_until, wait_for};
+use crate::common::{poll_until, prerequisite, require, require_program, wait_for};
 use crate::tasks;
+
+/// Whether this test may start dockerds of its own in network namespaces: root, docker,
+/// dockerd, ip and nsenter. Each one missing is said, and is a failure in CI (`require`).
+pub(crate) fn can_start_namespaced_daemons(why: &str) -> bool {
+    let root = prerequisite(
+        &format!("root ({why})"),
+        run("id", &["-u"]).and_then(|u| {
+            if u == "0" {
+                Ok(())
+            } else {
+                Err(format!("uid {u}"))
+            }
+        }),
+    );
+    root.is_some()
+        && require_program("docker")
+        && require_program("dockerd")
+        && require(
+            "ip and nsenter",
+            run("ip", &["-V"]).is_ok() && run("nsenter", &["--version"]).is_ok(),
+        )
+}
 
 /// Runs `program args`; its standard output, or its standard error as the failure.
 pub(crate) fn run(program: &str, args: &[&str]) -> Result<String, String> {

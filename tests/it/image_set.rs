@@ -13,8 +13,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{bin, prerequisite, require, require_program};
-use crate::daemons::{kill_leftovers, must, run, spawn_ns_dockerd, stop_daemon, unmount_leftovers};
+use crate::common::{bin, require};
+use crate::daemons::{
+    can_start_namespaced_daemons, kill_leftovers, must, run, spawn_ns_dockerd, stop_daemon,
+    unmount_leftovers,
+};
 
 const CALC: [&str; 2] = ["swe-eval-mini__calc-1", "swe-eval-mini__calc-2"];
 
@@ -170,23 +173,7 @@ fn image(v: &Value, i: usize, layer: &str) -> String {
 
 #[test]
 fn images_build_list_export_import_run_and_prune_sparing_a_held_image() {
-    let root = prerequisite(
-        "root (a network namespace, a second dockerd)",
-        run("id", &["-u"]).and_then(|u| {
-            if u == "0" {
-                Ok(())
-            } else {
-                Err(format!("uid {u}"))
-            }
-        }),
-    );
-    if root.is_none()
-        || !require_program("docker")
-        || !require_program("dockerd")
-        || !require(
-            "ip and nsenter",
-            run("ip", &["-V"]).is_ok() && run("nsenter", &["--version"]).is_ok(),
-        )
+    if !can_start_namespaced_daemons("a network namespace, a second dockerd")
         || !require("a Docker daemon", run("docker", &["version"]).is_ok())
     {
         return;

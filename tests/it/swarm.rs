@@ -34,10 +34,10 @@ use swe_eval::images::base_image_name;
 use swe_eval::spec::DebianRelease;
 
 use crate::common::{
-    assert_mini_ok, assert_mini_verdicts, bin, finish, poll, prerequisite, require,
-    require_program, run_files, verdict_files, wait_for,
+    assert_mini_ok, assert_mini_verdicts, bin, finish, poll, prerequisite, require, run_files,
+    verdict_files, wait_for,
 };
-use crate::daemons::{cluster, lines, must, run, Cluster};
+use crate::daemons::{can_start_namespaced_daemons, cluster, lines, must, run, Cluster};
 
 fn spawn_run(dir: &Path, run_id: &str, registry: &str) -> Child {
     Command::new(bin())
@@ -323,23 +323,7 @@ fn check_limits_and_network(registry: &str, worker_id: &str, target: &str) {
 
 #[test]
 fn mini_benchmark_on_a_two_node_swarm_survives_a_killed_client_and_a_dead_worker() {
-    let root = prerequisite(
-        "root (namespaces, veth, a second dockerd)",
-        run("id", &["-u"]).and_then(|u| {
-            if u == "0" {
-                Ok(())
-            } else {
-                Err(format!("uid {u}"))
-            }
-        }),
-    );
-    if root.is_none()
-        || !require_program("docker")
-        || !require_program("dockerd")
-        || !require(
-            "ip and nsenter",
-            run("ip", &["-V"]).is_ok() && run("nsenter", &["--version"]).is_ok(),
-        )
+    if !can_start_namespaced_daemons("namespaces, veth, a second dockerd")
         || !require(
             "docker-registry (scripts/setup.sh --tests installs it)",
             Path::new("/usr/bin/docker-registry").exists()

@@ -23,10 +23,11 @@ use std::time::Duration;
 use swe_eval::images::base_image_name;
 use swe_eval::spec::DebianRelease;
 
+use crate::common::bin;
 use crate::common::{assert_mini_ok, finish, poll, run_files, verdict_files, wait_for, Finished};
-use crate::common::{bin, prerequisite, require, require_program};
 use crate::daemons::{
-    kill_leftovers, lines, must, run, spawn_ns_dockerd, stop_daemon, unmount_leftovers,
+    can_start_namespaced_daemons, kill_leftovers, lines, must, run, spawn_ns_dockerd, stop_daemon,
+    unmount_leftovers,
 };
 
 /// A `dockerd` in a network namespace of its own, a single-node swarm manager.
@@ -155,24 +156,7 @@ fn spawn_run(dir: &Path, run_id: &str, host: &str) -> Child {
 
 #[test]
 fn a_manager_restarted_mid_run_loses_nothing_and_the_rerun_completes() {
-    let root = prerequisite(
-        "root (namespaces, a second dockerd)",
-        run("id", &["-u"]).and_then(|u| {
-            if u == "0" {
-                Ok(())
-            } else {
-                Err(format!("uid {u}"))
-            }
-        }),
-    );
-    if root.is_none()
-        || !require_program("docker")
-        || !require_program("dockerd")
-        || !require(
-            "ip and nsenter",
-            run("ip", &["-V"]).is_ok() && run("nsenter", &["--version"]).is_ok(),
-        )
-    {
+    if !can_start_namespaced_daemons("namespaces, a second dockerd") {
         return;
     }
     let mut m = manager();
