@@ -22,6 +22,10 @@
 #   back to vfs, which copies a whole image per container).
 set -euo pipefail
 mode="${1:?usage: ensure-podman.sh rootful|rootless}"
+# The services outlive the caller: they must not keep its working folder (a test's temporary
+# folder, removed later, leaves conmon unable to start any container: "Failed to get working
+# directory").
+cd /
 idle="${SWE_EVAL_PODMAN_IDLE:-120}"
 user="${SWE_EVAL_PODMAN_USER:-swe-eval-podman}"
 
