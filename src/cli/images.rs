@@ -14,8 +14,8 @@ use super::args::{DatasetArgs, ImageSources};
 use super::render;
 use super::{CliError, CliResult, NothingComputable};
 use crate::engine::DockerEngine;
-use crate::images::{self, Disk, LayerState, ListedLayer, Listing};
-use crate::orchestrate::{self, outcome, Selected, Source, Troubles};
+use crate::images::{self, Disk, InstanceNames, LayerState, ListedLayer, Listing};
+use crate::orchestrate::{self, outcome, ImageSet, Selected, Source, Troubles};
 
 /// `swe-eval images`: one of its actions.
 #[derive(Debug, clap::Args)]
@@ -219,6 +219,39 @@ fn scratch() -> Result<tempfile::TempDir, CliError> {
         .tempdir()?)
 }
 
+/// What list, prune, push/pull and export start from: the selection (its mini benchmark, if
+/// any, written out in a scratch folder kept while this lives), its images' names, and which
+/// of them the engine has.
+struct Inventory {
+    _scratch: tempfile::TempDir,
+    set: ImageSet,
+    names: Vec<InstanceNames>,
+    problems: usize,
+    engine: DockerEngine,
+    listing: Listing,
+}
+
+async fn inventory(s: &Selection) -> Result<Inventory, CliError> {
+    let scratch = scratch()?;
+    let Selected {
+        set,
+        prepare: opts,
+        problems,
+        ..
+    } = selection(s, scratch.path(), None)?;
+    let engine = DockerEngine::connect().await?;
+    let names = orchestrate::image_names(&set, &opts).await;
+    let listing = images::list(&engine, &names).await?;
+    Ok(Inventory {
+        _scratch: scratch,
+        set,
+        names,
+        problems: problems.len(),
+        engine,
+        listing,
+    })
+}
+
 async fn build(mut a: BuildArgs) -> CliResult {
     a.output = std::path::absolute(&a.output)?;
     let Selected {
@@ -244,17 +277,13 @@ async fn build(mut a: BuildArgs) -> CliResult {
 }
 
 async fn list(a: ListArgs) -> CliResult {
-    let tmp = scratch()?;
-    let Selected {
+    let Inventory {
         set,
-        prepare: opts,
         problems,
+        engine,
+        listing,
         ..
-    } = selection(&a.selection, tmp.path(), None)?;
-    let problems = problems.len();
-    let engine = DockerEngine::connect().await?;
-    let names = orchestrate::image_names(&set, &opts).await;
-    let listing = images::list(&engine, &names).await?;
+    } = inventory(&a.selection).await?;
     let disk = match a.disk {
         true => Some(images::disk(&engine, &listing).await?),
         false => None,
@@ -360,17 +389,12 @@ fn print_summary(l: &Listing, disk: Option<&Disk>) {
 }
 
 async fn prune(a: PruneArgs) -> CliResult {
-    let tmp = scratch()?;
-    let Selected {
-        set,
-        prepare: opts,
+    let Inventory {
         problems,
+        engine,
+        listing,
         ..
-    } = selection(&a.selection, tmp.path(), None)?;
-    let problems = problems.len();
-    let engine = DockerEngine::connect().await?;
-    let names = orchestrate::image_names(&set, &opts).await;
-    let listing = images::list(&engine, &names).await?;
+    } = inventory(&a.selection).await?;
     // An instance whose images cannot be named keeps every image built for it.
     let unknown = listing
         .instances
@@ -427,17 +451,13 @@ async fn prune(a: PruneArgs) -> CliResult {
 }
 
 async fn transfer(a: RegistryArgs, push: bool) -> CliResult {
-    let tmp = scratch()?;
-    let Selected {
-        set,
-        prepare: opts,
+    let Inventory {
+        names,
         problems,
+        engine,
+        listing,
         ..
-    } = selection(&a.selection, tmp.path(), None)?;
-    let problems = problems.len();
-    let engine = DockerEngine::connect().await?;
-    let names = orchestrate::image_names(&set, &opts).await;
-    let listing = images::list(&engine, &names).await?;
+    } = inventory(&a.selection).await?;
     let report = if push {
         images::push_images(&engine, &listing.used, &a.registry).await
     } else {
@@ -467,17 +487,12 @@ async fn transfer(a: RegistryArgs, push: bool) -> CliResult {
 }
 
 async fn export(a: ExportArgs) -> CliResult {
-    let tmp = scratch()?;
-    let Selected {
-        set,
-        prepare: opts,
+    let Inventory {
         problems,
+        engine,
+        listing,
         ..
-    } = selection(&a.selection, tmp.path(), None)?;
-    let problems = problems.len();
-    let engine = DockerEngine::connect().await?;
-    let names = orchestrate::image_names(&set, &opts).await;
-    let listing = images::list(&engine, &names).await?;
+    } = inventory(&a.selection).await?;
     let missing = listing.instances.len() - listing.ready();
     if missing > 0 {
         eprintln!(
