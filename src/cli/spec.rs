@@ -90,6 +90,9 @@ pub fn run(args: Args) -> CliResult {
     let mut problems = loaded.problems.len();
     // Rows that loaded but cannot be handled: at most 20 lines on stderr, then a count.
     let mut row_problems: Vec<String> = Vec::new();
+    let row_problem = |i: usize, e: &dyn std::fmt::Display| {
+        format!("{} row {}: {e}", args.dataset.dataset.display(), i + 1)
+    };
     let ca = match &args.ca_cert {
         Some(p) => Some(std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?),
         None => None,
@@ -133,11 +136,7 @@ pub fn run(args: Args) -> CliResult {
             Ok(s) => s,
             Err(e) => {
                 // The error names the instance; the row number is among the rows that loaded.
-                row_problems.push(format!(
-                    "{} row {}: {e}",
-                    args.dataset.dataset.display(),
-                    i + 1
-                ));
+                row_problems.push(row_problem(i, &e));
                 continue;
             }
         };
@@ -150,11 +149,7 @@ pub fn run(args: Args) -> CliResult {
         {
             Ok(dir) => dir,
             Err(e) => {
-                row_problems.push(format!(
-                    "{} row {}: {e}",
-                    args.dataset.dataset.display(),
-                    i + 1
-                ));
+                row_problems.push(row_problem(i, &e));
                 continue;
             }
         };
