@@ -14,6 +14,7 @@ use std::sync::Arc;
 use parquet::errors::ParquetError;
 use parquet::file::reader::{ChunkReader, FileReader, Length, SerializedFileReader};
 use parquet::record::{Field, Row};
+use parquet::schema::types::Type;
 use serde_json::{Map, Number, Value};
 
 use super::json_rows::{instance_from_value, Located};
@@ -59,7 +60,7 @@ pub(super) fn load(path: &Path) -> Result<Located<super::Instance>, LoadError> {
     // Any other assertion in the third-party decoder is caught too: a corrupt file is an
     // error naming it, and the rows read before the damage are kept.
     let finished = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        read_rows(path, rows, &mut out, &mut read)
+        read_rows(path, &reader, rows, &mut out, &mut read)
     }));
     if let Err(panic) = finished {
         let what = panic
@@ -175,6 +176,7 @@ impl<R: Read> Read for BudgetedRead<R> {
 
 fn read_rows(
     path: &Path,
+    reader: &SerializedFileReader<Budgeted>,
     rows: parquet::record::reader::RowIter<'_>,
     out: &mut Located<super::Instance>,
     read: &mut usize,
@@ -186,10 +188,39 @@ fn read_rows(
             InputProblem::new(path.to_path_buf(), line, field, message)
         };
         match row {
-            Ok(row) => match instance_from_value(row_to_json(&row)) {
-                Ok(inst) => out.items.push((inst, line)),
-                Err((field, message)) => out.problems.push(problem(field, message)),
+            Ok(row) => match row_to_json(&row).map(instance_from_value) {
+                Ok(Ok(inst)) => out.items.push((inst, line)),
+                Ok(Err((field, message))) => out.problems.push(problem(field, message)),
+                Err(NotUtf8 { column, byte }) => out.problems.push(problem(
+                    Some(column),
+                    format!(
+                        "bytes that are not UTF-8 (byte {byte} of the value); the row is left \
+                         out, not read with the bytes replaced"
+                    ),
+                )),
             },
+            Err(e) if e.to_string().contains("Error reading BYTE_ARRAY as String") => {
+                // The decoder refuses a text value that is not UTF-8 without moving past it, so
+                // the rows after it cannot be read either; its message would dump the value.
+                let total =
+                    usize::try_from(reader.metadata().file_metadata().num_rows()).unwrap_or(0);
+                let after = total.saturating_sub(i + 1);
+                let (column, byte) = match bad_text_column(reader, i) {
+                    Some((column, byte)) => (Some(column), byte),
+                    None => (None, None),
+                };
+                out.problems.push(problem(
+                    column,
+                    format!(
+                        "a text value holds bytes that are not UTF-8{}; the Parquet reader \
+                         cannot go past it, so this row and the {after} row(s) after it are \
+                         not read",
+                        byte.map(|b| format!(" (byte {b} of the value)"))
+                            .unwrap_or_default()
+                    ),
+                ));
+                break;
+            }
             Err(e) => {
                 // A broken page ends the readable part of the file.
                 out.problems.push(problem(
@@ -202,19 +233,59 @@ fn read_rows(
     }
 }
 
-fn row_to_json(row: &Row) -> Value {
-    let map: Map<String, Value> = row
-        .get_column_iter()
-        .map(|(k, f)| (k.clone(), field_to_json(f)))
-        .collect();
-    Value::Object(map)
+/// The top-level column whose text value in row `index` (0-based) is not UTF-8, and the 1-based
+/// byte where its text stops when the decoder says: each column read alone up to that row (an
+/// error path only).
+fn bad_text_column(
+    reader: &SerializedFileReader<Budgeted>,
+    index: usize,
+) -> Option<(String, Option<usize>)> {
+    let schema = reader.metadata().file_metadata().schema();
+    schema.get_fields().iter().find_map(|field| {
+        let alone = Type::group_type_builder(schema.name())
+            .with_fields(vec![field.clone()])
+            .build()
+            .ok()?;
+        match reader.get_row_iter(Some(alone)).ok()?.nth(index)? {
+            Ok(_) => None,
+            Err(e) => {
+                let text = e.to_string();
+                let byte = text
+                    .split("valid_up_to: ")
+                    .nth(1)
+                    .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .map(|n| n + 1);
+                Some((field.name().to_string(), byte))
+            }
+        }
+    })
 }
 
-/// A Parquet value as JSON: strings stay strings (binary columns are decoded as UTF-8 with
-/// invalid bytes replaced), numbers stay numbers, dates and times become their text.
-fn field_to_json(f: &Field) -> Value {
+/// A value that is not UTF-8: its row's top-level column and the 1-based byte where it stops.
+struct NotUtf8 {
+    column: String,
+    byte: usize,
+}
+
+fn row_to_json(row: &Row) -> Result<Value, NotUtf8> {
+    let mut map = Map::new();
+    for (k, f) in row.get_column_iter() {
+        let value = field_to_json(f).map_err(|byte| NotUtf8 {
+            column: k.clone(),
+            byte,
+        })?;
+        map.insert(k.clone(), value);
+    }
+    Ok(Value::Object(map))
+}
+
+/// A Parquet value as JSON: text and byte columns become strings (bytes that are not UTF-8 are
+/// an error: the 1-based byte where the text stops), numbers stay numbers, dates and times
+/// become their text.
+fn field_to_json(f: &Field) -> Result<Value, usize> {
     let number = |n: Option<Number>| n.map_or(Value::Null, Value::Number);
-    match f {
+    Ok(match f {
         Field::Null => Value::Null,
         Field::Bool(b) => Value::Bool(*b),
         Field::Byte(n) => Value::from(*n),
@@ -229,25 +300,36 @@ fn field_to_json(f: &Field) -> Value {
         Field::Float(n) => number(Number::from_f64(f64::from(*n))),
         Field::Double(n) => number(Number::from_f64(*n)),
         Field::Str(s) => Value::String(s.clone()),
-        Field::Bytes(b) => Value::String(String::from_utf8_lossy(b.data()).into_owned()),
-        Field::Group(row) => row_to_json(row),
-        Field::ListInternal(list) => {
-            Value::Array(list.elements().iter().map(field_to_json).collect())
+        Field::Bytes(b) => match std::str::from_utf8(b.data()) {
+            Ok(text) => Value::String(text.to_string()),
+            Err(e) => return Err(e.valid_up_to() + 1),
+        },
+        Field::Group(row) => {
+            let mut map = Map::new();
+            for (k, f) in row.get_column_iter() {
+                map.insert(k.clone(), field_to_json(f)?);
+            }
+            Value::Object(map)
         }
-        Field::MapInternal(map) => Value::Object(
-            map.entries()
+        Field::ListInternal(list) => Value::Array(
+            list.elements()
                 .iter()
-                .map(|(k, v)| {
-                    let key = match field_to_json(k) {
-                        Value::String(s) => s,
-                        other => other.to_string(),
-                    };
-                    (key, field_to_json(v))
-                })
-                .collect(),
+                .map(field_to_json)
+                .collect::<Result<_, _>>()?,
         ),
+        Field::MapInternal(map) => {
+            let mut out = Map::new();
+            for (k, v) in map.entries() {
+                let key = match field_to_json(k)? {
+                    Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                out.insert(key, field_to_json(v)?);
+            }
+            Value::Object(out)
+        }
         other => Value::String(other.to_string().trim_matches('"').to_string()),
-    }
+    })
 }
 
 #[cfg(test)]
@@ -359,6 +441,103 @@ mod tests {
         assert!(
             p.to_string().contains("test-00000-of-00001.parquet:2"),
             "{p}"
+        );
+    }
+
+    /// Writes four rows of five byte-array columns: the instance fields as UTF8 text, and
+    /// `problem_statement` as plain bytes.
+    fn write_byte_rows(path: &Path, patches: [&[u8]; 4], statements: [&[u8]; 4]) {
+        let schema = parse_message_type(
+            "message schema {
+                REQUIRED BYTE_ARRAY instance_id (UTF8);
+                REQUIRED BYTE_ARRAY repo (UTF8);
+                REQUIRED BYTE_ARRAY base_commit (UTF8);
+                REQUIRED BYTE_ARRAY patch (UTF8);
+                REQUIRED BYTE_ARRAY problem_statement;
+            }",
+        )
+        .unwrap();
+        let file = File::create(path).unwrap();
+        let props = Arc::new(WriterProperties::builder().build());
+        let mut writer = SerializedFileWriter::new(file, Arc::new(schema), props).unwrap();
+        let mut rg = writer.next_row_group().unwrap();
+        let bytes = |v: [&[u8]; 4]| v.iter().map(|b| ByteArray::from(b.to_vec())).collect();
+        let columns: Vec<Vec<ByteArray>> = vec![
+            bytes([b"o__r-1", b"o__r-2", b"o__r-3", b"o__r-4"]),
+            bytes([b"o/r"; 4]),
+            bytes([b"abc"; 4]),
+            bytes(patches),
+            bytes(statements),
+        ];
+        let mut columns = columns.into_iter();
+        while let Some(mut col) = rg.next_column().unwrap() {
+            let values = columns.next().unwrap();
+            col.typed::<ByteArrayType>()
+                .write_batch(&values, None, None)
+                .unwrap();
+            col.close().unwrap();
+        }
+        rg.close().unwrap();
+        writer.close().unwrap();
+    }
+
+    /// A byte column that is not UTF-8 used to be read with U+FFFD in place of the bytes: now
+    /// its row is left out alone, named with its column, and the others load.
+    #[test]
+    fn a_byte_value_that_is_not_utf8_leaves_its_row_out_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bytes.parquet");
+        let patches: [&[u8]; 4] = [b"diff a\n", b"diff b\n", b"diff c\n", b"diff d\n"];
+        let statements: [&[u8]; 4] = [b"one", b"two", b"th\xffree", "f\u{e9}our".as_bytes()];
+        write_byte_rows(&path, patches, statements);
+        let loaded = crate::dataset::load(&path).unwrap();
+        let ids: Vec<&str> = loaded
+            .items
+            .iter()
+            .map(|i| i.instance_id.as_str())
+            .collect();
+        assert_eq!(ids, ["o__r-1", "o__r-2", "o__r-4"], "{:?}", loaded.problems);
+        assert_eq!(
+            loaded.items[2].problem_statement.as_deref(),
+            Some("f\u{e9}our")
+        );
+        assert_eq!(loaded.problems.len(), 1);
+        let p = &loaded.problems[0];
+        assert_eq!(p.location.line, Some(3));
+        assert_eq!(p.location.field.as_deref(), Some("problem_statement"));
+        assert!(p.message.contains("byte 3 of the value"), "{p}");
+    }
+
+    /// A text value that is not UTF-8: the decoder refuses it without moving past it, so the
+    /// rows before it load and the problem names its row, column and byte and says how many
+    /// rows after it are not read, without dumping the value.
+    #[test]
+    fn a_text_value_that_is_not_utf8_is_named_with_the_rows_it_costs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("text.parquet");
+        let patches: [&[u8]; 4] = [b"diff a\n", b"diff \xf7b\n", b"diff c\n", b"diff d\n"];
+        write_byte_rows(&path, patches, [b"s"; 4]);
+        let loaded = crate::dataset::load(&path).unwrap();
+        let ids: Vec<&str> = loaded
+            .items
+            .iter()
+            .map(|i| i.instance_id.as_str())
+            .collect();
+        assert_eq!(ids, ["o__r-1"], "{:?}", loaded.problems);
+        assert_eq!(loaded.problems.len(), 1);
+        let p = &loaded.problems[0];
+        assert_eq!(p.location.line, Some(2));
+        assert_eq!(p.location.field.as_deref(), Some("patch"));
+        let text = p.to_string();
+        assert!(text.contains("text.parquet:2"), "{text}");
+        assert!(text.contains("byte 6 of the value"), "{text}");
+        assert!(
+            text.contains("the 2 row(s) after it are not read"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("[100, 105"),
+            "no dump of the value's bytes: {text}"
         );
     }
 
