@@ -53,6 +53,16 @@ impl RepoSources {
         format!("https://github.com/{repo}.git")
     }
 
+    /// True when `repo` comes from a source the user gave: a `--repo` override, or a mirror in
+    /// the mirrors folder (not GitHub, which [`RepoSources::source`] falls back to).
+    pub fn holds(&self, repo: &str) -> bool {
+        self.overrides.contains_key(repo)
+            || self
+                .mirrors
+                .as_ref()
+                .is_some_and(|dir| mirror_candidates(dir, repo).iter().any(|p| p.exists()))
+    }
+
     /// A local repository to read `repo`'s files from in place (the search/replace reward):
     /// the override as a path, else the first mirror that is a folder (a bundle or a URL
     /// cannot be read in place).
@@ -171,6 +181,11 @@ mod tests {
         assert!(s.source("pallets/flask").ends_with("pallets/flask.git"));
         assert!(s.source("sympy/sympy").ends_with("sympy__sympy.bundle"));
         assert_eq!(s.source("a/b"), "https://github.com/a/b.git");
+        for held in ["psf/requests", "pallets/flask", "sympy/sympy"] {
+            assert!(s.holds(held), "{held}");
+        }
+        assert!(!s.holds("a/b") && !s.holds("django/django"));
+        assert!(!RepoSources::default().holds("psf/requests"));
         assert!(s.add_override("nonsense").is_err());
         assert!(s.add_override("a=b").is_err());
     }

@@ -63,6 +63,18 @@ impl DatasetFile {
     }
 }
 
+/// `--reachable`: every reachable instance in one command; shared by `run`, `validate` and
+/// `images`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Reachable {
+    /// Only the instances that can run from local sources: complete rows (a test patch and
+    /// FAIL_TO_PASS) whose repository the --mirrors folder or a --repo holds; with -i, those
+    /// of the instances given. What is left out is counted per repository on stderr. The same
+    /// command selects the same instances, so a run with --run-id resumes as any run does.
+    #[arg(long)]
+    pub reachable: bool,
+}
+
 /// How predictions execute: shared by `run` and `validate`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ExecArgs {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
-use super::args::{DatasetArgs, ImageSources};
+use super::args::{DatasetArgs, ImageSources, Reachable};
 use super::render;
 use super::{CliError, CliResult, NothingComputable};
 use crate::engine::DockerEngine;
@@ -27,8 +27,8 @@ Examples:
   swe-eval images export -d verified.jsonl --flavour debian --mirrors /src/mirrors -o set.tar.zst
   swe-eval images import set.tar.zst
 
-Every action takes the dataset flags of `run` (-d, --split, -i, --flavour, --mirrors, --repo,
---namespace); with no --dataset it works on the bundled mini benchmark.")]
+Every action takes the dataset flags of `run` (-d, --split, -i, --reachable, --flavour, --mirrors,
+--repo, --namespace); with no --dataset it works on the bundled mini benchmark.")]
 pub struct Args {
     /// What to do.
     #[command(subcommand)]
@@ -71,6 +71,9 @@ pub struct Selection {
     /// Only these instances (space- or comma-separated).
     #[arg(long, short = 'i', visible_alias = "instance_ids", num_args = 1.., value_delimiter = ',')]
     pub instance_ids: Vec<String>,
+    /// Every reachable instance.
+    #[command(flatten)]
+    pub reachable: Reachable,
     /// Where images and repositories come from.
     #[command(flatten)]
     pub sources: ImageSources,
@@ -202,9 +205,13 @@ fn selection(
         split: s.data.split.clone(),
         predictions: None,
         instance_ids: s.instance_ids.clone(),
+        reachable: s.reachable.reachable,
     };
     let selected = orchestrate::select_images(&source, &s.sources.choices(build_jobs), output)?;
     super::print_problems("warning: ", &selected.problems);
+    if let Some(reach) = &selected.reach {
+        eprintln!("note: {reach}");
+    }
     if selected.instances == 0 {
         return Err(NothingComputable("no instance selected: nothing to do".into()).into());
     }

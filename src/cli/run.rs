@@ -3,7 +3,7 @@
 //! no `--predictions` it runs the bundled mini benchmark. The run itself is
 //! `orchestrate::evaluate`; this file maps the flags onto its options and renders it.
 
-use super::args::{DatasetArgs, ExecArgs};
+use super::args::{DatasetArgs, ExecArgs, Reachable};
 use super::render::{self, print_report};
 use super::CliResult;
 use crate::orchestrate::{self, Source};
@@ -14,6 +14,7 @@ Examples:
   swe-eval run                                      the bundled mini benchmark
   swe-eval run -d verified.parquet -p preds.jsonl --run-id try1 -j 4
   swe-eval run -d verified.parquet -p gold -i django__django-11099 --namespace ''
+  swe-eval run -d verified.jsonl -p gold --reachable --mirrors /src/mirrors --run-id all-gold
 
 Without --dataset and --predictions, the bundled mini benchmark runs. Its settings (Debian images
 from its own mirrors, a 60 s timeout, run id `mini`) go with its rows, not with a file name: a
@@ -53,6 +54,9 @@ pub struct Args {
     /// verdict is recorded in every mode.
     #[arg(long)]
     pub strict: bool,
+    /// Every reachable instance.
+    #[command(flatten)]
+    pub reachable: Reachable,
     /// How the predictions execute.
     #[command(flatten)]
     pub exec: ExecArgs,
@@ -76,6 +80,7 @@ pub fn run(args: Args) -> CliResult {
         split: args.dataset.split.clone(),
         predictions: args.predictions.clone(),
         instance_ids: args.exec.instance_ids.clone(),
+        reachable: args.reachable.reachable,
     };
     let opts = args.exec.options(args.run_id.clone(), args.strict);
     let rt = tokio::runtime::Runtime::new()?;

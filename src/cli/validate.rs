@@ -4,7 +4,7 @@
 //! Writes `<output>/validate.<run_id>.json`; exits 3 when any instance is flagged. The
 //! validation itself is `orchestrate::validate`.
 
-use super::args::{DatasetArgs, ExecArgs};
+use super::args::{DatasetArgs, ExecArgs, Reachable};
 use super::render;
 use super::CliResult;
 use crate::orchestrate::{self, Finding, Source, DEFAULT_REPEAT, VALIDATE_RUN_ID};
@@ -34,6 +34,9 @@ pub struct Args {
         value_parser = crate::paths::run_id_arg
     )]
     pub run_id: String,
+    /// Every reachable instance.
+    #[command(flatten)]
+    pub reachable: Reachable,
     /// How the runs execute.
     #[command(flatten)]
     pub exec: ExecArgs,
@@ -53,6 +56,7 @@ pub fn run(args: Args) -> CliResult {
         split: args.dataset.split.clone(),
         predictions: None,
         instance_ids: args.exec.instance_ids.clone(),
+        reachable: args.reachable.reachable,
     };
     let opts = args.exec.options(Some(args.run_id.clone()), false);
     let rt = tokio::runtime::Runtime::new()?;

@@ -44,13 +44,17 @@ pub async fn evaluate(
     opts.output = super::options::absolute(&opts.output)?;
     // An unwritable or full output folder fails now, not after hours of image builds.
     crate::fsutil::ready_folder(&opts.output)?;
-    let inputs = load_inputs(source, &opts.output)?;
+    let mut inputs = load_inputs(source, &opts.output)?;
     for p in &inputs.problems {
         notice(&events, Level::Warning, p.clone());
     }
     let mini = inputs.is_mini();
     let run_id = opts.run_id(mini);
     let prepare = opts.prepare(inputs.mini_mirrors.clone())?;
+    if source.reachable {
+        let reach = inputs.keep_reachable(&prepare.repos)?;
+        notice(&events, Level::Note, reach.to_string());
+    }
     let config = opts.run_config(&run_id, mini);
     let engine = Arc::new(crate::engine::connect(&opts.engine).await?);
     let work = Work {

@@ -11,7 +11,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use std::path::Path;
 
 use super::error::WorkflowError;
-use super::inputs::load_inputs;
+use super::inputs::{load_inputs, Reach};
 use super::options::{prepare_options, ImageChoices};
 use super::prep_times::PrepTimes;
 use super::prepare::{self, PrepareOptions, Specs};
@@ -65,6 +65,8 @@ pub struct Selected {
     pub problems: Vec<String>,
     /// How many instances were selected.
     pub instances: usize,
+    /// What `--reachable` kept and left out, when it was asked for.
+    pub reach: Option<Reach>,
 }
 
 /// The images of `source`'s instances (its predictions are ignored; with no dataset, the mini
@@ -80,14 +82,20 @@ pub fn select_images(
         predictions: source.dataset.as_ref().map(|_| "gold".to_string()),
         ..source.clone()
     };
-    let inputs = load_inputs(&source, &output)?;
+    let mut inputs = load_inputs(&source, &output)?;
     let prepare = prepare_options(&output, images, inputs.mini_mirrors.clone())?;
+    let reach = if source.reachable {
+        Some(inputs.keep_reachable(&prepare.repos)?)
+    } else {
+        None
+    };
     let set = image_set(&inputs.dataset, &inputs.instance_ids, &prepare);
     Ok(Selected {
         set,
         prepare,
         problems: inputs.problems,
         instances: inputs.instance_ids.len(),
+        reach,
     })
 }
 

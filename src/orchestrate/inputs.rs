@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use super::run_options::Source;
 use crate::dataset::{self, Dataset, Instance, LoadError};
 use crate::predictions::{self, Prediction};
+use crate::repos::RepoSources;
 
 /// The run's inputs, loaded and checked.
 pub struct Inputs {
@@ -28,6 +29,95 @@ impl Inputs {
     /// True when the dataset is the mini benchmark's rows, however it was given.
     pub fn is_mini(&self) -> bool {
         self.mini_mirrors.is_some()
+    }
+
+    /// Narrows the instances (and their predictions) to the reachable ones (`--reachable`):
+    /// complete rows ([`complete`]) whose repository `repos` holds (a `--repo` override or a
+    /// mirror in the `--mirrors` folder), in dataset order. Says what was left out and why;
+    /// fails when nothing is left.
+    pub fn keep_reachable(&mut self, repos: &RepoSources) -> Result<Reach, InputError> {
+        let mut reach = Reach {
+            of: self.instance_ids.len(),
+            ..Reach::default()
+        };
+        let ds = &self.dataset;
+        self.instance_ids.retain(|id| {
+            let Some(inst) = ds.get(id) else {
+                return false;
+            };
+            if !complete(inst) {
+                reach.incomplete.push(id.clone());
+                false
+            } else if !repos.holds(&inst.repo) {
+                *reach.unreachable.entry(inst.repo.clone()).or_default() += 1;
+                false
+            } else {
+                true
+            }
+        });
+        reach.kept = self.instance_ids.len();
+        let keep: HashSet<&str> = self.instance_ids.iter().map(String::as_str).collect();
+        self.predictions
+            .retain(|p| keep.contains(p.instance_id.as_str()));
+        if reach.kept == 0 {
+            return Err(InputError::NoneReachable(reach));
+        }
+        Ok(reach)
+    }
+}
+
+/// A complete row: it has a test patch and FAIL_TO_PASS tests, so it can be run and graded
+/// (SWE-bench Verified rows all are; a partial copy may lack them).
+pub fn complete(inst: &Instance) -> bool {
+    inst.test_patch
+        .as_deref()
+        .is_some_and(|t| !t.trim().is_empty())
+        && !inst.fail_to_pass().is_empty()
+}
+
+/// What `--reachable` kept of the instances asked for, and what it left out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reach {
+    /// The instances asked for (the dataset, narrowed by `--instance-ids`).
+    pub of: usize,
+    /// The instances kept.
+    pub kept: usize,
+    /// Left out as incomplete (no test patch or no FAIL_TO_PASS), in dataset order.
+    pub incomplete: Vec<String>,
+    /// Left out for want of a source: repository -> instances.
+    pub unreachable: std::collections::BTreeMap<String, usize>,
+}
+
+impl std::fmt::Display for Reach {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "--reachable: {} of {} instances kept (complete, repository in --mirrors or --repo)",
+            self.kept, self.of
+        )?;
+        let mut out = Vec::new();
+        if !self.incomplete.is_empty() {
+            out.push(format!(
+                "{} incomplete (no test_patch or FAIL_TO_PASS)",
+                self.incomplete.len()
+            ));
+        }
+        if !self.unreachable.is_empty() {
+            let repos: Vec<String> = self
+                .unreachable
+                .iter()
+                .map(|(r, n)| format!("{r} {n}"))
+                .collect();
+            out.push(format!(
+                "{} whose repository has no local source ({})",
+                self.unreachable.values().sum::<usize>(),
+                repos.join(", ")
+            ));
+        }
+        if !out.is_empty() {
+            write!(f, "; left out: {}", out.join("; "))?;
+        }
+        Ok(())
     }
 }
 
@@ -52,6 +142,9 @@ pub enum InputError {
     /// The dataset or the predictions could not be read.
     #[error(transparent)]
     Load(#[from] LoadError),
+    /// `--reachable` left no instance.
+    #[error("{0}: nothing to do (give --mirrors a folder holding the repositories, or --repo)")]
+    NoneReachable(Reach),
 }
 
 impl crate::failure::Classify for InputError {
@@ -62,6 +155,7 @@ impl crate::failure::Classify for InputError {
             InputError::PredictionsWithoutDataset | InputError::DatasetWithoutPredictions => {
                 ErrorKind::Usage
             }
+            InputError::NoneReachable(_) => ErrorKind::NothingComputable,
             InputError::Load(e) => e.kind(),
         }
     }
@@ -241,6 +335,65 @@ mod tests {
             );
             assert!(run_id.starts_with("run-"), "{run_id}");
         }
+    }
+
+    #[test]
+    fn reachable_keeps_the_complete_rows_of_the_repositories_held_locally() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut inputs = load_inputs(&Source::default(), dir.path()).unwrap();
+        // calc from the mirrors folder, strutils through --repo; intervals and iniconf from
+        // nowhere local; strutils-2 made incomplete.
+        let mirrors = dir.path().join("some-mirrors");
+        std::fs::create_dir_all(&mirrors).unwrap();
+        let calc = crate::mini::mirror_file_name("calc");
+        std::fs::copy(
+            inputs.mini_mirrors.as_ref().unwrap().join(&calc),
+            mirrors.join(&calc),
+        )
+        .unwrap();
+        let mut repos = RepoSources {
+            mirrors: Some(mirrors),
+            ..Default::default()
+        };
+        repos
+            .add_override("swe-eval-mini/strutils=/srv/strutils.bundle")
+            .unwrap();
+        let mut rows = inputs.dataset.instances.clone();
+        for r in &mut rows {
+            if r.instance_id == "swe-eval-mini__strutils-2" {
+                r.fail_to_pass = None;
+            }
+        }
+        inputs.dataset = Dataset::new(rows);
+        let all = inputs.instance_ids.len();
+        let reach = inputs.keep_reachable(&repos).unwrap();
+        let kept = [
+            "swe-eval-mini__calc-1",
+            "swe-eval-mini__calc-2",
+            "swe-eval-mini__strutils-1",
+        ];
+        assert_eq!(inputs.instance_ids, kept);
+        assert!(inputs
+            .predictions
+            .iter()
+            .all(|p| kept.contains(&p.instance_id.as_str())));
+        assert!(!inputs.predictions.is_empty());
+        assert_eq!((reach.of, reach.kept), (all, 3));
+        assert_eq!(reach.incomplete, ["swe-eval-mini__strutils-2"]);
+        let left: usize = reach.unreachable.values().sum();
+        assert_eq!(left, all - 4);
+        assert!(!reach.unreachable.contains_key("swe-eval-mini/calc"));
+        let said = reach.to_string();
+        assert!(
+            said.contains("3 of 8 instances kept")
+                && said.contains("1 incomplete")
+                && said.contains("swe-eval-mini/iniconf 2"),
+            "{said}"
+        );
+        // Nothing held: an error that says why, not an empty run.
+        let err = inputs.keep_reachable(&RepoSources::default()).unwrap_err();
+        assert!(matches!(err, InputError::NoneReachable(_)));
+        assert!(err.to_string().contains("0 of 3 instances kept"), "{err}");
     }
 
     #[test]

@@ -43,7 +43,7 @@ pub use error::WorkflowError;
 pub use evaluate::{evaluate, Evaluated};
 pub use findings::{findings, judge, Finding, FindingsError, EMPTY, GOLD};
 pub use image_set::{build_images, image_names, image_set, select_images, ImageSet, Selected};
-pub use inputs::{load_inputs, InputError, Inputs};
+pub use inputs::{complete, load_inputs, InputError, Inputs, Reach};
 pub use mini_check::{check_mini, MiniCheck, MiniCheckError};
 pub use options::{
     default_build_jobs, durations_file, prepare_options, ImageChoices, OptionsError,

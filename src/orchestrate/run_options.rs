@@ -36,6 +36,9 @@ pub struct Source {
     pub predictions: Option<String>,
     /// Only these instances (all when empty).
     pub instance_ids: Vec<String>,
+    /// Only the reachable ones of them: complete rows whose repository a `--repo` override or
+    /// the `--mirrors` folder holds ([`super::Inputs::keep_reachable`]).
+    pub reachable: bool,
 }
 
 impl Default for Source {
@@ -45,6 +48,7 @@ impl Default for Source {
             split: DEFAULT_SPLIT.to_string(),
             predictions: None,
             instance_ids: Vec::new(),
+            reachable: false,
         }
     }
 }

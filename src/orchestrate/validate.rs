@@ -61,7 +61,7 @@ pub async fn validate(
         predictions: source.dataset.as_ref().map(|_| "gold".to_string()),
         ..source.clone()
     };
-    let inputs = load_inputs(&source, &opts.output)?;
+    let mut inputs = load_inputs(&source, &opts.output)?;
     for p in &inputs.problems {
         notice(&events, Level::Warning, p.clone());
     }
@@ -72,6 +72,10 @@ pub async fn validate(
         .clone()
         .unwrap_or_else(|| VALIDATE_RUN_ID.to_string());
     let prepare = opts.prepare(inputs.mini_mirrors.clone())?;
+    if source.reachable {
+        let reach = inputs.keep_reachable(&prepare.repos)?;
+        notice(&events, Level::Note, reach.to_string());
+    }
     let mut config = opts.run_config(&run_id, mini);
     config.dedupe = false;
     config.run_empty = true;

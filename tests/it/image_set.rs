@@ -337,3 +337,111 @@ fn images_build_list_export_import_run_and_prune_sparing_a_held_image() {
         }
     }
 }
+
+/// `--reachable` on the mini benchmark's rows plus an incomplete copy of one, with a mirrors
+/// folder holding the calc repository alone: `images list` and `run` take the two calc
+/// instances and say what they left out (per repository, and the incomplete row); the same
+/// command again resumes (nothing run); a folder holding none of the repositories is refused.
+#[test]
+fn reachable_selects_the_complete_instances_of_the_repositories_held_locally() {
+    if !require("a Docker daemon", run("docker", &["version"]).is_ok()) {
+        return;
+    }
+    let _turn = crate::common::mini_images_turn();
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let bench = swe_eval::mini::materialize(&dir.join("mini")).unwrap();
+    let mut rows: Vec<String> = std::fs::read_to_string(&bench.dataset)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let mut incomplete: Value = serde_json::from_str(&rows[0]).unwrap();
+    assert_eq!(incomplete["instance_id"], CALC[0]);
+    incomplete["instance_id"] = "swe-eval-mini__calc-9".into();
+    incomplete["FAIL_TO_PASS"] = Value::Null;
+    rows.push(incomplete.to_string());
+    std::fs::write(dir.join("rows.jsonl"), rows.join("\n") + "\n").unwrap();
+    let calc = swe_eval::mini::mirror_file_name("calc");
+    std::fs::create_dir_all(dir.join("mirrors")).unwrap();
+    std::fs::copy(bench.mirrors.join(&calc), dir.join("mirrors").join(&calc)).unwrap();
+    std::fs::create_dir_all(dir.join("none")).unwrap();
+    let select = |mirrors: &'static str| {
+        [
+            "-d",
+            "rows.jsonl",
+            "--flavour",
+            "debian",
+            "--reachable",
+            "--mirrors",
+        ]
+        .into_iter()
+        .chain([mirrors])
+        .collect::<Vec<_>>()
+    };
+    let said = |o: &Output| {
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        for part in [
+            "--reachable: 2 of 9 instances kept",
+            "1 incomplete (no test_patch or FAIL_TO_PASS)",
+            "swe-eval-mini/intervals 2",
+            "swe-eval-mini/strutils 2",
+        ] {
+            assert!(err.contains(part), "{part:?} not said:\n{err}");
+        }
+    };
+
+    let mut args = vec!["list", "--json"];
+    args.extend(select("mirrors"));
+    let listed = swe_eval(dir, None, &args);
+    let v: Value = serde_json::from_str(&ok(&listed, "list --reachable")).unwrap();
+    let ids: Vec<&str> = v["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["instance_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, CALC, "{v}");
+    said(&listed);
+
+    let mut args = vec!["run", "-p", "gold", "--timeout", "60", "--run-id", "reach"];
+    args.extend(["-o", "out"]);
+    args.extend(select("mirrors"));
+    let first = swe_eval(dir, None, &args);
+    let out = ok(&first, "run --reachable");
+    said(&first);
+    let rows = std::fs::read_to_string(dir.join("out/reach.predictions.jsonl")).unwrap();
+    let verdicts: Vec<(String, String)> = rows
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (
+                v["instance_id"].as_str().unwrap().to_string(),
+                v["category"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let mut verdicts = verdicts;
+    verdicts.sort();
+    assert_eq!(
+        verdicts,
+        CALC.map(|id| (id.to_string(), "resolved".to_string())),
+        "{out}"
+    );
+    let again = swe_eval(dir, None, &args);
+    let out = ok(&again, "run --reachable again");
+    assert!(
+        out.contains("2 predictions, 2 resumed, 0 containers run"),
+        "{out}"
+    );
+
+    let mut args = vec!["list"];
+    args.extend(select("none"));
+    let refused = swe_eval(dir, None, &args);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("0 of 9 instances kept") && err.contains("nothing to do"),
+        "{err}"
+    );
+}
