@@ -355,7 +355,9 @@ async fn build_labelled<E: Engine>(
 /// `script` with ccache in front of the compilers when the image has it (Debian's
 /// `/usr/lib/ccache`: `gcc`, `x86_64-linux-gnu-gcc`... that call ccache; `cc` and `c++` in a
 /// folder of this build's), its cache in
-/// the mounted volume; then the cache's statistics for this build, in the build log. The image
+/// the mounted volume; then the cache's statistics for this build, in the build log: its own
+/// log where ccache keeps one (4.4 and later: Debian bookworm), else how far the shared
+/// counters moved during the build (ccache 4.2 in bullseye has no such log). The image
 /// is made as without: ccache gives the compiler's own output, and nothing of it is on the
 /// image's `PATH` afterwards.
 fn with_compiler_cache(script: &str) -> String {
@@ -366,12 +368,17 @@ fn with_compiler_cache(script: &str) -> String {
          export PATH=/tmp/swe-eval-ccache-bin:/usr/lib/ccache:$PATH CCACHE_DIR={COMPILER_CACHE_DIR} \\\n\
          CCACHE_MAXSIZE=5G CCACHE_STATSLOG=/tmp/swe-eval-ccache.log\n\
          echo 'swe-eval: compiler cache {COMPILER_CACHE_DIR} (ccache)'\n\
+         ccache --print-stats > /tmp/swe-eval-ccache.before 2>/dev/null || :\n\
          else echo 'swe-eval: no ccache in the image: compiling without a cache'; fi\n\
          {script}\n\
          if [ -n \"${{CCACHE_DIR:-}}\" ]; then\n\
          echo 'swe-eval: compiler cache, this build:'\n\
-         if [ -s \"$CCACHE_STATSLOG\" ]; then ccache --show-log-stats -v 2>/dev/null || cat \"$CCACHE_STATSLOG\"; else echo 'no compilation'; fi\n\
-         rm -rf \"$CCACHE_STATSLOG\" /tmp/swe-eval-ccache-bin\n\
+         if [ -s \"$CCACHE_STATSLOG\" ]; then ccache --show-log-stats -v 2>/dev/null || cat \"$CCACHE_STATSLOG\"\n\
+         else\n\
+         moved=$(ccache --print-stats 2>/dev/null | awk -F '\\t' 'NR == FNR {{ was[$1] = $2; next }} $1 !~ /timestamp/ && $2 != was[$1] {{ print $1 \": \" $2 - was[$1] }}' /tmp/swe-eval-ccache.before - 2>/dev/null)\n\
+         if [ -n \"$moved\" ]; then echo \"$moved\"; echo '(counters of the shared cache moved during this build; ccache too old for a log of its own)'; else echo 'no compilation'; fi\n\
+         fi\n\
+         rm -rf \"$CCACHE_STATSLOG\" /tmp/swe-eval-ccache.before /tmp/swe-eval-ccache-bin\n\
          fi\n"
     )
 }
