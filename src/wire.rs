@@ -36,6 +36,10 @@ pub const STUDY_ROWS_VERSION: u32 = 1;
 
 /// `swe-eval images list --json`: the images of a selection on a daemon.
 pub const IMAGE_LISTING_VERSION: u32 = 1;
+/// The flaky map `swe-eval validate` writes (`flaky.<run_id>.jsonl`), one row per instance.
+pub const FLAKY_MAP_VERSION: u32 = 1;
+/// A run's marks of its predictions on flaky instances (`<run_id>.flaky.json`, `run --flaky`).
+pub const FLAKY_MARKS_VERSION: u32 = 1;
 
 /// The name of the version field in every format.
 pub const FIELD: &str = "format_version";

@@ -67,6 +67,15 @@ pub struct Args {
     /// error either way.
     #[arg(long)]
     pub intersection: bool,
+    /// A flaky map from `swe-eval validate -k N` (its flaky.<run_id>.jsonl): the headline and
+    /// summary.json say how many of the compared instances it calls flaky, per_instance.csv
+    /// marks them (column `flaky`). A bad row refuses the file, naming its line and field.
+    #[arg(long, value_name = "FILE")]
+    pub flaky: Option<PathBuf>,
+    /// Leave the instances the --flaky map calls flaky out of every statistic (they stay in
+    /// per_instance.csv, marked).
+    #[arg(long, requires = "flaky")]
+    pub exclude_flaky: bool,
 }
 
 fn parse_repeat(s: &str) -> Result<(String, Vec<String>), String> {
@@ -114,6 +123,7 @@ pub fn run(args: Args) -> CliResult {
     let mut inputs_paths: Vec<&Path> = specs.iter().map(|s| s.path.as_path()).collect();
     inputs_paths.extend(args.rewards.iter().map(|(_, f)| f.as_path()));
     inputs_paths.extend(args.dataset.dataset.as_deref());
+    inputs_paths.extend(args.flaky.as_deref());
     compare::check_output(&args.output, &inputs_paths)?;
 
     let mut problems = Vec::new();
@@ -121,6 +131,11 @@ pub fn run(args: Args) -> CliResult {
         problems.extend(probs);
         d
     });
+    let flaky = args
+        .flaky
+        .as_deref()
+        .map(crate::report::read_flaky_map)
+        .transpose()?;
     let runs = match compare::load_all(&specs, &args.rewards, &mut problems) {
         Ok(runs) => runs,
         Err(e) => {
@@ -135,6 +150,9 @@ pub fn run(args: Args) -> CliResult {
         repeats: args.repeat.clone(),
         pairs: args.pair.clone(),
         intersection: args.intersection,
+        flaky_map: args.flaky.clone(),
+        flaky,
+        exclude_flaky: args.exclude_flaky,
     };
     let summary = compare::analyze(&runs, ds.as_ref(), &opts)?;
     let written = compare::write_compare(&args.output, &summary, &runs, ds.as_ref())?;

@@ -206,6 +206,7 @@ fn selection(
         predictions: None,
         instance_ids: s.instance_ids.clone(),
         reachable: s.reachable.reachable,
+        flaky: None,
     };
     let selected = orchestrate::select_images(&source, &s.sources.choices(build_jobs), output)?;
     super::print_problems("warning: ", &selected.problems);

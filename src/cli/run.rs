@@ -57,6 +57,12 @@ pub struct Args {
     /// Every reachable instance.
     #[command(flatten)]
     pub reachable: Reachable,
+    /// A flaky map from `swe-eval validate -k N` (its flaky.<run_id>.jsonl): the predictions on
+    /// the instances it calls flaky are listed in OUTPUT/<run_id>.flaky.json and the closing
+    /// lines, with the tests that flipped (their verdicts may change on a rerun). Read before
+    /// anything runs: a bad row stops the run, naming its line and field.
+    #[arg(long, value_name = "FILE")]
+    pub flaky: Option<std::path::PathBuf>,
     /// How the predictions execute.
     #[command(flatten)]
     pub exec: ExecArgs,
@@ -66,6 +72,10 @@ impl Args {
     /// What the command reads and writes, for the clobber check.
     pub fn io(&self) -> crate::paths::IoPlan {
         let plan = self.exec.io(self.dataset.dataset.as_deref());
+        let plan = match &self.flaky {
+            Some(f) => plan.input("--flaky", f),
+            None => plan,
+        };
         match &self.predictions {
             Some(p) => plan.input_spec("--predictions", p),
             None => plan,
@@ -81,6 +91,7 @@ pub fn run(args: Args) -> CliResult {
         predictions: args.predictions.clone(),
         instance_ids: args.exec.instance_ids.clone(),
         reachable: args.reachable.reachable,
+        flaky: args.flaky.clone(),
     };
     let opts = args.exec.options(args.run_id.clone(), args.strict);
     let rt = tokio::runtime::Runtime::new()?;
@@ -93,5 +104,41 @@ pub fn run(args: Args) -> CliResult {
         println!("{}", check.summary);
         super::print_problems("warning: ", &check.mismatches);
     }
+    if let Some((marks, file)) = &done.flaky {
+        print_flaky(marks, file);
+    }
     Ok(done.outcome)
+}
+
+/// The closing lines of `--flaky`: how many of the run's instances are flaky, and each
+/// prediction on them with its verdict.
+fn print_flaky(marks: &orchestrate::FlakyMarks, file: &std::path::Path) {
+    println!(
+        "flaky ({}): {} of the run's {} instances ({} validated); their verdicts may change on a \
+         rerun; wrote {}",
+        marks.map.display(),
+        marks.flaky_instances.len(),
+        marks.instances,
+        marks.validated,
+        file.display()
+    );
+    let lines: Vec<String> = marks
+        .predictions
+        .iter()
+        .map(|p| {
+            format!(
+                "{} {} sample {}: {} (flipped in validation: {})",
+                p.instance_id,
+                p.model,
+                p.sample,
+                p.category.as_str(),
+                if p.flipping_tests.is_empty() {
+                    "the verdict".to_string()
+                } else {
+                    p.flipping_tests.join(", ")
+                }
+            )
+        })
+        .collect();
+    super::print_problems("  flaky: ", &lines);
 }

@@ -1,7 +1,8 @@
 //! `swe-eval validate`: run each instance's gold patch and no patch at all, `-k` times each,
 //! and flag the instances whose verdicts cannot be trusted: gold does not resolve, the
 //! untouched tree already resolves, or a verdict changes between repetitions (flaky tests).
-//! Writes `<output>/validate.<run_id>.json`; exits 3 when any instance is flagged. The
+//! Writes `<output>/validate.<run_id>.json` and the flaky map `<output>/flaky.<run_id>.jsonl`
+//! (for `run --flaky` and `compare --flaky`); exits 3 when any instance is flagged. The
 //! validation itself is `orchestrate::validate`.
 
 use super::args::{DatasetArgs, ExecArgs, Reachable};
@@ -16,6 +17,11 @@ use crate::runner::Category;
 Without --dataset, the bundled mini benchmark's instances are validated. A dataset whose every
 row is a mini benchmark row, from any file, gets the mini settings (Debian images from its own
 mirrors, a 60 s timeout); every other dataset the general ones, whatever its file is called.
+
+Writes OUTPUT/validate.<run_id>.json (the findings) and the flaky map OUTPUT/flaky.<run_id>.jsonl:
+one row per instance with its verdicts per run and the FAIL_TO_PASS/PASS_TO_PASS tests whose
+status changed between runs of one patch (docs/formats.md). Pass it to `run --flaky` or
+`compare --flaky` to mark the flaky instances there.
 
 Exit codes: 0 every instance is sound; 1 failed; 2 bad usage; 3 some instance is flagged, or
 some inputs or jobs had problems.")]
@@ -57,6 +63,7 @@ pub fn run(args: Args) -> CliResult {
         predictions: None,
         instance_ids: args.exec.instance_ids.clone(),
         reachable: args.reachable.reachable,
+        flaky: None,
     };
     let opts = args.exec.options(Some(args.run_id.clone()), false);
     let rt = tokio::runtime::Runtime::new()?;
@@ -68,13 +75,16 @@ pub fn run(args: Args) -> CliResult {
         println!("{}", finding_line(f));
     }
     let flagged = done.findings.iter().filter(|f| f.flagged()).count();
+    let flaky = done.findings.iter().filter(|f| f.flaky).count();
     println!(
-        "{} instances, {flagged} flagged, k = {}; {} containers run in {:.1} s; wrote {}",
+        "{} instances, {flagged} flagged, {flaky} flaky, k = {}; {} containers run in {:.1} s; \
+         wrote {} and the flaky map {}",
         done.findings.len(),
         done.k,
         done.report.jobs_run,
         done.report.wall.as_secs_f64(),
-        done.file.display()
+        done.file.display(),
+        done.flaky_map.display()
     );
     super::print_problems("warning: ", &done.report.problems);
     Ok(done.outcome)
@@ -92,8 +102,17 @@ fn finding_line(f: &Finding) -> String {
     if f.empty_resolves {
         why.push("resolves without a patch");
     }
+    let tests;
     if f.flaky {
-        why.push("verdict changes between runs");
+        let verdicts = |v: &[Category]| v.windows(2).any(|w| w[0] != w[1]);
+        if verdicts(&f.gold) || verdicts(&f.empty) {
+            why.push("verdict changes between runs");
+        }
+        if !f.tests.is_empty() {
+            let names: Vec<&str> = f.tests.iter().map(|t| t.test.as_str()).collect();
+            tests = format!("test status changes between runs: {}", names.join(", "));
+            why.push(&tests);
+        }
     }
     format!(
         "{:<40} gold [{}] empty [{}]{}",

@@ -11,8 +11,8 @@ use super::headline::{overall_headline, pair_headline};
 use super::inputs::Run;
 use super::stats;
 use super::summary::{
-    CompareError, Diff, Options, PairStats, PassAtK, RepeatStats, RunStats, SimilarityChange,
-    Summary, FORMAT_VERSION, METHODS,
+    CompareError, Diff, FlakyStats, Options, PairStats, PassAtK, RepeatStats, RunStats,
+    SimilarityChange, Summary, FORMAT_VERSION, METHODS,
 };
 
 /// Repository and difficulty of an instance.
@@ -284,6 +284,45 @@ pub fn analyze(
     opts: &Options,
 ) -> Result<Summary, CompareError> {
     resolve_names(runs, opts)?;
+    let (flaky, kept);
+    let runs = match &opts.flaky {
+        Some(map) => {
+            let compared: BTreeSet<&String> = runs.iter().flat_map(|r| r.outcomes.keys()).collect();
+            let instances: Vec<String> = compared
+                .iter()
+                .filter(|id| map.is_flaky(id))
+                .map(|id| (*id).clone())
+                .collect();
+            flaky = Some(FlakyStats {
+                map: opts.flaky_map.clone().unwrap_or_default(),
+                n_compared: compared.len(),
+                n_validated: compared.iter().filter(|id| map.validated(id)).count(),
+                n_flaky: instances.len(),
+                instances,
+                excluded: opts.exclude_flaky,
+            });
+            if opts.exclude_flaky {
+                kept = runs
+                    .iter()
+                    .map(|r| {
+                        let mut r = r.clone();
+                        r.outcomes.retain(|id, _| !map.is_flaky(id));
+                        if let Some(s) = &mut r.similarity {
+                            s.retain(|(id, _), _| !map.is_flaky(id));
+                        }
+                        r
+                    })
+                    .collect::<Vec<_>>();
+                &kept[..]
+            } else {
+                runs
+            }
+        }
+        None => {
+            flaky = None;
+            runs
+        }
+    };
     let by_name: BTreeMap<&str, &Run> = runs.iter().map(|r| (r.name.as_str(), r)).collect();
     let run_stats: Vec<RunStats> = runs.iter().map(|r| run_stats(r, opts)).collect();
     let stats_by_name: BTreeMap<&str, &RunStats> =
@@ -343,13 +382,28 @@ pub fn analyze(
         p.headline = pair_headline(&p, any_repeats);
         pair_stats.push(p);
     }
-    let headline = overall_headline(&run_stats, &repeats, &pair_stats, !opts.pairs.is_empty());
+    let mut headline = overall_headline(&run_stats, &repeats, &pair_stats, !opts.pairs.is_empty());
+    if let Some(f) = &flaky {
+        headline.push_str(&format!(
+            " {} of the {} compared instances are flaky by {} ({} validated); {}.",
+            f.n_flaky,
+            f.n_compared,
+            f.map.display(),
+            f.n_validated,
+            if f.excluded {
+                "they are left out of every statistic"
+            } else {
+                "they are counted (--exclude-flaky leaves them out)"
+            }
+        ));
+    }
     Ok(Summary {
         format_version: FORMAT_VERSION,
         headline,
         runs: run_stats,
         repeats,
         unstable: unstable.into_iter().collect(),
+        flaky,
         pairs: pair_stats,
         settings: opts.clone(),
         methods: METHODS,
@@ -516,6 +570,69 @@ mod tests {
                 .collect(),
             similarity: None,
         }
+    }
+
+    #[test]
+    fn a_flaky_map_counts_the_flaky_instances_compared_and_can_leave_them_out() {
+        let a = run(
+            "a",
+            &[
+                ("x__x-1", &[false]),
+                ("x__x-2", &[true]),
+                ("y__y-1", &[false]),
+            ],
+        );
+        let b = run(
+            "b",
+            &[
+                ("x__x-1", &[true]),
+                ("x__x-2", &[true]),
+                ("y__y-1", &[true]),
+            ],
+        );
+        let text = r#"{"format_version":1,"instance_id":"x__x-1","flaky":true}
+{"format_version":1,"instance_id":"x__x-2","flaky":false}
+{"format_version":1,"instance_id":"z__z-9","flaky":true}
+"#;
+        let map = crate::report::parse_flaky_map(std::path::Path::new("f.jsonl"), text).unwrap();
+        let opts = |exclude| Options {
+            bootstrap: 0,
+            flaky_map: Some("f.jsonl".into()),
+            flaky: Some(map.clone()),
+            exclude_flaky: exclude,
+            ..Options::default()
+        };
+        let kept = analyze(&[a.clone(), b.clone()], None, &opts(false)).unwrap();
+        let f = kept.flaky.as_ref().unwrap();
+        assert_eq!(
+            (f.n_compared, f.n_validated, f.n_flaky, f.excluded),
+            (3, 2, 1, false)
+        );
+        assert_eq!(f.instances, ["x__x-1"]);
+        assert_eq!(kept.pairs[0].to_resolved, ["x__x-1", "y__y-1"]);
+        assert!(
+            kept.headline
+                .contains("1 of the 3 compared instances are flaky by f.jsonl")
+                && kept.headline.contains("--exclude-flaky"),
+            "{}",
+            kept.headline
+        );
+        let left = analyze(&[a, b], None, &opts(true)).unwrap();
+        assert!(left.flaky.as_ref().unwrap().excluded);
+        assert_eq!(left.pairs[0].to_resolved, ["y__y-1"]);
+        assert_eq!(left.runs[0].n_instances, 2);
+        assert!(
+            left.headline.contains("left out of every statistic"),
+            "{}",
+            left.headline
+        );
+        let none = analyze(
+            &[run("a", &[("i", &[true])]), run("b", &[("i", &[true])])],
+            None,
+            &Options::default(),
+        )
+        .unwrap();
+        assert!(none.flaky.is_none());
     }
 
     #[test]

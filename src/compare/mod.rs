@@ -4,7 +4,9 @@
 //! paired bootstrap interval, McNemar's exact test and the instances that flipped, overall, per
 //! repository and per difficulty, and what changed in the similarity reward; for groups of
 //! repeated runs of one system, the spread and the instances whose verdict is unstable, and how
-//! much of each difference those instances could explain.
+//! much of each difference those instances could explain. With a flaky map from `validate`
+//! (`--flaky`), how many of the compared instances are flaky, marked in per_instance.csv, and
+//! left out of every statistic on request (`--exclude-flaky`).
 //!
 //! Flow: `inputs` reads each run (reusing the study's outcome and reward readers);
 //! [`analyze`] computes everything (pure, `stats`); `plots` draws the forest plot of
@@ -30,6 +32,6 @@ pub use inputs::{check_output, load_all, load_runs, Run, RunSpec};
 pub use report::write_compare;
 pub use stats::{bootstrap_mean_ci, group_seed, mcnemar_exact, pass_at_k, sd, wilson};
 pub use summary::{
-    CompareError, Diff, Methods, Options, PairStats, PassAtK, RepeatStats, RunStats,
+    CompareError, Diff, FlakyStats, Methods, Options, PairStats, PassAtK, RepeatStats, RunStats,
     SimilarityChange, Summary, FORMAT_VERSION, METHODS,
 };

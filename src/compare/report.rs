@@ -65,7 +65,7 @@ pub fn write_compare(
     )?;
     put(
         "per_instance.csv",
-        &per_instance_csv(runs, dataset, &unstable)?,
+        &per_instance_csv(runs, dataset, &unstable, summary)?,
         &mut w,
     )?;
     put(
@@ -157,8 +157,14 @@ fn per_instance_csv(
     runs: &[Run],
     dataset: Option<&Dataset>,
     unstable: &BTreeSet<&str>,
+    summary: &Summary,
 ) -> Result<Vec<u8>, WriteReportError> {
-    let mut header = strings(&["instance_id", "repo", "difficulty", "unstable"]);
+    // `flaky`: empty without a flaky map; true/false with one.
+    let flaky: Option<BTreeSet<&str>> = summary
+        .flaky
+        .as_ref()
+        .map(|f| f.instances.iter().map(String::as_str).collect());
+    let mut header = strings(&["instance_id", "repo", "difficulty", "unstable", "flaky"]);
     header.extend(runs.iter().map(|r| r.name.clone()));
     let ids: BTreeSet<&String> = runs.iter().flat_map(|r| r.outcomes.keys()).collect();
     let rows = ids.into_iter().map(|id| {
@@ -168,6 +174,9 @@ fn per_instance_csv(
             repo,
             diff,
             unstable.contains(id.as_str()).to_string(),
+            flaky
+                .as_ref()
+                .map_or_else(String::new, |f| f.contains(id.as_str()).to_string()),
         ];
         row.extend(runs.iter().map(|r| {
             r.outcomes.get(id).map_or_else(String::new, |v| {

@@ -24,6 +24,30 @@ pub struct Options {
     /// instances left out are then stated but are not a problem (see
     /// [`Summary::coverage_problems`]).
     pub intersection: bool,
+    /// The flaky map given (`--flaky`, from `swe-eval validate`), if any.
+    pub flaky_map: Option<std::path::PathBuf>,
+    /// Its rows (not repeated in summary.json: `flaky` there says what came of them).
+    #[serde(skip)]
+    pub flaky: Option<crate::report::FlakyMap>,
+    /// Leave the instances the map calls flaky out of every statistic (`--exclude-flaky`).
+    pub exclude_flaky: bool,
+}
+
+/// What the flaky map says of the compared instances.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FlakyStats {
+    /// The map.
+    pub map: std::path::PathBuf,
+    /// The instances of any run compared.
+    pub n_compared: usize,
+    /// How many of them the map has a row for (were validated).
+    pub n_validated: usize,
+    /// How many of them the map calls flaky.
+    pub n_flaky: usize,
+    /// Those instances, sorted.
+    pub instances: Vec<String>,
+    /// True when they were left out of every statistic (`--exclude-flaky`).
+    pub excluded: bool,
 }
 
 impl Default for Options {
@@ -34,6 +58,9 @@ impl Default for Options {
             repeats: Vec::new(),
             pairs: Vec::new(),
             intersection: false,
+            flaky_map: None,
+            flaky: None,
+            exclude_flaky: false,
         }
     }
 }
@@ -277,6 +304,9 @@ pub struct Summary {
     pub repeats: Vec<RepeatStats>,
     /// Union of the unstable instances of every repeat group.
     pub unstable: Vec<String>,
+    /// With a flaky map: how many of the compared instances it calls flaky, and whether they
+    /// were left out.
+    pub flaky: Option<FlakyStats>,
     /// Each pair compared.
     pub pairs: Vec<PairStats>,
     /// The settings used.

@@ -7,13 +7,14 @@ use std::sync::Arc;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
 use super::error::WorkflowError;
-use super::inputs::load_inputs;
+use super::flaky_marks::{flaky_marks, flaky_marks_name, FlakyMarks};
+use super::inputs::{load_inputs, InputError};
 use super::mini_check::{check_mini, MiniCheck};
 use super::outcome::{outcome, Outcome, Troubles};
 use super::prep_times::PrepTimes;
 use super::run_options::{RunOptions, Source};
 use super::workflow::{execute, notice, Event, ImagePolicy, Level, Work};
-use crate::runner::RunReport;
+use crate::runner::{Layout, RunReport};
 
 /// A finished run.
 pub struct Evaluated {
@@ -26,6 +27,9 @@ pub struct Evaluated {
     /// The mini benchmark's verdicts against the expected ones, when it was the input and the
     /// comparison could be made (a failure to compare is a warning event).
     pub mini: Option<MiniCheck>,
+    /// With a flaky map (`Source::flaky`): the run's predictions on flaky instances, and the
+    /// file they were written to (`<run_id>.flaky.json`).
+    pub flaky: Option<(FlakyMarks, std::path::PathBuf)>,
     /// How the run ended: clean, or with problems to look at.
     pub outcome: Outcome,
 }
@@ -45,6 +49,13 @@ pub async fn evaluate(
     // An unwritable or full output folder fails now, not after hours of image builds.
     crate::fsutil::ready_folder(&opts.output)?;
     let mut inputs = load_inputs(source, &opts.output)?;
+    let flaky_map = match &source.flaky {
+        Some(p) => Some((
+            p.clone(),
+            crate::report::read_flaky_map(p).map_err(InputError::from)?,
+        )),
+        None => None,
+    };
     for p in &inputs.problems {
         notice(&events, Level::Warning, p.clone());
     }
@@ -90,6 +101,16 @@ pub async fn evaluate(
     } else {
         None
     };
+    let flaky = match &flaky_map {
+        Some((path, map)) => {
+            let layout = Layout::new(&opts.output, &run_id);
+            let marks = flaky_marks(map, path, &layout, &inputs.instance_ids)?;
+            let file = opts.output.join(flaky_marks_name(&run_id));
+            crate::fsutil::write_json_atomic(&file, &marks)?;
+            Some((marks, file))
+        }
+        None => None,
+    };
     let troubles =
         Troubles::of_run(inputs.problems.len(), &report).with_failed_checks(failed_checks);
     Ok(Evaluated {
@@ -97,6 +118,7 @@ pub async fn evaluate(
         report,
         prep,
         mini: check,
+        flaky,
         outcome: outcome(&troubles),
     })
 }

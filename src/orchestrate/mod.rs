@@ -13,7 +13,8 @@
 //! - `prep_times`: where image preparation's time went (per kind of image and phase).
 //! - `outcome`: the one rule that decides a command's exit code.
 //! - `mini_check`, `validate`: the checks `run` (mini benchmark) and `validate` make of the
-//!   verdicts.
+//!   verdicts; `findings`: what `validate` found per instance (its flaky map's rows);
+//!   `flaky_marks`: `run --flaky`, a run's predictions on the instances a flaky map marks.
 //! - `error`: why a workflow could not finish.
 //! - `check_env`: the Debian environments built and compared with SWE-bench's frozen ones.
 //! - `image_set`: images as a job of their own (`swe-eval images build`): a selection's
@@ -23,6 +24,7 @@ mod check_env;
 mod error;
 mod evaluate;
 mod findings;
+mod flaky_marks;
 mod image_set;
 mod inputs;
 mod mini_check;
@@ -41,7 +43,10 @@ pub use check_env::{
 };
 pub use error::WorkflowError;
 pub use evaluate::{evaluate, Evaluated};
-pub use findings::{findings, judge, Finding, FindingsError, EMPTY, GOLD};
+pub use findings::{
+    findings, judge, read_verdicts, test_flips, Finding, FindingsError, EMPTY, GOLD,
+};
+pub use flaky_marks::{flaky_marks, flaky_marks_name, FlakyMarks, MarkedPrediction};
 pub use image_set::{build_images, image_names, image_set, select_images, ImageSet, Selected};
 pub use inputs::{complete, load_inputs, InputError, Inputs, Reach};
 pub use mini_check::{check_mini, MiniCheck, MiniCheckError};
@@ -54,7 +59,9 @@ pub use prepare::{setup as instance_setup, specs as instance_specs, PrepareOptio
 pub use run_options::{
     time_run_id, RunOptions, Source, DEFAULT_SPLIT, DEFAULT_TIMEOUT, MINI_RUN_ID, MINI_TIMEOUT,
 };
-pub use validate::{gold_and_empty, validate, Validated, DEFAULT_REPEAT, VALIDATE_RUN_ID};
+pub use validate::{
+    flaky_map_name, gold_and_empty, validate, Validated, DEFAULT_REPEAT, VALIDATE_RUN_ID,
+};
 pub use workflow::{
     execute, prepare_streaming, release_and_clean, run_plan, Event, ImagePolicy, Level, Notice,
     Preparing, Work,

@@ -39,6 +39,9 @@ pub struct Source {
     /// Only the reachable ones of them: complete rows whose repository a `--repo` override or
     /// the `--mirrors` folder holds ([`super::Inputs::keep_reachable`]).
     pub reachable: bool,
+    /// A flaky map (`validate`'s `flaky.<run_id>.jsonl`): the run marks its predictions on the
+    /// instances the map calls flaky ([`super::flaky_marks`]). Read before anything runs.
+    pub flaky: Option<PathBuf>,
 }
 
 impl Default for Source {
@@ -49,6 +52,7 @@ impl Default for Source {
             predictions: None,
             instance_ids: Vec::new(),
             reachable: false,
+            flaky: None,
         }
     }
 }

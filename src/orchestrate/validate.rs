@@ -22,6 +22,11 @@ use super::workflow::{execute, notice, Event, ImagePolicy, Level, Work};
 /// The run id of a validation when none is given.
 pub const VALIDATE_RUN_ID: &str = "validate";
 
+/// The flaky map's file name for validation `run_id`: `flaky.<run_id>.jsonl`.
+pub fn flaky_map_name(run_id: &str) -> String {
+    format!("flaky.{run_id}.jsonl")
+}
+
 /// Repetitions of each of the gold and the empty run when none is given.
 pub const DEFAULT_REPEAT: u32 = 2;
 
@@ -39,6 +44,9 @@ pub struct Validated {
     pub findings: Vec<Finding>,
     /// Where the findings were written (`validate.<run_id>.json` in the output folder).
     pub file: PathBuf,
+    /// Where the flaky map was written ([`flaky_map_name`] in the output folder): one row per
+    /// instance, for `run --flaky` and `compare --flaky`.
+    pub flaky_map: PathBuf,
     /// How it ended: with problems when an instance is flagged or a job had trouble.
     pub outcome: Outcome,
 }
@@ -91,9 +99,18 @@ pub async fn validate(
     };
     let (report, prep) = execute(engine, work, config, images, interrupts, events).await?;
     let layout = Layout::new(&opts.output, &run_id);
-    let findings = findings(&layout, &inputs.instance_ids)?;
+    let findings = findings(&layout, &inputs.dataset, &inputs.instance_ids)?;
     let file = opts.output.join(format!("validate.{run_id}.json"));
     crate::fsutil::write_json_atomic(&file, &findings)?;
+    let rows: Vec<_> = findings
+        .iter()
+        .map(|f| {
+            let repo = inputs.dataset.get(&f.instance_id).map_or("", |i| &i.repo);
+            f.flaky_row(repo)
+        })
+        .collect();
+    let flaky_map = opts.output.join(flaky_map_name(&run_id));
+    crate::fsutil::write_atomic(&flaky_map, crate::report::flaky_map_text(&rows).as_bytes())?;
     let flagged = findings.iter().filter(|f| f.flagged()).count();
     let troubles = Troubles::of_run(inputs.problems.len(), &report).with_failed_checks(flagged);
     Ok(Validated {
@@ -103,6 +120,7 @@ pub async fn validate(
         prep,
         findings,
         file,
+        flaky_map,
         outcome: outcome(&troubles),
     })
 }

@@ -1,12 +1,14 @@
 //! Wire formats: the official per-instance `report.json`, the official run summary
 //! `<model>.<run_id>.json` (schema_version 2, plus swe-eval's own fields), and one row per
-//! prediction (JSON Lines and CSV) for analyses. These are separate from the grading types so
-//! the files keep the official shape whatever the domain types become; every writer is atomic.
+//! prediction (JSON Lines and CSV) for analyses, and `validate`'s flaky map (`flaky`). These
+//! are separate from the grading types so the files keep the official shape whatever the domain
+//! types become; every writer is atomic.
 //!
 //! JSON is written as the official harness writes it (`json.dumps(..., indent=4)`: four-space
 //! indent, non-ASCII escaped as `\uXXXX`), so a report is byte-identical to the official one.
 
 mod error;
+mod flaky;
 mod html;
 mod instance;
 mod logs;
@@ -16,6 +18,9 @@ mod rows;
 mod summary;
 
 pub use error::ReportError;
+pub use flaky::{
+    flaky_map_text, parse_flaky_map, read_flaky_map, FlakyMap, FlakyRow, TestFlip, MISSING,
+};
 pub use html::{
     failing_tests, records_for_grading, tail as log_tail, write as write_html, write_graded,
     FailingTest, Heading, Record, Text, LOG_TAIL_LINES, MAX_LOG_TAIL,

@@ -397,6 +397,153 @@ fn validate_flags_a_gold_patch_that_does_not_resolve() {
     );
 }
 
+/// The flaky map end to end: calc-1 gets a PASS_TO_PASS test that passes only with no network
+/// (`socket.if_nameindex()` is loopback alone). `validate -k 1` runs it without the network;
+/// the same validation with `-k 2 --network` keeps those verdicts (a resume keeps verdicts on
+/// the patch) and runs sample 1 with the network, where the test fails: the flaky map then
+/// says calc-1 is flaky, with that test and its statuses per run. `run --flaky` marks the
+/// run's prediction on calc-1; a map with a bad row stops `run` and `compare` before anything,
+/// naming the line and the field.
+#[test]
+fn validate_writes_the_flaky_map_with_the_flipping_test_and_run_marks_it() {
+    let _turn = crate::common::mini_images_turn();
+    let Some(_rt) = daemon() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let bench = swe_eval::mini::materialize(&dir.path().join("mini")).unwrap();
+    let id = "swe-eval-mini__calc-1";
+    let flip = "tests/test_flip.py::test_sees_only_loopback";
+    let rows: Vec<String> = std::fs::read_to_string(&bench.dataset)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut row: serde_json::Value = serde_json::from_str(l).unwrap();
+            if row["instance_id"] == id {
+                let test_patch = row["test_patch"].as_str().unwrap().to_string()
+                    + "diff --git a/tests/test_flip.py b/tests/test_flip.py\n\
+                       new file mode 100644\n\
+                       --- /dev/null\n\
+                       +++ b/tests/test_flip.py\n\
+                       @@ -0,0 +1,5 @@\n\
+                       +import socket\n\
+                       +\n\
+                       +\n\
+                       +def test_sees_only_loopback():\n\
+                       +    assert [n for _, n in socket.if_nameindex()] == [\"lo\"]\n";
+                row["test_patch"] = test_patch.into();
+                row["PASS_TO_PASS"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(flip.into());
+            }
+            row.to_string()
+        })
+        .collect();
+    let data = dir.path().join("flip.jsonl");
+    std::fs::write(&data, rows.join("\n") + "\n").unwrap();
+    let out = dir.path().join("out");
+    let swe_eval = |args: &[&str]| {
+        let o = Command::new(bin())
+            .args(args)
+            .arg("-d")
+            .arg(&data)
+            .args(["--flavour", "debian", "--timeout", "60", "--mirrors"])
+            .arg(&bench.mirrors)
+            .arg("-o")
+            .arg(&out)
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        (o.status.code(), text)
+    };
+    let validate = ["validate", "-i", id, "--run-id", "flip"];
+    let (_, text) = swe_eval(&[&validate[..], &["-k", "1"]].concat());
+    let map_path = out.join("flaky.flip.jsonl");
+    let first = std::fs::read_to_string(&map_path).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let row: serde_json::Value = serde_json::from_str(first.trim()).unwrap();
+    assert_eq!(
+        (&row["flaky"], &row["gold"]),
+        (&serde_json::json!(false), &serde_json::json!(["resolved"])),
+        "{row}\n{text}"
+    );
+    let (code, text) = swe_eval(&[&validate[..], &["-k", "2", "--network"]].concat());
+    assert_eq!(code, Some(3), "a flaky instance is flagged\n{text}");
+    assert!(text.contains("1 flaky"), "{text}");
+    assert!(
+        text.contains(&format!("test status changes between runs: {flip}")),
+        "{text}"
+    );
+    let map = swe_eval::report::read_flaky_map(&map_path).unwrap();
+    let row = &map.rows[id];
+    assert!(row.flaky, "{row:?}");
+    assert_eq!(row.repo, "swe-eval-mini/calc");
+    assert_eq!(
+        row.gold,
+        [Category::Resolved, Category::Unresolved],
+        "{row:?}"
+    );
+    let flipped: Vec<&str> = row.tests.iter().map(|t| t.test.as_str()).collect();
+    assert_eq!(flipped, [flip], "{row:?}");
+    let s = |x: &str| Some(x.to_string());
+    assert_eq!(row.tests[0].gold, [s("PASSED"), s("FAILED")]);
+    assert_eq!(row.tests[0].empty, [s("PASSED"), s("FAILED")]);
+
+    // A run with the map marks its prediction on calc-1.
+    let map_arg = map_path.to_str().unwrap();
+    let (code, text) = swe_eval(&[
+        "run", "-p", "gold", "-i", id, "--run-id", "marked", "--flaky", map_arg,
+    ]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("1 of the run's 1 instances (1 validated)"),
+        "{text}"
+    );
+    let marks: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("marked.flaky.json")).unwrap()).unwrap();
+    assert_eq!(marks["flaky_instances"], serde_json::json!([id]), "{marks}");
+    assert_eq!(marks["predictions"][0]["category"], "resolved", "{marks}");
+    assert_eq!(
+        marks["predictions"][0]["flipping_tests"],
+        serde_json::json!([flip]),
+        "{marks}"
+    );
+
+    // A bad row: nothing runs, the line and the field are named.
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(
+        &bad,
+        first.trim().to_string()
+            + "\n{\"format_version\":1,\"instance_id\":\"x\",\"flaky\":\"often\"}\n",
+    )
+    .unwrap();
+    let bad_arg = bad.to_str().unwrap();
+    let (code, text) = swe_eval(&[
+        "run", "-p", "gold", "-i", id, "--run-id", "bad", "--flaky", bad_arg,
+    ]);
+    assert_ne!(code, Some(0), "{text}");
+    assert!(text.contains("bad.jsonl:2: field `flaky`"), "{text}");
+    assert!(
+        !out.join("bad.predictions.jsonl").exists(),
+        "nothing ran: {text}"
+    );
+    let o = Command::new(bin())
+        .arg("compare")
+        .arg(format!("a={}#marked", out.display()))
+        .arg(format!("b={}#marked", out.display()))
+        .arg("--flaky")
+        .arg(&bad)
+        .arg("-o")
+        .arg(dir.path().join("cmp"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stderr);
+    assert_ne!(o.status.code(), Some(0), "{text}");
+    assert!(text.contains("bad.jsonl:2: field `flaky`"), "{text}");
+}
+
 /// Image preparation overlaps the jobs on the real engine: the mini benchmark's gold patches,
 /// with instance ids of this process only (so their instance images are built here, never
 /// found from another run), one build at a time: the first jobs are dispatched before the last
