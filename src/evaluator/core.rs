@@ -132,6 +132,24 @@ struct Book {
     pending: HashMap<u64, Req>,
     flights: HashMap<String, Flight>,
     accepting: bool,
+    /// Executed requests admitted past the queue's bound and not yet in `pending` (being
+    /// scored and stored): counted against the bound, so concurrent submissions cannot
+    /// overshoot it.
+    reserved: usize,
+}
+
+/// Places in the queue taken by a submission under way; given back when dropped (the requests
+/// are in `pending` by then, or were refused).
+struct Reservation<'a, E: Engine> {
+    shared: &'a Shared<E>,
+    places: usize,
+}
+
+impl<E: Engine> Drop for Reservation<'_, E> {
+    fn drop(&mut self) {
+        let mut book = self.shared.lock();
+        book.reserved = book.reserved.saturating_sub(self.places);
+    }
 }
 
 struct Shared<E: Engine> {
@@ -150,6 +168,8 @@ struct Shared<E: Engine> {
     metrics: Metrics,
     notices: mpsc::UnboundedSender<String>,
     started: Instant,
+    /// Jobs at once: `-j` within the engine's CPUs, as the dispatcher bounds it.
+    workers: usize,
     /// Images the preparations made (removed at shutdown as the cache level says).
     created: Mutex<Vec<(String, images::Layer)>>,
     stop_preparing: StopFlag,
@@ -196,7 +216,11 @@ impl<E: Engine> Evaluator<E> {
         })?;
         let lock = runner::lock(&runner::Layout::new(&opts.state, "serve"))?;
         let store = Store::open(&opts.state)?;
-        engine.info().await?;
+        let info = engine.info().await?;
+        // The dispatcher runs at most one job per CPU of the engine, as in `run`.
+        let workers =
+            crate::bounds::bound_workers(Some(opts.run.workers), info.cpus.unwrap_or(usize::MAX))
+                .used;
         let (notices, notices_rx) = mpsc::unbounded_channel();
         let owner = crate::owner::owner_id();
         let run_id = run_id_of(&opts.state);
@@ -256,6 +280,7 @@ impl<E: Engine> Evaluator<E> {
             metrics: Metrics::default(),
             notices,
             started: Instant::now(),
+            workers,
             created: Mutex::new(Vec::new()),
             stop_preparing: StopFlag::default(),
             preparer_stop: Notify::new(),
@@ -561,7 +586,14 @@ async fn submit<E: Engine>(
         }
     }
     let executed = requests.iter().filter(|r| r.execute).count();
-    let queued = shared.lock().pending.len();
+    let queued = {
+        let mut book = shared.lock();
+        let queued = book.pending.len() + book.reserved;
+        if executed == 0 || queued + executed <= shared.opts.max_queue {
+            book.reserved += executed;
+        }
+        queued
+    };
     if executed > 0 && queued + executed > shared.opts.max_queue {
         inc(&shared.metrics.refused_full);
         let mut r = Refusal::new(
@@ -575,6 +607,10 @@ async fn submit<E: Engine>(
         r.retry_after = Some(retry_after(shared, queued));
         return Err(r);
     }
+    let _reserved = Reservation {
+        shared,
+        places: executed,
+    };
     let now = Instant::now();
     let at_ms = now_ms();
     let mut rows = Vec::with_capacity(requests.len());
@@ -649,7 +685,7 @@ async fn submit<E: Engine>(
 fn retry_after<E: Engine>(shared: &Shared<E>, queued: usize) -> u64 {
     let ended = super::metrics::get(&shared.metrics.jobs_ended).max(1) as f64;
     let per_job = shared.started.elapsed().as_secs_f64() / ended;
-    let workers = shared.opts.run.workers.max(1) as f64;
+    let workers = shared.workers.max(1) as f64;
     ((queued as f64 * per_job / workers).ceil() as u64).clamp(1, 300)
 }
 

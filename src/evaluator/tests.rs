@@ -329,3 +329,75 @@ async fn an_engine_that_fails_gives_masked_infra_errors_and_the_evaluator_goes_o
     assert_eq!(o.status, Status::Resolved);
     ev.shutdown().await;
 }
+
+#[tokio::test]
+async fn jobs_at_once_are_bounded_by_the_engines_cpus_as_in_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = mini(dir.path());
+    m.opts.run.workers = 4;
+    let e = engine(&m.dataset);
+    e.set_cpus(1).set_job_delay(Duration::from_millis(200));
+    let (ev, mut notices) =
+        Evaluator::start(Arc::new(e.clone()), m.dataset.clone(), m.opts.clone())
+            .await
+            .unwrap();
+    let wrong =
+        |k: usize| format!("diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b{k}\n");
+    let batch: Vec<Request> = (0..4).map(|k| req(CALC, &wrong(k), k as u32)).collect();
+    let accepted = ev.submit(batch).await.unwrap();
+    for a in &accepted {
+        done(&ev, &a.id).await;
+    }
+    assert_eq!(e.jobs().len(), 4, "four distinct patches, four jobs");
+    assert_eq!(
+        e.max_running(),
+        1,
+        "-j 4 on an engine of 1 CPU runs one job at a time"
+    );
+    let mut said = Vec::new();
+    while let Ok(n) = notices.try_recv() {
+        said.push(n);
+    }
+    assert!(
+        said.iter().any(|n| n.contains("jobs at once")),
+        "the server says it uses fewer: {said:?}"
+    );
+    ev.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_submissions_never_take_more_than_the_queues_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = mini(dir.path());
+    m.opts.max_queue = 5;
+    m.opts.run.workers = 1;
+    let e = engine(&m.dataset);
+    e.set_job_delay(Duration::from_secs(1));
+    let ev = Arc::new(start(&e, &m).await);
+    let wrong =
+        |k: usize| format!("diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+c{k}\n");
+    let mut all = tokio::task::JoinSet::new();
+    for k in 0..40 {
+        let (ev, patch) = (ev.clone(), wrong(k));
+        all.spawn(async move { ev.submit(vec![req(CALC, &patch, k as u32)]).await });
+    }
+    let (mut accepted, mut refused) = (Vec::new(), 0);
+    while let Some(r) = all.join_next().await {
+        match r.unwrap() {
+            Ok(a) => accepted.push(a[0].id.clone()),
+            Err(e) => {
+                assert_eq!(e.code, RefusalCode::QueueFull, "{e:?}");
+                refused += 1;
+            }
+        }
+    }
+    assert!(
+        accepted.len() <= 5 && accepted.len() + refused == 40,
+        "{} accepted, {refused} refused, with --max-queue 5",
+        accepted.len()
+    );
+    for id in &accepted {
+        done(&ev, id).await;
+    }
+    ev.shutdown().await;
+}
