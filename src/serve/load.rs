@@ -147,7 +147,10 @@ impl Latencies {
 }
 
 /// A load: `requests` requests in all over `connections` connections, the k-th with body
-/// `bodies[k % len]` (POSTed to `path`; GET without bodies).
+/// `bodies[k % len]` (POSTed to `path`; GET without bodies). Closed (each connection sends its
+/// next request when the last is answered) or, with `rate`, paced: the k-th request is due
+/// k / rate seconds after the start, and its latency counts from then (a request sent late
+/// because its connection was still waiting counts that wait too).
 #[derive(Debug, Clone)]
 pub struct Load {
     /// The server.
@@ -166,6 +169,8 @@ pub struct Load {
     pub bodies: Vec<Vec<u8>>,
     /// Keep each answer's body (by request number).
     pub keep_bodies: bool,
+    /// Requests per second offered in all (`None`: as fast as answered).
+    pub rate: Option<f64>,
 }
 
 /// What a load measured.
@@ -208,7 +213,14 @@ pub async fn run(load: Load) -> Result<LoadReport, ClientError> {
                 }
                 let body =
                     (!load.bodies.is_empty()).then(|| &load.bodies[k % load.bodies.len()][..]);
-                let t = Instant::now();
+                let t = match load.rate {
+                    Some(rate) if rate > 0.0 => {
+                        let due = started + Duration::from_secs_f64(k as f64 / rate);
+                        tokio::time::sleep_until(due.into()).await;
+                        due
+                    }
+                    _ => Instant::now(),
+                };
                 let (status, headers, answer) =
                     client.request(&load.method, &load.path, body).await?;
                 let retry = headers

@@ -149,6 +149,16 @@ async fn every_endpoint_answers_and_every_error_is_json_with_its_status() {
     ] {
         assert!(text.contains(line), "{line} missing in:\n{text}");
     }
+    let gauge = |name: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("{name} missing in:\n{text}"))
+    };
+    let (rss, peak) = (
+        gauge("process_resident_memory_bytes"),
+        gauge("swe_eval_process_peak_resident_memory_bytes"),
+    );
+    assert!(rss > 1 << 20 && peak >= rss, "rss {rss}, peak {peak}");
     let (status, _, b) = c
         .request("GET", "/v1/export/outcomes.jsonl?since=0", None)
         .await
