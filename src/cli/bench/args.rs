@@ -37,7 +37,8 @@ pub enum Target {
     Base(base::Args),
     /// Writing a run's report.html and opening it in headless chromium.
     Html(html::Args),
-    /// A bounded load on a running `swe-eval serve` over loopback (similarity, or executed).
+    /// A bounded load on `swe-eval serve` over loopback (similarity, executed, grpo, queue,
+    /// restart).
     Serve(serve::Args),
 }
 
@@ -79,7 +80,14 @@ impl Args {
             Target::Harness(a) => IoPlan::new().output_file(a.json.as_deref()),
             Target::Engine(a) => IoPlan::new().output_file(a.json.as_deref()),
             Target::Base(_) => IoPlan::new(),
-            Target::Serve(a) => IoPlan::new().output_file(a.json.as_deref()),
+            Target::Serve(a) => {
+                let plan = IoPlan::new().output_file(a.json.as_deref());
+                if a.mode == serve::Mode::Restart {
+                    plan.output(Output::Folder(a.output.clone()))
+                } else {
+                    plan
+                }
+            }
             Target::Html(a) => match &a.output {
                 Some(o) => IoPlan::new().output(Output::Folder(o.clone())),
                 None => IoPlan::new(),

@@ -1,16 +1,31 @@
-//! `swe-eval bench serve`: a bounded load on a running `swe-eval serve` over loopback, with the
-//! mini benchmark's 22 predictions as bodies.
+//! `swe-eval bench serve`: a bounded load on `swe-eval serve` over loopback, with the mini
+//! benchmark's 22 predictions as bodies.
 //!
 //! - `similarity`: `--requests` requests with `execute: false` over `--connections`
 //!   connections: the similarity answered at once (p50, p99, max, requests per second).
 //! - `executed`: the predictions sent once each (one request per prediction, over
 //!   `--connections` connections), then waited for: the immediate answer of an executed request
-//!   (p50, p99) and the time until every verdict is in.
+//!   (p50, p99) and the time until every verdict is in (set beside `swe-eval run`).
+//! - `grpo`: 8 instances x 16 samples drawn with repeats from each instance's predictions,
+//!   sent as one group per instance and waited for; the containers the server started (from
+//!   its `/metrics`) against the distinct (instance, patch) pairs; then `--requests` of the
+//!   same requests again, every one a cache hit (p50, p99).
+//! - `queue`: `--requests` executed requests with distinct patches (a server with `-j 1`
+//!   cannot drain them meanwhile): the immediate answers, 429s with `Retry-After` past the
+//!   server's `--max-queue`, and the server's resident memory (from its `/metrics`).
+//! - `restart`: starts a server itself, sends the predictions twice (the second copy with
+//!   distinct patches), SIGKILLs it with requests done, running and queued, starts it again
+//!   and counts: results per request, jobs run again, what the dead server left on the daemon.
 //!
-//! Start the server yourself (`swe-eval serve -o DIR`), so its flags (-j, images) are yours to
-//! choose and the figures are the server's alone, not this process's start-up.
+//! For the first four, start the server yourself (`swe-eval serve -o DIR`), so its flags (-j,
+//! --max-queue, images) are yours to choose and the figures are the server's alone.
 
+mod modes;
+mod restart;
+
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -19,23 +34,35 @@ use crate::cli::{CliResult, Outcome};
 use crate::serve::{run_load, Client, Load, LoadReport};
 
 /// `swe-eval bench serve`: which load, on which server.
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct Args {
-    /// The server's address.
+    /// The server's address (`restart`: where the servers it starts listen).
     #[arg(long, default_value = "127.0.0.1:8321", value_name = "ADDR:PORT")]
     pub connect: SocketAddr,
-    /// `similarity` (execute: false) or `executed` (each prediction run, then waited for).
+    /// Which load (see `swe-eval bench serve --help`).
     #[arg(long, value_enum, default_value_t = Mode::Similarity)]
     pub mode: Mode,
     /// Connections at once [allowed: 1 to 1024].
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub connections: u32,
-    /// Requests in all, for `similarity` [allowed: 1 to 1000000].
+    /// Requests in all: `similarity`, `queue`, and `grpo`'s cache hits [allowed: 1 to 1000000].
     #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub requests: u32,
-    /// How long `executed` waits for the verdicts, in seconds [allowed: 1 to 86400].
+    /// Requests per second offered, spread over the connections (each request due at its time,
+    /// its latency counted from then); 0: each connection sends as soon as it is answered
+    /// [allowed: 0 to 1000000].
+    #[arg(long, default_value_t = 0.0, value_parser = rate)]
+    pub rate: f64,
+    /// How long the verdicts are waited for, in seconds [allowed: 1 to 86400].
     #[arg(long, default_value_t = 1800, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub wait: u64,
+    /// `restart`: the servers' output folder (their state is OUTPUT/serve); must not hold a
+    /// server's state yet.
+    #[arg(long, short = 'o', default_value = "results/bench-serve-restart")]
+    pub output: PathBuf,
+    /// `restart`: the servers' `-j` [allowed: 1 to 64].
+    #[arg(long, short = 'j', default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub workers: u32,
     /// Also write the figures as JSON here.
     #[arg(long)]
     pub json: Option<std::path::PathBuf>,
@@ -48,22 +75,30 @@ pub enum Mode {
     Similarity,
     /// The 22 mini predictions executed once each.
     Executed,
+    /// 8 instances x 16 samples with repeats: containers against distinct pairs, cache hits.
+    Grpo,
+    /// Many executed requests queued: memory, 429 past --max-queue.
+    Queue,
+    /// SIGKILL with requests queued and running, then a restart (starts its own servers).
+    Restart,
 }
 
-/// What one load measured.
+/// What `similarity` and `executed` measured.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Figures {
     /// `similarity` or `executed`.
     pub mode: &'static str,
     /// Connections at once.
     pub connections: u32,
+    /// Requests per second offered (0: closed loop).
+    pub rate: f64,
     /// Requests sent.
     pub requests: usize,
     /// Answers by HTTP status.
-    pub statuses: std::collections::BTreeMap<u16, usize>,
+    pub statuses: BTreeMap<u16, usize>,
     /// Requests answered per second.
     pub per_sec: f64,
-    /// Latency of the immediate answer, milliseconds: median, 99th percentile, largest.
+    /// The immediate answer's latency, milliseconds: median.
     pub p50_ms: f64,
     /// 99th percentile, milliseconds.
     pub p99_ms: f64,
@@ -77,19 +112,98 @@ pub struct Figures {
 
 /// Runs the load and prints its figures.
 pub fn run(args: Args) -> CliResult {
+    let rt = tokio::runtime::Runtime::new()?;
     let token = std::env::var("SWE_EVAL_TOKEN").ok();
-    let preds: Vec<Value> = crate::mini::PREDICTIONS
+    let preds = mini_predictions()?;
+    let (printed, json, ok) = match args.mode {
+        Mode::Similarity | Mode::Executed => {
+            let f = rt.block_on(simple(&args, token, &preds))?;
+            let ok = f.statuses.keys().all(|s| *s == 200) && f.done.is_none_or(|d| d == f.requests);
+            (simple_line(&f), serde_json::to_value(&f)?, ok)
+        }
+        Mode::Grpo => {
+            let f = rt.block_on(modes::grpo(&args, token, &preds))?;
+            let ok = f.ok();
+            (f.line(), serde_json::to_value(&f)?, ok)
+        }
+        Mode::Queue => {
+            let f = rt.block_on(modes::queue(&args, token, &preds))?;
+            let ok = f.ok();
+            (f.line(), serde_json::to_value(&f)?, ok)
+        }
+        Mode::Restart => {
+            let f = rt.block_on(restart::restart(&args, &preds))?;
+            let ok = f.ok();
+            (f.line(), serde_json::to_value(&f)?, ok)
+        }
+    };
+    println!("{printed}");
+    if let Some(path) = &args.json {
+        crate::fsutil::write_json_atomic(path, &json)?;
+    }
+    Ok(if ok {
+        Outcome::Clean
+    } else {
+        Outcome::WithProblems
+    })
+}
+
+/// The mini benchmark's predictions.
+fn mini_predictions() -> Result<Vec<Value>, serde_json::Error> {
+    crate::mini::PREDICTIONS
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(serde_json::from_str)
-        .collect::<Result<_, _>>()?;
+        .collect()
+}
+
+/// A request's body for prediction `p`.
+fn record(p: &Value, patch: &Value, model: &Value, sample: u64, execute: bool) -> Value {
+    json!({"instance_id": p["instance_id"], "model_patch": patch,
+           "model_name_or_path": model, "sample": sample, "execute": execute})
+}
+
+/// `patch` made distinct by `tag`: ` # tag` at the end of its first added line (the hunk's
+/// line counts stay right, so it still applies where the original does); unchanged when it adds
+/// no line.
+fn variant(patch: &str, tag: &str) -> String {
+    let mut out = String::with_capacity(patch.len() + tag.len() + 3);
+    let mut done = false;
+    for line in patch.split_inclusive('\n') {
+        if !done && line.starts_with('+') && !line.starts_with("+++") {
+            let (text, end) = match line.strip_suffix('\n') {
+                Some(t) => (t, "\n"),
+                None => (line, ""),
+            };
+            out.push_str(text);
+            out.push_str(" # ");
+            out.push_str(tag);
+            out.push_str(end);
+            done = true;
+        } else {
+            out.push_str(line);
+        }
+    }
+    out
+}
+
+async fn simple(
+    args: &Args,
+    token: Option<String>,
+    preds: &[Value],
+) -> Result<Figures, crate::cli::CliError> {
     let execute = args.mode == Mode::Executed;
     let bodies: Vec<Vec<u8>> = preds
         .iter()
         .map(|p| {
-            json!({"instance_id": p["instance_id"], "model_patch": p["model_patch"],
-                   "model_name_or_path": p["model_name_or_path"], "sample": p["sample"],
-                   "execute": execute})
+            let sample = p["sample"].as_u64().unwrap_or(0);
+            record(
+                p,
+                &p["model_patch"],
+                &p["model_name_or_path"],
+                sample,
+                execute,
+            )
             .to_string()
             .into_bytes()
         })
@@ -99,74 +213,94 @@ pub fn run(args: Args) -> CliResult {
     } else {
         args.requests as usize
     };
-    let rt = tokio::runtime::Runtime::new()?;
-    let figures = rt.block_on(async {
-        let load = Load {
-            addr: args.connect,
-            token: token.clone(),
-            connections: args.connections as usize,
-            requests,
-            method: "POST".into(),
-            path: "/v1/evaluations".into(),
-            bodies,
-            keep_bodies: execute,
-        };
-        let t0 = Instant::now();
-        let report = run_load(load).await.map_err(|e| {
-            crate::failure::Failed(format!(
-                "{e} (is `swe-eval serve` listening there? start it first)"
-            ))
-        })?;
-        let (all_done_secs, done) = if execute {
-            let ids = ids_of(&report);
-            let done = wait_all(args.connect, token, &ids, Duration::from_secs(args.wait)).await?;
-            (Some(t0.elapsed().as_secs_f64()), Some(done))
-        } else {
-            (None, None)
-        };
-        let ms = |q: f64| report.latencies.quantile(q).as_secs_f64() * 1000.0;
-        Ok::<_, crate::cli::CliError>(Figures {
-            mode: if execute { "executed" } else { "similarity" },
-            connections: args.connections,
-            requests,
-            statuses: report.by_status.clone(),
-            per_sec: report.rate(),
-            p50_ms: ms(0.5),
-            p99_ms: ms(0.99),
-            max_ms: ms(1.0),
-            all_done_secs,
-            done,
-        })
-    })?;
-    println!(
-        "serve {}: {} requests over {} connections: {:.0} req/s; immediate answer p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; statuses {:?}{}",
-        figures.mode,
-        figures.requests,
-        figures.connections,
-        figures.per_sec,
-        figures.p50_ms,
-        figures.p99_ms,
-        figures.max_ms,
-        figures.statuses,
-        match (figures.done, figures.all_done_secs) {
-            (Some(d), Some(s)) => format!("; {d}/{} verdicts in {s:.1} s", figures.requests),
-            _ => String::new(),
-        }
-    );
-    if let Some(path) = &args.json {
-        crate::fsutil::write_json_atomic(path, &figures)?;
-    }
-    let all_ok = figures.statuses.keys().all(|s| *s == 200)
-        && figures.done.is_none_or(|d| d == figures.requests);
-    Ok(if all_ok {
-        Outcome::Clean
+    let t0 = Instant::now();
+    let report = load(args, token.clone(), requests, bodies, execute).await?;
+    let (all_done_secs, done) = if execute {
+        let ids = ids_of(&report);
+        let done = wait_all(args.connect, token, &ids, Duration::from_secs(args.wait)).await?;
+        (Some(t0.elapsed().as_secs_f64()), Some(done.len()))
     } else {
-        Outcome::WithProblems
+        (None, None)
+    };
+    let (p50_ms, p99_ms, max_ms) = quantiles(&report);
+    Ok(Figures {
+        mode: if execute { "executed" } else { "similarity" },
+        connections: args.connections,
+        rate: args.rate,
+        requests,
+        statuses: report.by_status.clone(),
+        per_sec: report.rate(),
+        p50_ms,
+        p99_ms,
+        max_ms,
+        all_done_secs,
+        done,
     })
 }
 
-/// The evaluation ids in the kept answers (a list answer or one object each).
-fn ids_of(report: &LoadReport) -> Vec<String> {
+fn simple_line(f: &Figures) -> String {
+    format!(
+        "serve {}: {} requests over {} connections{}: {:.0} req/s; immediate answer p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; statuses {:?}{}",
+        f.mode,
+        f.requests,
+        f.connections,
+        offered(f.rate),
+        f.per_sec,
+        f.p50_ms,
+        f.p99_ms,
+        f.max_ms,
+        f.statuses,
+        match (f.done, f.all_done_secs) {
+            (Some(d), Some(s)) => format!("; {d}/{} verdicts in {s:.1} s", f.requests),
+            _ => String::new(),
+        }
+    )
+}
+
+/// ", N req/s offered" for a paced load.
+fn offered(rate: f64) -> String {
+    if rate > 0.0 {
+        format!(", {rate:.0} req/s offered")
+    } else {
+        String::new()
+    }
+}
+
+/// `requests` POSTs of `bodies` (in turn) to `/v1/evaluations` over `--connections`.
+async fn load(
+    args: &Args,
+    token: Option<String>,
+    requests: usize,
+    bodies: Vec<Vec<u8>>,
+    keep_bodies: bool,
+) -> Result<LoadReport, crate::cli::CliError> {
+    let load = Load {
+        addr: args.connect,
+        token,
+        connections: (args.connections as usize).min(requests.max(1)),
+        requests,
+        method: "POST".into(),
+        path: "/v1/evaluations".into(),
+        bodies,
+        keep_bodies,
+        rate: (args.rate > 0.0).then_some(args.rate),
+    };
+    run_load(load).await.map_err(|e| {
+        crate::failure::Failed(format!(
+            "{e} (is `swe-eval serve` listening there? start it first)"
+        ))
+        .into()
+    })
+}
+
+/// Median, 99th percentile and largest latency of `report`, in milliseconds.
+fn quantiles(report: &LoadReport) -> (f64, f64, f64) {
+    let ms = |q: f64| report.latencies.quantile(q).as_secs_f64() * 1000.0;
+    (ms(0.5), ms(0.99), ms(1.0))
+}
+
+/// The answers kept by `report` (a list answer or one object each), in request order.
+fn answers_of(report: &LoadReport) -> Vec<Value> {
     report
         .bodies
         .iter()
@@ -175,20 +309,28 @@ fn ids_of(report: &LoadReport) -> Vec<String> {
             Value::Array(a) => a,
             one => vec![one],
         })
+        .collect()
+}
+
+/// The evaluation ids in the kept answers.
+fn ids_of(report: &LoadReport) -> Vec<String> {
+    answers_of(report)
+        .iter()
         .filter_map(|v| v["id"].as_str().map(str::to_string))
         .collect()
 }
 
-/// Waits up to `limit` for `ids` (long polls of at most 60 s); how many are done.
+/// Waits up to `limit` for `ids` (long polls of at most 60 s); the evaluations done.
 async fn wait_all(
     addr: SocketAddr,
     token: Option<String>,
     ids: &[String],
     limit: Duration,
-) -> Result<usize, crate::cli::CliError> {
+) -> Result<Vec<Value>, crate::cli::CliError> {
     let until = Instant::now() + limit;
     let mut client = Client::connect(addr, token).await.map_err(io)?;
     let mut pending: Vec<String> = ids.to_vec();
+    let mut done = Vec::new();
     while !pending.is_empty() {
         let left = until.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -209,6 +351,7 @@ async fn wait_all(
                 crate::failure::Failed(format!("the server answered {status}: {v}")).into(),
             );
         }
+        done.extend(v["done"].as_array().cloned().unwrap_or_default());
         pending = v["pending"]
             .as_array()
             .map(|a| {
@@ -218,9 +361,80 @@ async fn wait_all(
             })
             .unwrap_or_default();
     }
-    Ok(ids.len() - pending.len())
+    Ok(done)
+}
+
+/// The server's `/metrics`, as (name with labels -> value).
+async fn metrics(
+    addr: SocketAddr,
+    token: Option<String>,
+) -> Result<BTreeMap<String, f64>, crate::cli::CliError> {
+    let mut client = Client::connect(addr, token).await.map_err(io)?;
+    let (status, _, body) = client.request("GET", "/metrics", None).await.map_err(io)?;
+    if status != 200 {
+        return Err(crate::failure::Failed(format!("GET /metrics answered {status}")).into());
+    }
+    Ok(String::from_utf8_lossy(&body)
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let (name, v) = l.rsplit_once(' ')?;
+            Some((name.to_string(), v.parse().ok()?))
+        })
+        .collect())
+}
+
+/// A counter or gauge of `m` (0 when absent).
+fn metric(m: &BTreeMap<String, f64>, name: &str) -> f64 {
+    m.get(name).copied().unwrap_or(0.0)
+}
+
+/// Containers started by the server (its `/metrics`).
+const STARTED: &str = "swe_eval_jobs_total{stage=\"started\"}";
+
+/// The distinct (instance, patch) pairs of `bodies` that run a container (non-empty patch).
+fn distinct_pairs(bodies: &[Value]) -> usize {
+    bodies
+        .iter()
+        .filter(|b| !b["model_patch"].as_str().unwrap_or("").trim().is_empty())
+        .map(|b| (b["instance_id"].to_string(), b["model_patch"].to_string()))
+        .collect::<BTreeSet<_>>()
+        .len()
+}
+
+/// `--rate`: a number of requests per second, 0 to 1,000,000.
+fn rate(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(r) if (0.0..=1e6).contains(&r) => Ok(r),
+        _ => Err(format!(
+            "`{s}` is not a rate from 0 to 1000000 (requests per second)"
+        )),
+    }
 }
 
 fn io(e: crate::serve::ClientError) -> crate::cli::CliError {
     crate::failure::Failed(e.to_string()).into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_variant_differs_only_on_the_first_added_line() {
+        let patch = "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1,2 @@\n a\n+b\n+c\n";
+        let v = variant(patch, "7");
+        assert_eq!(
+            v,
+            "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1,2 @@\n a\n+b # 7\n+c\n"
+        );
+        assert_ne!(variant(patch, "8"), v);
+        assert_eq!(variant("", "7"), "");
+        let preds = mini_predictions().unwrap();
+        let bodies: Vec<Value> = preds
+            .iter()
+            .map(|p| record(p, &p["model_patch"], &json!("m"), 0, true))
+            .collect();
+        assert_eq!(distinct_pairs(&bodies), 21, "22 predictions, one empty");
+    }
 }
