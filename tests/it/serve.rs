@@ -611,8 +611,79 @@ fn a_token_a_full_queue_and_an_expired_deadline_through_the_binary() {
         again["cached"], false,
         "a masked result is never cached: {again}"
     );
+
+    // Broken bodies through the live binary: never a 5xx, always a JSON error, still serving.
+    for (k, (method, path, body)) in mangled_bodies(&tasks[1].id, 48).iter().enumerate() {
+        let (status, _, e) = rt.block_on(async {
+            let mut c = Client::connect(addr, Some(token.to_string()))
+                .await
+                .unwrap();
+            c.request(method, path, Some(body)).await.unwrap()
+        });
+        let shown = String::from_utf8_lossy(body);
+        assert!(
+            status < 500,
+            "{status} for body {k} {method} {path}: {shown}"
+        );
+        if status != 200 {
+            let e: Value = serde_json::from_slice(&e)
+                .unwrap_or_else(|_| panic!("{status} without a JSON error for body {k}: {shown}"));
+            assert!(e["code"].is_string() && e["message"].is_string(), "{e}");
+        }
+    }
+    assert_eq!(
+        call_as(&rt, addr, Some(token), "GET", "/v1/health", None).0,
+        200
+    );
     assert_eq!(server.stop(), Some(0));
     assert_eq!(owned_by(None, pid), Vec::<String>::new());
+}
+
+/// `n` request bodies made by breaking valid ones (bytes changed, cut, doubled, or deleted at
+/// places a fixed-seed generator picks), each with its method and path. The valid ones ask for
+/// the similarity alone of `instance`, so no body runs a job.
+fn mangled_bodies(instance: &str, n: usize) -> Vec<(&'static str, &'static str, Vec<u8>)> {
+    let valid = [
+        json!({"instance_id": instance, "model_patch": "diff --git a/x b/x\n", "execute": false,
+               "sample": 3, "deadline_s": 1}),
+        json!([{"instance_id": instance, "model_patch": "", "execute": false}]),
+        json!({"ids": ["e1", "e2"], "timeout_s": 0}),
+    ];
+    let targets = [
+        ("POST", "/v1/evaluations"),
+        ("POST", "/v1/evaluations/wait"),
+        ("PUT", "/v1/evaluations"),
+        ("POST", "/v1/evaluations/e1?wait=x"),
+    ];
+    let mut seed: u64 = 0x5e5e_2026_1201;
+    let mut next = |below: usize| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((seed >> 33) % below.max(1) as u64) as usize
+    };
+    (0..n)
+        .map(|_| {
+            let mut b = valid[next(valid.len())].to_string().into_bytes();
+            for _ in 0..1 + next(4) {
+                let at = next(b.len() + 1);
+                match next(4) {
+                    0 if at < b.len() => b[at] = next(256) as u8,
+                    1 => b.truncate(at),
+                    2 => {
+                        let tail = b[at..].to_vec();
+                        b.extend(tail);
+                    }
+                    _ if at < b.len() => {
+                        b.remove(at);
+                    }
+                    _ => b.push(b'}'),
+                }
+            }
+            let (method, path) = targets[next(targets.len())];
+            (method, path, b)
+        })
+        .collect()
 }
 
 #[test]
