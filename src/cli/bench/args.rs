@@ -37,8 +37,7 @@ pub enum Target {
     Base(base::Args),
     /// Writing a run's report.html and opening it in headless chromium.
     Html(html::Args),
-    /// A bounded load on `swe-eval serve` over loopback (similarity, executed, grpo, queue,
-    /// restart).
+    /// Loads on `swe-eval serve` over loopback: similarity, executed, grpo, queue, restart.
     Serve(serve::Args),
 }
 

@@ -39,7 +39,8 @@ pub struct Args {
     /// The server's address (`restart`: where the servers it starts listen).
     #[arg(long, default_value = "127.0.0.1:8321", value_name = "ADDR:PORT")]
     pub connect: SocketAddr,
-    /// Which load (see `swe-eval bench serve --help`).
+    /// The load to make. All but `restart` need a server started by hand (`swe-eval serve`);
+    /// `restart` starts its own.
     #[arg(long, value_enum, default_value_t = Mode::Similarity)]
     pub mode: Mode,
     /// Connections at once [allowed: 1 to 1024].
