@@ -200,6 +200,24 @@ fn images_of_a_run_killed_outright_are_removed_by_the_next_run() {
         return;
     }
     let _turn = crate::common::mini_images_turn();
+    // The run must build the instance image itself: one kept on the daemon by an earlier run at
+    // cache level `instance` (another test, a user's run) would be reused and nothing made.
+    // Under the mini images' turn no other test of this process uses it.
+    let kept = tasks::docker(
+        None,
+        &[
+            "images",
+            "--filter",
+            "reference=swe-eval.eval.*.swe-eval-mini__intervals-2",
+            "--format",
+            "{{.Repository}}:{{.Tag}}",
+        ],
+    )
+    .expect("docker images");
+    for image in String::from_utf8_lossy(&kept.stdout).lines() {
+        let removed = tasks::docker(None, &["rmi", image]).is_some_and(|o| o.status.success());
+        assert!(removed, "{image}: kept on the daemon and cannot be removed");
+    }
     let dir = tasks::TestDir::new();
     let bench = mini::materialize(&dir.path().join("mini")).unwrap();
     let out = dir.path().join("out");
