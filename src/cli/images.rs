@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use super::args::{DatasetArgs, ImageSources, Reachable};
 use super::render;
 use super::{CliError, CliResult, NothingComputable};
-use crate::engine::DockerEngine;
+use crate::engine::{self, AnyEngine, EngineChoice, EngineKind};
 use crate::images::{self, Disk, InstanceNames, LayerState, ListedLayer, Listing};
 use crate::orchestrate::{self, outcome, ImageSet, Selected, Source, Troubles};
 
@@ -28,7 +28,10 @@ Examples:
   swe-eval images import set.tar.zst
 
 Every action takes the dataset flags of `run` (-d, --split, -i, --reachable, --flavour, --mirrors,
---repo, --namespace); with no --dataset it works on the bundled mini benchmark.")]
+--repo, --namespace, --ca-cert) and its --engine (docker, podman, or swarm: the cluster's
+manager); with no --dataset it works on the bundled mini benchmark. Images built with --ca-cert
+have other names than without (only whether a bundle is given counts): list, prune and export
+say when an image is the selection's recipe built the other way, and prune keeps it.")]
 pub struct Args {
     /// What to do.
     #[command(subcommand)]
@@ -46,11 +49,21 @@ pub enum Action {
     /// by an older recipe or layout is (names carry content hashes).
     #[command(visible_alias = "check")]
     List(ListArgs),
-    /// Remove the images the selection does not use; never one a live run holds.
+    /// Remove images and compiler caches the selection does not use, sparing what live runs
+    /// hold.
     ///
     /// Removes this tool's images that no selected instance uses: stale ones and those of
     /// instances not selected (-i narrows what is kept). An image a live run holds or a
-    /// container uses stays. Refuses while an instance's images cannot be named.
+    /// container uses stays, and so does a selected instance's image of the current recipe
+    /// built with the CA bundle the other way (--ca-cert given or not): a run with that
+    /// setting uses it. Refuses while an instance's images cannot be named.
+    ///
+    /// The compiler cache volumes (`swe-eval-ccache.<owner__name>.<hash>`, one per repository
+    /// and environment whose instance builds compile) go by the same rule, by default: those
+    /// no selected instance's build mounts (other repositories, environments of an older
+    /// recipe) are caches nothing selected can use, and can take gigabytes; a build that needs
+    /// one again starts it empty. A volume a container uses (a build compiling now) or whose
+    /// environment image a live run holds stays. --keep-volumes leaves them all.
     Prune(PruneArgs),
     /// Push the selection's images to a registry (`HOST:PORT/<name>`).
     Push(RegistryArgs),
@@ -77,6 +90,36 @@ pub struct Selection {
     /// Where images and repositories come from.
     #[command(flatten)]
     pub sources: ImageSources,
+    /// Which engine holds the images.
+    #[command(flatten)]
+    pub engine: Where,
+}
+
+/// Which engine's images `swe-eval images` works on.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Where {
+    /// The engine whose images these are, as `run --engine` names it: docker (the daemon at
+    /// DOCKER_HOST), podman (its Docker-compatible service), or swarm (the cluster's manager
+    /// at DOCKER_HOST: a Swarm run builds and finds its images there, and pushes them to its
+    /// --registry for the other nodes).
+    #[arg(
+        long = "engine",
+        value_enum,
+        default_value = "docker",
+        hide_possible_values = true
+    )]
+    pub kind: EngineKind,
+}
+
+impl Where {
+    /// The engine, connected.
+    async fn connect(&self) -> Result<AnyEngine, CliError> {
+        let choice = EngineChoice {
+            kind: self.kind,
+            registry: None,
+        };
+        Ok(engine::connect(&choice).await?)
+    }
 }
 
 /// `images build`.
@@ -116,6 +159,9 @@ pub struct PruneArgs {
     /// Say what would be removed, remove nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Leave the compiler cache volumes alone: remove images only.
+    #[arg(long)]
+    pub keep_volumes: bool,
 }
 
 /// `images push` and `images pull`.
@@ -145,6 +191,9 @@ pub struct ExportArgs {
 pub struct ImportArgs {
     /// The archive to load (`.tar` or `.tar.zst`, as `export` writes it).
     pub archive: PathBuf,
+    /// Which engine loads it.
+    #[command(flatten)]
+    pub engine: Where,
 }
 
 impl Args {
@@ -235,7 +284,7 @@ struct Inventory {
     set: ImageSet,
     names: Vec<InstanceNames>,
     problems: usize,
-    engine: DockerEngine,
+    engine: AnyEngine,
     listing: Listing,
 }
 
@@ -247,9 +296,8 @@ async fn inventory(s: &Selection) -> Result<Inventory, CliError> {
         problems,
         ..
     } = selection(s, scratch.path(), None)?;
-    let engine = DockerEngine::connect().await?;
-    let names = orchestrate::image_names(&set, &opts).await;
-    let listing = images::list(&engine, &names).await?;
+    let engine = s.engine.connect().await?;
+    let (names, listing) = orchestrate::list_images(&engine, &set, &opts).await?;
     Ok(Inventory {
         _scratch: scratch,
         set,
@@ -269,7 +317,7 @@ async fn build(mut a: BuildArgs) -> CliResult {
         ..
     } = selection(&a.selection, &a.output, a.build_jobs)?;
     let problems = problems.len();
-    let engine = Arc::new(DockerEngine::connect().await?);
+    let engine = Arc::new(a.selection.engine.connect().await?);
     let (events, rx) = mpsc::unbounded_channel();
     let (interrupts, irx) = mpsc::unbounded_channel();
     let shown = tokio::spawn(render::render(rx, interrupts));
@@ -340,6 +388,16 @@ fn print_table(l: &Listing) {
         }
         println!("{}", line.trim_end());
         for layer in &i.layers {
+            if let Some(o) = &layer.other_ca {
+                println!(
+                    "    {}: built {}: {}; {}",
+                    layer.layer.as_str(),
+                    with_or_without(o.built_with_ca_cert),
+                    o.image,
+                    use_it(o.built_with_ca_cert)
+                );
+                continue;
+            }
             match &layer.state {
                 LayerState::Unknown { reason } => {
                     println!("    {}: cannot be named: {reason}", layer.layer.as_str())
@@ -380,13 +438,35 @@ fn print_summary(l: &Listing, disk: Option<&Disk>) {
         l.ready(),
         parts.join("; ")
     );
-    let stale = l.unused.iter().filter(|u| !u.stale_for.is_empty()).count();
+    let other_ca = l.unused.iter().find_map(|u| u.other_ca.as_ref());
+    let kept = l.unused.iter().filter(|u| u.other_ca.is_some()).count();
+    let stale = (l.unused.iter())
+        .filter(|u| !u.stale_for.is_empty() && u.other_ca.is_none())
+        .count();
+    let (of_ca, but) = match other_ca {
+        Some(o) => (
+            format!(
+                "{kept} of the selection's recipe built {}, ",
+                with_or_without(o.built_with_ca_cert)
+            ),
+            format!(" but those {kept}"),
+        ),
+        None => (String::new(), String::new()),
+    };
     println!(
         "{} image(s) of the selection present; {} image(s) of swe-eval it does not use ({stale} stale, \
-         the others of instances not selected); `swe-eval images prune` removes those",
+         {of_ca}the others of instances not selected); `swe-eval images prune` removes those{but}",
         l.used.len(),
         l.unused.len()
     );
+    if let Some(o) = other_ca {
+        println!(
+            "{} instance(s) ready with the images built {}: {}",
+            l.ready_with_other_ca(),
+            with_or_without(o.built_with_ca_cert),
+            use_it(o.built_with_ca_cert)
+        );
+    }
     if let Some(d) = disk {
         println!(
             "disk: {} for the selection's images (each layer once); {} more that prune would free",
@@ -398,29 +478,17 @@ fn print_summary(l: &Listing, disk: Option<&Disk>) {
 
 async fn prune(a: PruneArgs) -> CliResult {
     let Inventory {
+        names,
         problems,
         engine,
         listing,
         ..
     } = inventory(&a.selection).await?;
-    // An instance whose images cannot be named keeps every image built for it.
-    let unknown = listing
-        .instances
-        .iter()
-        .filter(|i| {
-            i.layers
-                .iter()
-                .any(|l| matches!(l.state, LayerState::Unknown { .. }))
-        })
-        .count();
-    if unknown > 0 {
-        return Err(format!(
-            "the images of {unknown} selected instance(s) cannot be named (see `swe-eval images list`): \
-             pruning now could remove them; give their repositories (--mirrors, --repo) first"
-        )
-        .into());
-    }
-    let report = images::prune(&engine, &listing, a.dry_run).await;
+    let opts = images::PruneOptions {
+        dry_run: a.dry_run,
+        keep_volumes: a.keep_volumes,
+    };
+    let report = images::prune(&engine, &names, &listing, opts).await?;
     let (verb, done) = if a.dry_run {
         ("would remove", "would be removed")
     } else {
@@ -438,22 +506,54 @@ async fn prune(a: PruneArgs) -> CliResult {
     for image in &report.in_use {
         println!("kept {image}: a container uses it");
     }
-    let errors: Vec<String> = report
-        .errors
-        .iter()
+    for (image, built_with) in &report.other_ca {
+        println!(
+            "kept {image}: the selection's recipe built {} (a run {} uses it)",
+            with_or_without(*built_with),
+            if *built_with {
+                "given --ca-cert"
+            } else {
+                "without --ca-cert"
+            }
+        );
+    }
+    let v = &report.volumes;
+    for r in &v.removed {
+        println!("{verb} volume {r}");
+    }
+    for (volume, holder) in &v.held {
+        println!("kept volume {volume}: the live run {holder} holds its environment");
+    }
+    for volume in &v.in_use {
+        println!("kept volume {volume}: a container uses it");
+    }
+    let errors: Vec<String> = (report.errors.iter())
         .chain(&report.swept.errors)
-        .map(|(image, e)| format!("{image} not removed: {e}"))
+        .chain(&v.errors)
+        .map(|(what, e)| format!("{what} not removed: {e}"))
         .collect();
     super::print_problems("warning: ", &errors);
+    let other_ca = match report.other_ca.len() {
+        0 => String::new(),
+        n => format!(" and {n} of its recipe built with the CA bundle the other way"),
+    };
     println!(
-        "{} image(s) {done}; {} kept for live runs or containers; the selection's {} image(s) kept",
+        "{} image(s) {done}; {} kept for live runs or containers; the selection's {} image(s){other_ca} kept",
         report.removed.len() + report.swept.removed.len(),
         report.held.len() + report.in_use.len(),
         listing.used.len()
     );
+    if !a.keep_volumes {
+        println!(
+            "{} compiler cache volume(s) {done}; {} kept for live runs or containers; the selection's {} kept",
+            v.removed.len(),
+            v.held.len() + v.in_use.len(),
+            v.used.len()
+        );
+    }
     Ok(outcome(&Troubles {
         input_problems: problems,
-        run_problems: report.errors.len() + report.swept.errors.len(),
+        run_problems: errors.len(),
         ..Default::default()
     }))
 }
@@ -503,8 +603,17 @@ async fn export(a: ExportArgs) -> CliResult {
     } = inventory(&a.selection).await?;
     let missing = listing.instances.len() - listing.ready();
     if missing > 0 {
+        let other = listing.ready_with_other_ca();
+        let hint = match listing.unused.iter().find_map(|u| u.other_ca.as_ref()) {
+            Some(o) if other > 0 => format!(
+                "; {other} of them have images built {}: {}",
+                with_or_without(o.built_with_ca_cert),
+                use_it(o.built_with_ca_cert)
+            ),
+            _ => String::new(),
+        };
         eprintln!(
-            "warning: {missing} selected instance(s) have no image to export (`swe-eval images list` names them)"
+            "warning: {missing} selected instance(s) have no image to export (`swe-eval images list` names them){hint}"
         );
     }
     let report = images::export_images(&engine, &listing.used, &a.output).await?;
@@ -524,7 +633,7 @@ async fn export(a: ExportArgs) -> CliResult {
 }
 
 async fn import(a: ImportArgs) -> CliResult {
-    let engine = DockerEngine::connect().await?;
+    let engine = a.engine.connect().await?;
     let report = images::import_images(&engine, &a.archive).await?;
     println!(
         "loaded {} image(s) from {} ({}) in {:.1} s",
@@ -534,6 +643,24 @@ async fn import(a: ImportArgs) -> CliResult {
         report.took.as_secs_f64()
     );
     Ok(outcome(&Troubles::default()))
+}
+
+/// How an image of the selection's recipe but for the CA bundle was built.
+fn with_or_without(built_with_ca_cert: bool) -> &'static str {
+    if built_with_ca_cert {
+        "with a CA bundle (--ca-cert), which this command was not given"
+    } else {
+        "without the CA bundle (--ca-cert) this command was given"
+    }
+}
+
+/// What to do to use an image built with the CA bundle the other way.
+fn use_it(built_with_ca_cert: bool) -> &'static str {
+    if built_with_ca_cert {
+        "run, list or export with --ca-cert (any bundle: only whether there is one counts) to use it"
+    } else {
+        "run, list or export without --ca-cert to use it"
+    }
 }
 
 /// `1.2 GB`, `340.5 MB`, `12.0 kB` (powers of 1000).

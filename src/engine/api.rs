@@ -255,7 +255,8 @@ pub trait Engine: Send + Sync + 'static {
             })
         }
     }
-    /// Removes the named volume `name` (absent: no error; in use: an error).
+    /// Removes the named volume `name` (absent: no error; one a container uses:
+    /// [`EngineError::VolumeInUse`]).
     fn remove_volume(&self, name: &str) -> impl Future<Output = Result<(), EngineError>> + Send {
         let _ = name;
         async {

@@ -1082,6 +1082,10 @@ impl Engine for DockerEngine {
         {
             Ok(()) => Ok(()),
             Err(e) if status_of(&e) == Some(404) => Ok(()),
+            Err(e) if status_of(&e) == Some(409) => Err(EngineError::VolumeInUse {
+                name: name.to_string(),
+                message: e.to_string(),
+            }),
             Err(e) => Err(EngineError::Remove {
                 name: format!("volume {name}"),
                 message: e.to_string(),

@@ -77,6 +77,15 @@ pub enum EngineError {
         /// What went wrong, usually the daemon's error message.
         message: String,
     },
+    /// Removal refused: a container (a build that mounts it, or any container created with
+    /// it, running or not) still uses the volume.
+    #[error("volume {name} is in use by a container: {message}")]
+    VolumeInUse {
+        /// The volume whose removal was refused.
+        name: String,
+        /// What went wrong, usually the daemon's error message.
+        message: String,
+    },
     #[error("container create {name} failed: {message}")]
     /// Creating a container (or, on Swarm, a service or config) failed.
     Create {

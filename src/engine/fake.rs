@@ -62,6 +62,8 @@ pub enum Call {
     CreateHold(String),
     /// [`Engine::list_images`] with these labels.
     ListImages(BTreeMap<String, String>),
+    /// [`Engine::remove_volume`] of this volume.
+    RemoveVolume(String),
 }
 
 /// A job script: given the job, what it produced (or which engine error it met).
@@ -93,6 +95,10 @@ struct State {
     holds: BTreeMap<String, String>,
     /// Holds created so far: each gets a new id, whatever was removed since.
     holds_made: usize,
+    /// Named volumes and their labels.
+    volumes: BTreeMap<String, BTreeMap<String, String>>,
+    /// Volumes a container uses (their removal is refused).
+    volumes_in_use: BTreeSet<String>,
     delay: Duration,
     /// Prepares ahead like the Docker engine: waits at the job's gate before "starting".
     ahead: bool,
@@ -239,6 +245,30 @@ impl FakeEngine {
         self
     }
 
+    /// Makes the named volume `name`, labelled `labels`, exist.
+    pub fn add_volume(&self, name: &str, labels: BTreeMap<String, String>) -> &Self {
+        self.lock().volumes.insert(name.into(), labels);
+        self
+    }
+
+    /// Pretends a container uses volume `name`: removing it is refused until
+    /// [`FakeEngine::release_volume`].
+    pub fn use_volume(&self, name: &str) -> &Self {
+        self.lock().volumes_in_use.insert(name.into());
+        self
+    }
+
+    /// The container that used volume `name` is gone.
+    pub fn release_volume(&self, name: &str) -> &Self {
+        self.lock().volumes_in_use.remove(name);
+        self
+    }
+
+    /// Named volumes present now.
+    pub fn volumes(&self) -> Vec<String> {
+        self.lock().volumes.keys().cloned().collect()
+    }
+
     /// Every call made so far, in order.
     pub fn calls(&self) -> Vec<Call> {
         self.lock().calls.clone()
@@ -262,6 +292,22 @@ impl FakeEngine {
 fn has_labels(have: &BTreeMap<String, String>, want: &BTreeMap<String, String>) -> bool {
     want.iter()
         .all(|(k, v)| have.get(k).is_some_and(|h| v.is_empty() || h == v))
+}
+
+/// The objects of `all` (name -> labels) carrying `want`, as resources named and known by
+/// their name.
+fn labelled(
+    all: &BTreeMap<String, BTreeMap<String, String>>,
+    want: &BTreeMap<String, String>,
+) -> Vec<Resource> {
+    all.iter()
+        .filter(|(_, l)| has_labels(l, want))
+        .map(|(name, l)| Resource {
+            id: name.clone(),
+            name: name.clone(),
+            labels: l.clone(),
+        })
+        .collect()
 }
 
 impl Engine for FakeEngine {
@@ -492,15 +538,27 @@ impl Engine for FakeEngine {
     ) -> Result<Vec<Resource>, EngineError> {
         let mut s = self.lock();
         s.calls.push(Call::ListImages(labels.clone()));
-        Ok(s.images
-            .iter()
-            .filter(|(_, l)| has_labels(l, &labels))
-            .map(|(name, l)| Resource {
-                id: name.clone(),
-                name: name.clone(),
-                labels: l.clone(),
-            })
-            .collect())
+        Ok(labelled(&s.images, &labels))
+    }
+
+    async fn remove_volume(&self, name: &str) -> Result<(), EngineError> {
+        let mut s = self.lock();
+        s.calls.push(Call::RemoveVolume(name.into()));
+        if s.volumes_in_use.contains(name) {
+            return Err(EngineError::VolumeInUse {
+                name: name.into(),
+                message: "volume is in use".into(),
+            });
+        }
+        s.volumes.remove(name);
+        Ok(())
+    }
+
+    async fn list_volumes(
+        &self,
+        labels: BTreeMap<String, String>,
+    ) -> Result<Vec<Resource>, EngineError> {
+        Ok(labelled(&self.lock().volumes, &labels))
     }
 }
 

@@ -85,6 +85,30 @@ pub struct LayerStatus {
     /// Whether it is there.
     #[serde(flatten)]
     pub state: LayerState,
+    /// When it is not: the image of this layer under the same recipe but for the CA bundle
+    /// (`--ca-cert`), when the daemon has it ([`mark_other_ca`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub other_ca: Option<OtherCa>,
+}
+
+/// An image that is a layer's current recipe but for the CA bundle (`--ca-cert`): a run
+/// with the other setting made it, and uses it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OtherCa {
+    /// The image.
+    pub image: String,
+    /// True when it was built with a CA bundle (the listing was given none); false when
+    /// without (the listing was given one).
+    pub built_with_ca_cert: bool,
+}
+
+/// The selected instances an unused image is the recipe of, but for the CA bundle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OtherCaUse {
+    /// True when it was built with a CA bundle (the listing was given none).
+    pub built_with_ca_cert: bool,
+    /// The instances.
+    pub instances: Vec<String>,
 }
 
 /// The layers of one instance.
@@ -124,6 +148,10 @@ pub struct UnusedImage {
     /// their layers); empty for images of instances that are not selected, or of nothing
     /// known.
     pub stale_for: Vec<String>,
+    /// When it is a selected instance's image under the current recipe but for the CA
+    /// bundle ([`mark_other_ca`]): which instances, and how it was built.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub other_ca: Option<OtherCaUse>,
 }
 
 /// A selection's images on a daemon.
@@ -149,6 +177,79 @@ impl Listing {
     /// Instances whose jobs can start without a build.
     pub fn ready(&self) -> usize {
         self.instances.iter().filter(|i| i.ready).count()
+    }
+
+    /// Instances that are not ready but whose instance image is there under the same recipe
+    /// with the CA bundle the other way ([`mark_other_ca`]): ready for a run given the other
+    /// `--ca-cert` setting.
+    pub fn ready_with_other_ca(&self) -> usize {
+        self.instances
+            .iter()
+            .filter(|i| {
+                !i.ready
+                    && i.layers
+                        .iter()
+                        .any(|l| l.layer == ListedLayer::Instance && l.other_ca.is_some())
+            })
+            .count()
+    }
+}
+
+/// Marks in `listing` the images that are the selection's recipe but for the CA bundle
+/// (`--ca-cert`): `other` names selected instances' images under the current recipes with the
+/// CA bundle the other way, `built_with_ca_cert` whether those names have one. Each of those
+/// images on the daemon (among the listing's unused images: its environment, history chain
+/// and instance image) gets [`UnusedImage::other_ca`]; a layer that is not present gets
+/// [`LayerStatus::other_ca`] when its image is one of them. Names the bundle does not change
+/// (the base, the official flavour) are the listing's own and mark nothing.
+pub fn mark_other_ca(listing: &mut Listing, other: &[InstanceNames], built_with_ca_cert: bool) {
+    let by_id: BTreeMap<&str, &InstanceNames> =
+        other.iter().map(|n| (n.instance_id.as_str(), n)).collect();
+    let Listing {
+        instances, unused, ..
+    } = listing;
+    let at: BTreeMap<String, usize> = (unused.iter().enumerate())
+        .map(|(i, u)| (u.name.clone(), i))
+        .collect();
+    for inst in instances.iter_mut() {
+        let Some(n) = by_id.get(inst.instance_id.as_str()) else {
+            continue;
+        };
+        for name in n.all() {
+            let Some(&i) = at.get(name) else {
+                continue;
+            };
+            let usage = unused[i].other_ca.get_or_insert_with(|| OtherCaUse {
+                built_with_ca_cert,
+                instances: Vec::new(),
+            });
+            if usage.instances.last() != Some(&inst.instance_id) {
+                usage.instances.push(inst.instance_id.clone());
+            }
+        }
+        for layer in &mut inst.layers {
+            if matches!(
+                layer.state,
+                LayerState::Present | LayerState::Unknown { .. }
+            ) {
+                continue;
+            }
+            let own = match layer.layer {
+                ListedLayer::Env => n.env.as_ref(),
+                ListedLayer::History => match &n.history {
+                    Some(Ok(chain)) => chain.last(),
+                    _ => None,
+                },
+                ListedLayer::Instance => n.instance.as_ref().and_then(|r| r.as_ref().ok()),
+                ListedLayer::Prebuilt | ListedLayer::Base => None,
+            };
+            if let Some(own) = own.filter(|o| at.contains_key(*o)) {
+                layer.other_ca = Some(OtherCa {
+                    image: own.clone(),
+                    built_with_ca_cert,
+                });
+            }
+        }
     }
 }
 
@@ -301,6 +402,7 @@ pub fn classify(names: &[InstanceNames], found: &[Resource]) -> Listing {
                 layer: ListedLayer::Prebuilt,
                 image: Some(p.clone()),
                 state,
+                other_ca: None,
             });
         }
         if let Some(first) = n.base.first() {
@@ -312,6 +414,7 @@ pub fn classify(names: &[InstanceNames], found: &[Resource]) -> Listing {
                 layer: ListedLayer::Base,
                 image: Some(first.clone()),
                 state,
+                other_ca: None,
             });
         }
         if let Some(env) = &n.env {
@@ -325,6 +428,7 @@ pub fn classify(names: &[InstanceNames], found: &[Resource]) -> Listing {
                 layer: ListedLayer::Env,
                 image: Some(env.clone()),
                 state,
+                other_ca: None,
             });
         }
         match &n.history {
@@ -336,6 +440,7 @@ pub fn classify(names: &[InstanceNames], found: &[Resource]) -> Listing {
                     layer: ListedLayer::History,
                     image: Some(own.clone()),
                     state,
+                    other_ca: None,
                 });
             }
             Some(Err(reason)) => layers.push(LayerStatus {
@@ -344,6 +449,7 @@ pub fn classify(names: &[InstanceNames], found: &[Resource]) -> Listing {
                 state: LayerState::Unknown {
                     reason: reason.clone(),
                 },
+                other_ca: None,
             }),
         }
         match &n.instance {
@@ -356,6 +462,7 @@ pub fn classify(names: &[InstanceNames], found: &[Resource]) -> Listing {
                     layer: ListedLayer::Instance,
                     image: Some(image.clone()),
                     state,
+                    other_ca: None,
                 });
             }
             Some(Err(reason)) => {
@@ -367,6 +474,7 @@ pub fn classify(names: &[InstanceNames], found: &[Resource]) -> Listing {
                     state: LayerState::Unknown {
                         reason: reason.clone(),
                     },
+                    other_ca: None,
                 })
             }
         }
@@ -397,6 +505,7 @@ pub fn classify(names: &[InstanceNames], found: &[Resource]) -> Listing {
                 .get(&r.name)
                 .map(|s| s.iter().cloned().collect())
                 .unwrap_or_default(),
+            other_ca: None,
         })
         .collect();
     unused.sort_by(|a, b| a.name.cmp(&b.name));
@@ -528,6 +637,7 @@ mod tests {
                 Ok(_) => Ok(instance.to_string()),
                 Err(e) => Err(e.to_string()),
             }),
+            compiler_cache: None,
         }
     }
 
@@ -723,5 +833,106 @@ mod tests {
         assert_eq!(total, 100 + 50 + 7 + 7);
         let only_env: u64 = layer_bytes([&env]).values().sum();
         assert_eq!(only_env, 150);
+    }
+
+    #[test]
+    fn images_of_the_recipe_with_the_ca_bundle_the_other_way_are_told_from_older_ones() {
+        let names = [
+            debian("o__r-1", Ok(&["h:root", "h:one"]), "e.o__r-1:new"),
+            debian("o__r-2", Ok(&["h:root", "h:two"]), "e.o__r-2:new"),
+        ];
+        // The same recipe with a CA bundle: another environment, so other history and
+        // instance names.
+        let with_ca = |n: &InstanceNames, own: &str, inst: &str| InstanceNames {
+            env: Some("swe-eval.env.py.bookworm.x86_64.envca:latest".into()),
+            history: Some(Ok(vec!["h:rootca".into(), own.into()])),
+            instance: Some(Ok(inst.into())),
+            ..n.clone()
+        };
+        let other = [
+            with_ca(&names[0], "h:oneca", "e.o__r-1:ca"),
+            with_ca(&names[1], "h:twoca", "e.o__r-2:ca"),
+        ];
+        let env = |name: &str| image(name, &[(LABEL_LAYER, "env"), (LABEL_REPO, "o/r")]);
+        let inst =
+            |name: &str, id: &str| image(name, &[(LABEL_LAYER, "instance"), (LABEL_INSTANCE, id)]);
+        let found = [
+            image(
+                "swe-eval/base.debian-bookworm:new",
+                &[(LABEL_LAYER, "base")],
+            ),
+            env("swe-eval.env.py.bookworm.x86_64.envca:latest"),
+            env("swe-eval.env.py.bookworm.x86_64.envold:latest"),
+            image("h:rootca", &[(LABEL_LAYER, "instance")]),
+            image("h:oneca", &[(LABEL_LAYER, "instance")]),
+            // Instance 1 was built with the bundle; instance 2 only by an older recipe.
+            inst("e.o__r-1:ca", "o__r-1"),
+            inst("e.o__r-2:old", "o__r-2"),
+        ];
+        let mut l = classify(&names, &found);
+        assert_eq!((l.ready(), l.ready_with_other_ca()), (0, 0));
+        mark_other_ca(&mut l, &other, true);
+        let marks = |i: usize| -> Vec<(&str, Option<&str>)> {
+            l.instances[i]
+                .layers
+                .iter()
+                .map(|s| {
+                    let o = s.other_ca.as_ref();
+                    assert!(o.is_none_or(|o| o.built_with_ca_cert));
+                    (s.layer.as_str(), o.map(|o| o.image.as_str()))
+                })
+                .collect()
+        };
+        let envca = Some("swe-eval.env.py.bookworm.x86_64.envca:latest");
+        assert_eq!(
+            marks(0),
+            [
+                ("base", None),
+                ("env", envca),
+                ("history", Some("h:oneca")),
+                ("instance", Some("e.o__r-1:ca"))
+            ]
+        );
+        assert_eq!(
+            marks(1),
+            [
+                ("base", None),
+                ("env", envca),
+                ("history", None),
+                ("instance", None)
+            ]
+        );
+        // The states stay what they are under the listing's recipe.
+        assert_eq!(l.instances[0].layers[3].state.as_str(), "stale");
+        assert_eq!((l.ready(), l.ready_with_other_ca()), (0, 1));
+        let uses: Vec<(&str, Vec<&str>)> = l
+            .unused
+            .iter()
+            .map(|u| {
+                let ids = u.other_ca.as_ref().map(|o| &o.instances[..]).unwrap_or(&[]);
+                (u.name.as_str(), ids.iter().map(String::as_str).collect())
+            })
+            .collect();
+        assert_eq!(
+            uses,
+            [
+                ("e.o__r-1:ca", vec!["o__r-1"]),
+                ("e.o__r-2:old", vec![]),
+                ("h:oneca", vec!["o__r-1"]),
+                ("h:rootca", vec!["o__r-1", "o__r-2"]),
+                (
+                    "swe-eval.env.py.bookworm.x86_64.envca:latest",
+                    vec!["o__r-1", "o__r-2"]
+                ),
+                ("swe-eval.env.py.bookworm.x86_64.envold:latest", vec![]),
+            ]
+        );
+        let json = serde_json::to_value(&l.instances[0].layers[1]).unwrap();
+        assert_eq!(json["state"], "stale");
+        assert_eq!(json["other_ca"]["built_with_ca_cert"], true);
+        assert!(serde_json::to_value(&l.instances[0].layers[0])
+            .unwrap()
+            .get("other_ca")
+            .is_none());
     }
 }

@@ -14,7 +14,8 @@
 //!
 //! A selection's images as a set (`swe-eval images`): the names the current recipes give them
 //! (`selection`), the daemon's images measured against those names (`inventory`: present,
-//! stale, missing, unused, their disk), removed when unused (`prune`), written to and loaded
+//! stale, missing, unused, their disk), removed when unused with the compiler cache volumes
+//! no selected build mounts (`prune`), written to and loaded
 //! from one archive (`archive`), pushed and pulled through a registry (`transfer`).
 
 mod archive;
@@ -55,8 +56,9 @@ pub use hold::{
     hold_labels, reap_dead as reap_dead_holds, release as release_holds, Holding, LABEL_REMOVES,
 };
 pub use inventory::{
-    classify, disk, layer_bytes, list, Disk, InstanceStatus, LayerCounts, LayerState, LayerStatus,
-    ListedLayer, Listing, ListingFile, NoSpec, UnusedImage,
+    classify, disk, layer_bytes, list, mark_other_ca, Disk, InstanceStatus, LayerCounts,
+    LayerState, LayerStatus, ListedLayer, Listing, ListingFile, NoSpec, OtherCa, OtherCaUse,
+    UnusedImage,
 };
 pub use naming::{
     build_log_path, content_hash, labels_for, with_namespace, CacheLevel, Layer, LABEL_INSTANCE,
@@ -65,7 +67,7 @@ pub use naming::{
 pub use plan::{
     plan, BaseRecipe, BuildChain, EnvRecipe, ImagePlan, InstanceImages, InstanceRecipe, PlanOptions,
 };
-pub use prune::{prune, PruneReport};
+pub use prune::{prune, PruneError, PruneOptions, PruneReport, VolumeReport};
 pub use repo::{RepoCache, RepoSources};
 pub use selection::{names, InstanceNames};
 pub use transfer::{in_registry, pull_images, push_images, TransferReport};

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{base_image_name, history, BaseRecipe, ImagePlan, RepoCache};
+use super::{base_image_name, compiler_cache_volume, history, BaseRecipe, ImagePlan, RepoCache};
 
 /// The names of one instance's images under the current recipes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +30,9 @@ pub struct InstanceNames {
     pub history: Option<Result<Vec<String>, String>>,
     /// The instance image built locally, or why it cannot be named.
     pub instance: Option<Result<String, String>>,
+    /// The compiler cache volume its instance build mounts ([`super::compiler_cache_volume`]
+    /// of its repository and environment), when the build compiles on its history.
+    pub compiler_cache: Option<String>,
 }
 
 impl InstanceNames {
@@ -94,6 +97,7 @@ pub fn names(plan: &ImagePlan, repos: &RepoCache, max_chain: usize) -> Vec<Insta
                 env: None,
                 history: None,
                 instance: None,
+                compiler_cache: None,
             };
             let Some(chain) = &inst.build else {
                 return out;
@@ -110,6 +114,9 @@ pub fn names(plan: &ImagePlan, repos: &RepoCache, max_chain: usize) -> Vec<Insta
                 BaseRecipe::Dockerfile { tag, .. } => vec![tag.clone()],
             };
             out.env = Some(chain.env.tag.clone());
+            // As the build decides it: an install that compiles, on the repository's history.
+            out.compiler_cache = (chain.instance.compiler_cache && chain.instance.needs_repo)
+                .then(|| compiler_cache_volume(&inst.repo, &chain.env.tag));
             if chain.instance.needs_repo {
                 let key = (
                     chain.env.tag.clone(),

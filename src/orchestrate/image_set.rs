@@ -20,12 +20,13 @@ use super::workflow::{
     forward_interrupts, notice, prepare_streaming, reap_dead_images, release_and_clean,
     unless_killed, Event, Level, Preparing,
 };
-use crate::dataset::Dataset;
-use crate::engine::Engine;
+use crate::dataset::{Dataset, Instance};
+use crate::engine::{Engine, EngineError};
 use crate::images::{
-    self, hold_labels, CacheLevel, Holding, ImagePlan, InstanceNames, NoSpec, PlanOptions,
+    self, hold_labels, CacheLevel, Holding, ImagePlan, InstanceNames, Listing, NoSpec, PlanOptions,
     RepoCache, StopFlag,
 };
+use crate::spec::Flavour;
 
 /// The run id the holds of `swe-eval images build` carry.
 const BUILD_HOLD_RUN: &str = "images-build";
@@ -107,7 +108,12 @@ pub fn image_set(dataset: &Dataset, instance_ids: &[String], opts: &PrepareOptio
         .iter()
         .filter(|i| wanted.contains(i.instance_id.as_str()))
         .collect();
-    let specs = prepare::specs(&instances, opts);
+    set_of(&instances, opts)
+}
+
+/// The specs and image plan of `instances` under `opts`.
+fn set_of(instances: &[&Instance], opts: &PrepareOptions) -> ImageSet {
+    let specs = prepare::specs(instances, opts);
     let only: Vec<_> = specs.ready.iter().map(|(_, s)| s.clone()).collect();
     let plan = images::plan(
         &only,
@@ -181,9 +187,46 @@ pub async fn build_images<E: Engine>(
 /// The names `set`'s images have under the current recipes (Debian histories planned on the
 /// host's git from the repository sources, fetched into the cache as a run fetches them).
 pub async fn image_names(set: &ImageSet, opts: &PrepareOptions) -> Vec<InstanceNames> {
-    let plan = set.plan.clone();
+    names_of(set.plan.clone(), opts).await
+}
+
+async fn names_of(plan: ImagePlan, opts: &PrepareOptions) -> Vec<InstanceNames> {
     let cache = RepoCache::new(opts.repo_cache.clone(), opts.repos.clone());
     tokio::task::spawn_blocking(move || images::names(&plan, &cache, images::MAX_CHAIN))
         .await
         .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+}
+
+/// `set`'s images on `engine`: their names under the current recipes, and the listing (per
+/// instance each layer present, stale or missing; the images the selection does not use),
+/// the images that are the same recipes but for the CA bundle marked
+/// ([`images::mark_other_ca`]: Debian flavour, when the daemon has images the selection does
+/// not use).
+pub async fn list_images<E: Engine>(
+    engine: &E,
+    set: &ImageSet,
+    opts: &PrepareOptions,
+) -> Result<(Vec<InstanceNames>, Listing), EngineError> {
+    let names = image_names(set, opts).await;
+    let mut listing = images::list(engine, &names).await?;
+    if opts.flavour == Flavour::Debian && !listing.unused.is_empty() {
+        let other = names_with_other_ca(set, opts).await;
+        images::mark_other_ca(&mut listing, &other, opts.ca_cert.is_none());
+    }
+    Ok((names, listing))
+}
+
+/// The names the images of `set`'s instances have under the current recipes with the CA
+/// bundle the other way: built with `--ca-cert` when `opts` has none, without when it has one
+/// (the bundle's content is not part of any name, only whether there is one).
+async fn names_with_other_ca(set: &ImageSet, opts: &PrepareOptions) -> Vec<InstanceNames> {
+    let instances: Vec<_> = set.specs.ready.iter().map(|(i, _)| i).collect();
+    let other = PrepareOptions {
+        ca_cert: match opts.ca_cert {
+            Some(_) => None,
+            None => Some(Vec::new()),
+        },
+        ..opts.clone()
+    };
+    names_of(set_of(&instances, &other).plan, opts).await
 }

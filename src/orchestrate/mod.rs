@@ -47,7 +47,9 @@ pub use findings::{
     findings, judge, read_verdicts, test_flips, Finding, FindingsError, EMPTY, GOLD,
 };
 pub use flaky_marks::{flaky_marks, flaky_marks_name, FlakyMarks, MarkedPrediction};
-pub use image_set::{build_images, image_names, image_set, select_images, ImageSet, Selected};
+pub use image_set::{
+    build_images, image_names, image_set, list_images, select_images, ImageSet, Selected,
+};
 pub use inputs::{complete, load_inputs, InputError, Inputs, Reach};
 pub use mini_check::{check_mini, MiniCheck, MiniCheckError};
 pub use options::{

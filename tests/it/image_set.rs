@@ -1,7 +1,8 @@
 //! `swe-eval images` end to end on the mini benchmark's `calc` instances: `build` on the
 //! machine's daemon, `list`, `export` to one archive; then on a second `dockerd` in a network
 //! namespace of the test's own (a daemon with none of the images): `list` (all missing),
-//! `import`, `list` (all present), a run that builds nothing; then an older recipe's image and
+//! `import`, `list` (all present; with `--ca-cert`, the same recipe built without a CA
+//! bundle, which prune keeps), a run that builds nothing; then an older recipe's image and
 //! a removed one (`list`: stale and missing), a hold of a live run on the stale one, and `prune`
 //! (dry, then for real: the held image spared, the rest of what the selection does not use
 //! removed, the selection's images kept; then, the hold gone, the stale image removed). A guard
@@ -226,6 +227,62 @@ fn images_build_list_export_import_run_and_prune_sparing_a_held_image() {
     }
     assert_eq!(there["unused"], Value::Array(vec![]), "{there}");
 
+    // Listed for images with a CA bundle (`--ca-cert`: another environment, so other names),
+    // the images there are the same recipe built without one: said so, and kept by prune.
+    std::fs::write(dir.join("ca.pem"), "only whether there is one counts\n").unwrap();
+    let with_ca = ["-i", &ids, "--ca-cert", "ca.pem"];
+    let o = swe_eval(
+        dir,
+        Some(&host),
+        &[&["list", "--json"], &with_ca[..]].concat(),
+    );
+    let v: Value = serde_json::from_str(&ok(&o, "list --ca-cert")).unwrap();
+    assert_eq!(v["ready"], 0, "{v}");
+    for i in 0..2 {
+        for layer in ["env", "instance"] {
+            let l = (v["instances"][i]["layers"].as_array().unwrap().iter())
+                .find(|l| l["layer"] == layer)
+                .unwrap();
+            assert_eq!(l["state"], "stale", "{v}");
+            let other = serde_json::json!({
+                "image": image(&there, i, layer),
+                "built_with_ca_cert": false
+            });
+            assert_eq!(l["other_ca"], other, "{v}");
+        }
+    }
+    // The environment and instance images, and the history images when they are there.
+    let kept = (v["unused"].as_array().unwrap().iter())
+        .filter(|u| u["other_ca"]["built_with_ca_cert"] == false)
+        .count();
+    assert!(kept >= 3, "{v}");
+    let o = swe_eval(dir, Some(&host), &[&["list"], &with_ca[..]].concat());
+    let out = ok(&o, "list --ca-cert (table)");
+    assert!(
+        out.contains("built without the CA bundle (--ca-cert) this command was given")
+            && out.contains(&format!("removes those but those {kept}"))
+            && out.contains("2 instance(s) ready with the images built without"),
+        "{out}"
+    );
+    let o = swe_eval(
+        dir,
+        Some(&host),
+        &[&["prune", "--dry-run"], &with_ca[..]].concat(),
+    );
+    let out = ok(&o, "prune --ca-cert --dry-run");
+    let env = image(&there, 0, "env");
+    assert!(
+        out.contains(&format!("kept {env}: the selection's recipe built without")),
+        "{out}"
+    );
+    assert!(!out.contains("would remove"), "{out}");
+    assert!(
+        out.contains(&format!(
+            "the selection's 2 image(s) and {kept} of its recipe built with the CA bundle the other way kept"
+        )),
+        "{out}"
+    );
+
     // A run there builds nothing (the second daemon has no bridge: nothing could be built
     // that needs the network, and nothing is).
     let ran = swe_eval(
@@ -336,6 +393,111 @@ fn images_build_list_export_import_run_and_prune_sparing_a_held_image() {
             let _ = run("docker", &["rmi", &image(&here, i, layer)]);
         }
     }
+}
+
+/// `images prune` and the compiler cache volumes, on a daemon of the test's own (no image
+/// needed: none of the mini instances compiles, so the selection mounts no volume and every
+/// compiler cache of the tool's is unused): a dry run and `--keep-volumes` remove none; then
+/// the cache no container uses goes, the one a container uses stays (until that container
+/// goes), and volumes that are not the tool's compiler caches are never touched.
+#[test]
+fn prune_removes_the_compiler_caches_the_selection_does_not_use_sparing_one_a_container_holds() {
+    if !can_start_namespaced_daemons("a network namespace, a second dockerd")
+        || !require("a Docker daemon", run("docker", &["version"]).is_ok())
+    {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let daemon = Daemon::start();
+    let host = daemon.host();
+    let stale = swe_eval::images::compiler_cache_volume(
+        "swe-eval-mini/calc",
+        "swe-eval.env.py.bookworm.x86_64.0lderrecipe0000000000000:latest",
+    );
+    let held = swe_eval::images::compiler_cache_volume("other/repo", "env:1");
+    for v in [&stale, &held] {
+        daemon.must(&[
+            "volume",
+            "create",
+            "--label",
+            "swe-eval=1",
+            "--label",
+            "swe-eval.layer=instance",
+            v,
+        ]);
+    }
+    // Not the tool's (no label), and the tool's but not a compiler cache.
+    let foreign = "swe-eval-ccache.someone__else.000000000000";
+    daemon.must(&["volume", "create", foreign]);
+    daemon.must(&[
+        "volume",
+        "create",
+        "--label",
+        "swe-eval=1",
+        "swe-eval.other",
+    ]);
+    // A container (never started) on an empty image holds `held`.
+    let import = format!("tar cf - -T /dev/null | docker -H {host} import - swe-eval-it/empty:1");
+    run("sh", &["-c", &import]).expect("import an empty image");
+    let holder = daemon.must(&[
+        "create",
+        "--network",
+        "none",
+        "-v",
+        &format!("{held}:/cache"),
+        "swe-eval-it/empty:1",
+        "true",
+    ]);
+    let volumes = || -> Vec<String> {
+        let mut v: Vec<String> = daemon
+            .must(&["volume", "ls", "-q"])
+            .lines()
+            .map(str::to_string)
+            .collect();
+        v.sort();
+        v
+    };
+    let all = volumes();
+    assert_eq!(all.len(), 4, "{all:?}");
+
+    let dry = swe_eval(dir, Some(&host), &["prune", "-i", CALC[0], "--dry-run"]);
+    let out = ok(&dry, "prune --dry-run");
+    for v in [&stale, &held] {
+        assert!(out.contains(&format!("would remove volume {v}")), "{out}");
+    }
+    assert!(
+        out.contains("2 compiler cache volume(s) would be removed"),
+        "{out}"
+    );
+    let kept = swe_eval(
+        dir,
+        Some(&host),
+        &["prune", "-i", CALC[0], "--keep-volumes"],
+    );
+    let out = ok(&kept, "prune --keep-volumes");
+    assert!(!out.contains("volume"), "{out}");
+    assert_eq!(volumes(), all);
+
+    let pruned = swe_eval(dir, Some(&host), &["prune", "-i", CALC[0]]);
+    let out = ok(&pruned, "prune");
+    assert!(out.contains(&format!("removed volume {stale}")), "{out}");
+    assert!(
+        out.contains(&format!("kept volume {held}: a container uses it")),
+        "{out}"
+    );
+    let mut left = vec![held.clone(), foreign.to_string(), "swe-eval.other".into()];
+    left.sort();
+    assert_eq!(volumes(), left);
+
+    // The container goes: so does its cache, at the next prune.
+    daemon.must(&["rm", holder.trim()]);
+    let pruned = swe_eval(dir, Some(&host), &["prune", "-i", CALC[0]]);
+    let out = ok(&pruned, "prune after the container");
+    assert!(out.contains(&format!("removed volume {held}")), "{out}");
+    let mut left = vec![foreign.to_string(), "swe-eval.other".into()];
+    left.sort();
+    assert_eq!(volumes(), left);
 }
 
 /// `--reachable` on the mini benchmark's rows plus an incomplete copy of one, with a mirrors
