@@ -154,14 +154,23 @@ pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_swe-eval"))
 }
 
-/// Held by every test that runs the mini benchmark's images through `swe-eval run`: a run
-/// removes the instance images it built (cache level `env`), which another run in flight may
-/// still be about to use.
-pub static MINI_IMAGES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// Held by every test that runs the mini benchmark's images. Runs at once share them safely:
+/// a run holds each image it uses, and another run's cleanup (cache level `env`) keeps a held
+/// image and hands it over (README, `--cache-level`). So a test whose checks are about its own
+/// run takes it shared ([`mini_images_shared`]); a test that needs the daemon's mini images to
+/// itself (which of them exist, what a build or a prune does to them) takes it alone
+/// ([`mini_images_turn`]).
+pub static MINI_IMAGES: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
-/// Takes `MINI_IMAGES`, even after another test panicked while holding it.
-pub fn mini_images_turn() -> std::sync::MutexGuard<'static, ()> {
-    MINI_IMAGES.lock().unwrap_or_else(|p| p.into_inner())
+/// Takes `MINI_IMAGES` alone (no other mini run of this process in flight), even after another
+/// test panicked while holding it.
+pub fn mini_images_turn() -> std::sync::RwLockWriteGuard<'static, ()> {
+    MINI_IMAGES.write().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Takes `MINI_IMAGES` shared with other tests' runs of the mini images.
+pub fn mini_images_shared() -> std::sync::RwLockReadGuard<'static, ()> {
+    MINI_IMAGES.read().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Runs `git` in `dir` with a throwaway identity (commits need one; the machine may have none),

@@ -138,7 +138,7 @@ struct Expected {
 /// `scripts/faults_hostile_fixtures.sh`, with the hostile code in the module the tests import.
 #[test]
 fn hostile_predictions_on_the_mini_benchmark() {
-    let _turn = crate::common::mini_images_turn();
+    let _turn = crate::common::mini_images_shared();
     if !docker_answers(None) {
         return;
     }

@@ -362,7 +362,7 @@ fn the_official_command_line_runs_against_the_stand_in_hub() {
     if rt.block_on(crate::common::docker_engine()).is_none() {
         return;
     }
-    let _turn = crate::common::mini_images_turn();
+    let _turn = crate::common::mini_images_shared();
     let hub = StandIn::start(hub_repos(), None);
     let dir = tempfile::tempdir().unwrap();
     let bench = swe_eval::mini::materialize(&dir.path().join("mini")).unwrap();

@@ -241,7 +241,7 @@ fn check_official_files(results: &Path, run_id: &str) {
 
 #[test]
 fn mini_benchmark_runs_with_no_arguments_and_resumes_without_recomputing() {
-    let _turn = crate::common::mini_images_turn();
+    let _turn = crate::common::mini_images_shared();
     let Some(rt) = daemon() else { return };
     let dir = tempfile::tempdir().unwrap();
     let first = swe_eval(dir.path(), &[]);
@@ -293,7 +293,7 @@ fn mini_benchmark_runs_with_no_arguments_and_resumes_without_recomputing() {
 
 #[test]
 fn mini_benchmark_strict_run_gives_the_strict_verdicts() {
-    let _turn = crate::common::mini_images_turn();
+    let _turn = crate::common::mini_images_shared();
     let Some(rt) = daemon() else { return };
     let dir = tempfile::tempdir().unwrap();
     let run = swe_eval(
@@ -318,7 +318,7 @@ fn mini_benchmark_strict_run_gives_the_strict_verdicts() {
 /// "gold does not resolve" and the other is not.
 #[test]
 fn validate_flags_a_gold_patch_that_does_not_resolve() {
-    let _turn = crate::common::mini_images_turn();
+    let _turn = crate::common::mini_images_shared();
     let Some(_rt) = daemon() else { return };
     let dir = tempfile::tempdir().unwrap();
     let bench = swe_eval::mini::materialize(&dir.path().join("mini")).unwrap();
@@ -406,7 +406,7 @@ fn validate_flags_a_gold_patch_that_does_not_resolve() {
 /// naming the line and the field.
 #[test]
 fn validate_writes_the_flaky_map_with_the_flipping_test_and_run_marks_it() {
-    let _turn = crate::common::mini_images_turn();
+    let _turn = crate::common::mini_images_shared();
     let Some(_rt) = daemon() else { return };
     let dir = tempfile::tempdir().unwrap();
     let bench = swe_eval::mini::materialize(&dir.path().join("mini")).unwrap();
@@ -560,7 +560,7 @@ fn the_first_jobs_run_while_later_instance_images_build() {
     use swe_eval::predictions::Prediction;
     use swe_eval::runner::{RunConfig, RunEvent};
 
-    let _turn = crate::common::mini_images_turn();
+    let _turn = crate::common::mini_images_shared();
     let Some(rt) = daemon() else { return };
     if !crate::common::require_program("git") {
         return;

@@ -17,7 +17,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use swe_eval::serve::Client;
 
-use crate::common::{bin, mini_images_turn, poll, poll_until, require_program, wait_for};
+use crate::common::{bin, mini_images_shared, poll, poll_until, require_program, wait_for};
 use crate::daemons::PrivateDaemon;
 use crate::tasks::{self, Task, TestDir};
 
@@ -192,7 +192,7 @@ fn the_api_and_the_python_client_on_the_real_engine_with_the_mini_benchmark() {
         return;
     }
     let _serve = serve_turn();
-    let _mini = mini_images_turn();
+    let _mini = mini_images_shared();
     let dir = TestDir::new();
     let out = dir.path().join("out");
     let rt = tokio::runtime::Runtime::new().unwrap();

@@ -345,7 +345,7 @@ fn mini_benchmark_on_a_two_node_swarm_survives_a_killed_client_and_a_dead_worker
     ) {
         return;
     }
-    let _turn = crate::common::mini_images_turn();
+    let _turn = crate::common::mini_images_shared();
     let mut c = cluster();
     let registry = format!("127.0.0.1:{}", c.port);
     let work = tempfile::tempdir().unwrap();
