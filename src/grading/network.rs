@@ -94,6 +94,20 @@ impl NetworkEvidence {
     }
 }
 
+/// A terminal colour or style sequence (`ESC [ ... m`): pytest run with `--color=yes` (sphinx's
+/// own configuration does so) wraps block headers, short-summary words and test names in them.
+static ANSI_SEQUENCE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\x1b\[[0-9;?]*[A-Za-z]").expect("static regex"));
+
+/// `text` without terminal colour sequences, borrowed when it has none.
+fn without_colours(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.contains('\x1b') {
+        ANSI_SEQUENCE.replace_all(text, "")
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
+}
+
 static PYTEST_HEADER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^_{2,} (?:ERROR (?:at (?:setup|teardown) of|collecting) )?(.+?) _{2,}\s*$")
         .expect("static regex")
@@ -190,7 +204,8 @@ pub fn needs_network(section: &str, failing: &[String]) -> Option<NetworkEvidenc
     if failing.is_empty() {
         return None;
     }
-    let blocks = blocks(section);
+    let section = without_colours(section);
+    let blocks = blocks(&section);
     let mut evidence = NetworkEvidence {
         tests: Vec::new(),
         unattributed: Vec::new(),
@@ -229,6 +244,8 @@ pub fn install_needs_network(before_tests: &str, failing: &[String]) -> Option<N
     if failing.is_empty() {
         return None;
     }
+    let before_tests = without_colours(before_tests);
+    let before_tests = before_tests.as_ref();
     let not_found = before_tests
         .lines()
         .find(|l| PIP_NOT_FOUND.iter().any(|p| l.contains(p)))?;
@@ -343,6 +360,39 @@ ERROR test_requests.py::TestTimeout::test_connect_timeout[t0]
         assert_eq!(needs_network(PYTEST_LOG, &failing), None);
         let alone = ids(&["test_requests.py::RequestsTestCase::test_prepared_body"]);
         assert_eq!(needs_network(PYTEST_LOG, &alone), None);
+    }
+
+    #[test]
+    fn coloured_output_is_read_as_plain() {
+        // sphinx's linkcheck tests as pytest prints them with `--color=yes`: the headers, the
+        // summary words and the test names in colour sequences; the error inside an assertion.
+        let log = "\
+\x1b[31m\x1b[1m________________________________ test_defaults _________________________________\x1b[0m
+
+\x1b[1m\x1b[31mE       assert \"Anchor 'top' not found\" in 'links.txt:11: [broken] https://www.google.com/#top: HTTPSConnectionPool(host=\\'www.google.com\\', port=443): Max retries exceeded'\x1b[0m
+\x1b[31m\x1b[1m______________________________ test_latex_images _______________________________\x1b[0m
+
+\x1b[1m\x1b[31mE       AssertionError: assert '{python-logo}.png' in 'x'\x1b[0m
+\x1b[91mWARNING: Could not fetch remote image: https://www.python.org/static/img/python-logo.png [Failed to resolve 'www.python.org']\x1b[39;49;00m
+\x1b[31m\x1b[1m_________________________________ test_other __________________________________\x1b[0m
+
+\x1b[1m\x1b[31mE       AssertionError: assert 1 == 2\x1b[0m
+\x1b[36m\x1b[1m=========================== short test summary info ============================\x1b[0m
+\x1b[31mFAILED\x1b[0m tests/test_build_linkcheck.py::\x1b[1mtest_defaults\x1b[0m - assert \"Anchor 'top' not found\"
+";
+        let linkcheck = ids(&[
+            "tests/test_build_linkcheck.py::test_defaults",
+            "tests/test_build_latex.py::test_latex_images",
+        ]);
+        let e = needs_network(log, &linkcheck).expect("network");
+        assert_eq!(e.tests, linkcheck);
+        assert!(e.unattributed.is_empty(), "{:?}", e.unattributed);
+        assert!(!e.error.contains('\x1b'), "{}", e.error);
+        assert!(e.error.contains("Max retries exceeded"), "{}", e.error);
+        // A coloured block that shows no network error still says no.
+        let mut with_other = linkcheck.clone();
+        with_other.push("tests/test_x.py::test_other".into());
+        assert_eq!(needs_network(log, &with_other), None);
     }
 
     #[test]
