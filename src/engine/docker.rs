@@ -352,7 +352,9 @@ impl DockerEngine {
             labels: Some(job.labels.clone().into_iter().collect()),
             attach_stdout: Some(true),
             attach_stderr: Some(true),
-            network_disabled: Some(!job.network),
+            // No network is `network_mode: none` alone (a namespace with loopback only), not
+            // `network_disabled` as well: that one also leaves `/etc/hosts` empty, so
+            // `localhost` does not resolve and tests that serve on it fail.
             host_config: Some(host_config),
             ..Default::default()
         };

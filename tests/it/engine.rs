@@ -211,7 +211,10 @@ async fn network_is_off_unless_asked() {
     check_network_is_off(&e, &base_image().await).await;
 }
 
-/// A job without network has only loopback and reaches nothing outside.
+/// A job without network has only loopback and reaches nothing outside, while `localhost`
+/// still resolves and serves, as in the official harness's containers (sphinx's linkcheck tests
+/// bind a server to `("localhost", 7777)`: without an `/etc/hosts` they failed on name
+/// resolution).
 pub async fn check_network_is_off(e: &DockerEngine, img: &str) {
     let run = run_id("net");
     let script = r#"
@@ -225,6 +228,14 @@ try:
     print("CONNECTED")
 except OSError as e:
     print("BLOCKED", type(e).__name__)
+try:
+    srv = socket.socket()
+    srv.bind(("localhost", 0))
+    srv.listen(1)
+    socket.create_connection(("localhost", srv.getsockname()[1]), timeout=3).close()
+    print("LOCALHOST")
+except OSError as e:
+    print("NO-LOCALHOST", type(e).__name__, e)
 EOF
 "#;
     let out = e.run_job(job(img, &run, script)).await.unwrap();
@@ -233,6 +244,7 @@ EOF
     let mut lines = text.lines();
     assert_eq!(lines.next(), Some("lo "), "only loopback: {text}");
     assert!(lines.next().unwrap_or("").starts_with("BLOCKED"), "{text}");
+    assert_eq!(lines.next(), Some("LOCALHOST"), "{text}");
 }
 
 #[tokio::test]
