@@ -2,16 +2,19 @@
 //! predictions as they come, images prepared when an instance is first asked for, verdicts
 //! cached by content, every request and result kept in the state database.
 //!
-//! A request's way: checked, scored (similarity), keyed by content; answered at once when
-//! not executed or when its key is cached; else stored, then joined to the job of an identical
-//! request in flight, or made the leader of a new job: its instance's image is asked for if
-//! not there yet (the dispatcher holds its jobs until the setup arrives), and the job is
+//! A request's way: checked, keyed by content when executed (the instance's part of the key,
+//! its recipe, made once per instance), scored (similarity against the gold patch, read once
+//! per instance; an executed patch's score is kept by key, so the same content is not compared
+//! again); stored, and answered at once when not executed or when its key is cached (the last
+//! verdicts are kept in memory in front of the database); else joined to the job of an
+//! identical request in flight, or made the leader of a new job: its instance's image is asked
+//! for if not there yet (the dispatcher holds its jobs until the setup arrives), and the job is
 //! submitted with the request's deadline. The job's outcome goes to every request of the key
-//! (stored, then published to waiters), and into the cache unless masked. A timer per request
-//! answers `timeout` (masked) when its deadline passes first. On start, every request stored
-//! without a result goes the same way again.
+//! (stored, then published to waiters), and into the cache unless masked. One task watches
+//! every deadline (earliest first) and answers `timeout` (masked) for a request whose deadline
+//! passes first. On start, every request stored without a result goes the same way again.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -28,13 +31,15 @@ use crate::orchestrate::{
     instance_setup, instance_specs, prepare_streaming, release_and_clean, Event, Preparing, Specs,
 };
 use crate::predictions::Prediction;
+use crate::reward::Oracle;
 use crate::runner::{
     self, Arrive, Delivery, NewSetup, Plan, RunEvent, RunReport, Submission, Submit, Submitted,
 };
 use crate::spec::TestSpec;
 
 use super::evaluation::{Evaluation, Outcome, State, Status};
-use super::key::{content_key, KeySettings};
+use super::key::{KeySettings, Recipe};
+use super::memo::Memo;
 use super::metrics::{inc, Metrics};
 use super::options::EvaluatorOptions;
 use super::request::{Refusal, RefusalCode, Request};
@@ -93,6 +98,9 @@ pub struct Shutdown {
     pub left: usize,
 }
 
+/// Scores of executed patches kept in memory, by content key.
+const MEMO_SCORES: usize = 16_384;
+
 /// An instance's image, as far as the evaluator knows.
 #[derive(Debug, Clone)]
 enum Image {
@@ -115,8 +123,6 @@ struct Req {
     tx: watch::Sender<Option<Arc<Evaluation>>>,
     /// Its result is being stored: nothing else may finish it.
     closing: bool,
-    /// Its deadline's timer, stopped when it is done.
-    timer: Option<tokio::task::AbortHandle>,
 }
 
 /// The requests waiting on one job (one content key), its leader first.
@@ -128,9 +134,15 @@ struct Flight {
 #[derive(Default)]
 struct Book {
     specs: HashMap<String, Result<Arc<TestSpec>, String>>,
+    /// The content key's part of each instance with a spec (all but the patch).
+    recipes: HashMap<String, Recipe>,
+    /// Each instance's gold patch, read once for the similarity.
+    oracles: HashMap<String, Arc<Oracle>>,
     images: HashMap<String, Image>,
     pending: HashMap<u64, Req>,
     flights: HashMap<String, Flight>,
+    /// The deadlines of the requests in `pending` that have one, earliest first.
+    deadlines: BTreeSet<(Instant, u64)>,
     accepting: bool,
     /// Executed requests admitted past the queue's bound and not yet in `pending` (being
     /// scored and stored): counted against the bound, so concurrent submissions cannot
@@ -164,6 +176,9 @@ struct Shared<E: Engine> {
     to_prepare: mpsc::UnboundedSender<String>,
     interrupts: mpsc::UnboundedSender<()>,
     book: Mutex<Book>,
+    /// The scores of executed patches by content key (the last [`MEMO_SCORES`]): a patch sent
+    /// again is not compared with the gold patch again.
+    scores: Mutex<Memo<String, Score>>,
     next_seq: AtomicU64,
     metrics: Metrics,
     notices: mpsc::UnboundedSender<String>,
@@ -174,6 +189,8 @@ struct Shared<E: Engine> {
     created: Mutex<Vec<(String, images::Layer)>>,
     stop_preparing: StopFlag,
     preparer_stop: Notify,
+    /// An earlier deadline than the deadline task waits for was added.
+    deadline_added: Arc<Notify>,
     /// The state folder's lock, released at shutdown.
     lock: Mutex<Option<runner::RunLock>>,
 }
@@ -188,6 +205,14 @@ type Tasks = (
 pub struct Evaluator<E: Engine> {
     shared: Arc<Shared<E>>,
     tasks: Mutex<Option<Tasks>>,
+    /// The task that answers expired deadlines.
+    deadlines: tokio::task::AbortHandle,
+}
+
+impl<E: Engine> Drop for Evaluator<E> {
+    fn drop(&mut self) {
+        self.deadlines.abort();
+    }
 }
 
 /// The run id of the dispatcher of a state folder: `serve-` and 8 hex of the folder's path, so
@@ -276,6 +301,7 @@ impl<E: Engine> Evaluator<E> {
                 accepting: true,
                 ..Default::default()
             }),
+            scores: Mutex::new(Memo::new(MEMO_SCORES)),
             next_seq: AtomicU64::new(next_seq),
             metrics: Metrics::default(),
             notices,
@@ -284,13 +310,20 @@ impl<E: Engine> Evaluator<E> {
             created: Mutex::new(Vec::new()),
             stop_preparing: StopFlag::default(),
             preparer_stop: Notify::new(),
+            deadline_added: Arc::new(Notify::new()),
             lock: Mutex::new(Some(lock)),
         });
         tokio::spawn(forward_events(shared.clone(), erx));
         let preparer = tokio::spawn(prepare_loop(shared.clone(), prx));
+        let deadlines = tokio::spawn(deadline_loop(
+            Arc::downgrade(&shared),
+            shared.deadline_added.clone(),
+        ))
+        .abort_handle();
         let evaluator = Evaluator {
             shared: shared.clone(),
             tasks: Mutex::new(Some((dispatcher, preparer))),
+            deadlines,
         };
         // Requests a killed server accepted and never finished.
         let left = shared.store.pending()?;
@@ -435,6 +468,11 @@ impl<E: Engine> Evaluator<E> {
         &self.shared.metrics
     }
 
+    /// How long the state database's commits took (each stores every write waiting).
+    pub fn commit_latency(&self) -> &super::metrics::Histogram {
+        self.shared.store.commit_latency()
+    }
+
     /// Every request stored from number `since` on (for the export), oldest first.
     pub fn rows_since(&self, since: u64) -> Result<Vec<Row>, StoreError> {
         self.shared.store.since(since)
@@ -446,6 +484,8 @@ impl<E: Engine> Evaluator<E> {
     /// [`Evaluator::interrupt`] meanwhile kills the running jobs.
     pub async fn shutdown(&self) -> Shutdown {
         self.shared.lock().accepting = false;
+        // Requests left run at the next start, with their deadlines.
+        self.deadlines.abort();
         let _ = self.shared.interrupts.send(());
         self.shared.stop_preparing.stop();
         self.shared.preparer_stop.notify_one();
@@ -545,11 +585,64 @@ fn spec_of<E: Engine>(shared: &Shared<E>, inst: &Instance) -> Result<Arc<TestSpe
     for w in made.warnings {
         shared.notice(w);
     }
+    let recipe = spec.as_ref().ok().map(|s| Recipe::of(s, &shared.settings));
+    let mut book = shared.lock();
+    if let Some(recipe) = recipe {
+        book.recipes.insert(inst.instance_id.clone(), recipe);
+    }
+    book.specs.insert(inst.instance_id.clone(), spec.clone());
+    spec
+}
+
+/// A prediction's similarity, reward and format.
+#[derive(Debug, Clone)]
+struct Score {
+    similarity: f64,
+    reward: f64,
+    format: String,
+}
+
+/// The score of `patch` on `inst`: for an executed patch (`key` not empty), the one its content
+/// key already had if kept, else computed (and kept under the key).
+fn score_of<E: Engine>(shared: &Shared<E>, inst: &Instance, key: &str, patch: &str) -> Score {
+    let scores = || shared.scores.lock().unwrap_or_else(|p| p.into_inner());
+    if !key.is_empty() {
+        if let Some(s) = scores().get(key) {
+            return s;
+        }
+    }
+    let r = oracle_of(shared, inst).unidiff_reward(patch);
+    let score = Score {
+        similarity: r.similarity,
+        reward: r.reward,
+        format: r.format.as_string(),
+    };
+    if !key.is_empty() {
+        scores().insert(key.to_string(), score.clone());
+    }
+    score
+}
+
+/// `inst`'s gold patch, read once for every similarity of the instance.
+fn oracle_of<E: Engine>(shared: &Shared<E>, inst: &Instance) -> Arc<Oracle> {
+    if let Some(o) = shared.lock().oracles.get(&inst.instance_id) {
+        return o.clone();
+    }
+    let made = Arc::new(Oracle::new(&inst.patch));
     shared
         .lock()
-        .specs
-        .insert(inst.instance_id.clone(), spec.clone());
-    spec
+        .oracles
+        .entry(inst.instance_id.clone())
+        .or_insert(made)
+        .clone()
+}
+
+/// The content key of executing `patch` on `spec`'s instance (its recipe made once).
+fn key_of<E: Engine>(shared: &Shared<E>, spec: &TestSpec, patch: &str) -> String {
+    let recipe = shared.lock().recipes.get(&spec.instance_id).copied();
+    recipe
+        .unwrap_or_else(|| Recipe::of(spec, &shared.settings))
+        .key(patch)
 }
 
 async fn submit<E: Engine>(
@@ -615,7 +708,13 @@ async fn submit<E: Engine>(
     let at_ms = now_ms();
     let mut rows = Vec::with_capacity(requests.len());
     for (r, inst) in requests.into_iter().zip(insts) {
-        let reward = crate::reward::unidiff_reward(&inst.patch, &r.model_patch);
+        // An executed patch's content key comes first: the same content had the same score.
+        let spec = (r.execute && !r.model_patch.trim().is_empty()).then(|| spec_of(shared, inst));
+        let key = match &spec {
+            Some(Ok(spec)) => key_of(shared, spec, &r.model_patch),
+            _ => String::new(),
+        };
+        let score = score_of(shared, inst, &key, &r.model_patch);
         let seq = shared.next_seq.fetch_add(1, Ordering::Relaxed);
         let deadline = r.deadline.unwrap_or(shared.opts.default_deadline);
         let mut row = Row {
@@ -626,13 +725,13 @@ async fn submit<E: Engine>(
                 .unwrap_or_else(|| shared.opts.default_model.clone()),
             sample: r.sample,
             patch: r.model_patch,
-            key: String::new(),
+            key,
             execute: r.execute,
             deadline_ms: Some(at_ms.saturating_add(deadline.as_millis() as i64)),
             accepted_ms: at_ms,
-            similarity: reward.similarity,
-            reward: reward.reward,
-            format: reward.format.as_string(),
+            similarity: score.similarity,
+            reward: score.reward,
+            format: score.format,
             outcome: None,
             cached: false,
             done: !r.execute,
@@ -644,13 +743,12 @@ async fn submit<E: Engine>(
             row.done = true;
         } else if r.execute {
             inc(&shared.metrics.accepted_executed);
-            match spec_of(shared, inst) {
-                Err(why) => {
+            match spec {
+                Some(Err(why)) => {
                     row.outcome = Some(Outcome::masked(Status::InfraError, why));
                     row.done = true;
                 }
-                Ok(spec) => {
-                    row.key = content_key(&spec, &row.patch, &shared.settings);
+                _ => {
                     if let Some(hit) = shared.store.cached(&row.key).map_err(unavailable)? {
                         inc(&shared.metrics.cache_hits);
                         row.outcome = Some(hit);
@@ -696,7 +794,7 @@ fn admit<E: Engine>(shared: &Arc<Shared<E>>, rows: Vec<Row>) {
     let at_ms = now_ms();
     let mut launched = Vec::new();
     let mut hits = Vec::new();
-    let mut timers = Vec::new();
+    let mut earlier = false;
     {
         let mut book = shared.lock();
         for row in rows {
@@ -716,11 +814,11 @@ fn admit<E: Engine>(shared: &Arc<Shared<E>>, rows: Vec<Row>) {
                     accepted: now,
                     tx,
                     closing: false,
-                    timer: None,
                 },
             );
             if let Some(d) = deadline {
-                timers.push((seq, d));
+                earlier |= book.deadlines.first().is_none_or(|first| (d, seq) < *first);
+                book.deadlines.insert((d, seq));
             }
             if let Some(f) = book.flights.get_mut(&key) {
                 f.members.push(seq);
@@ -751,18 +849,8 @@ fn admit<E: Engine>(shared: &Arc<Shared<E>>, rows: Vec<Row>) {
     for (key, leader, rx) in launched {
         await_job(shared.clone(), key, leader, rx);
     }
-    for (seq, at) in timers {
-        let timer = {
-            let shared = shared.clone();
-            tokio::spawn(async move {
-                tokio::time::sleep_until(at).await;
-                expire(&shared, seq).await;
-            })
-        };
-        match shared.lock().pending.get_mut(&seq) {
-            Some(req) => req.timer = Some(timer.abort_handle()),
-            None => timer.abort(),
-        }
+    if earlier {
+        shared.deadline_added.notify_one();
     }
     if !hits.is_empty() {
         let shared = shared.clone();
@@ -924,22 +1012,68 @@ async fn delivered<E: Engine>(
     }
 }
 
-/// The deadline of request `seq` passed: answered `timeout`, masked, unless done already. Its
-/// job, if it leads one, goes on (the dispatcher cuts or skips it at the same deadline).
-async fn expire<E: Engine>(shared: &Arc<Shared<E>>, seq: u64) {
-    let secs = {
-        let book = shared.lock();
-        match book.pending.get(&seq) {
-            Some(r) if !r.closing => r.accepted.elapsed().as_secs_f64(),
-            _ => return,
+/// Answers every request whose deadline has passed, then sleeps until the next deadline (or
+/// until an earlier one is added). Holds the evaluator only while it answers: ends with it.
+async fn deadline_loop<E: Engine>(shared: std::sync::Weak<Shared<E>>, added: Arc<Notify>) {
+    loop {
+        let next = {
+            let Some(shared) = shared.upgrade() else {
+                return;
+            };
+            let now = Instant::now();
+            let mut due = Vec::new();
+            let next = {
+                let mut book = shared.lock();
+                while let Some(&(d, seq)) = book.deadlines.first() {
+                    if d > now {
+                        break;
+                    }
+                    book.deadlines.pop_first();
+                    due.push(seq);
+                }
+                book.deadlines.first().map(|(d, _)| *d)
+            };
+            if !due.is_empty() {
+                expire(&shared, due).await;
+                continue;
+            }
+            next
+        };
+        match next {
+            Some(d) => {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(d) => {}
+                    _ = added.notified() => {}
+                }
+            }
+            None => added.notified().await,
         }
+    }
+}
+
+/// The deadlines of requests `due` passed: each is answered `timeout`, masked, unless done
+/// already. A job one of them leads goes on (the dispatcher cuts or skips it at the same
+/// deadline).
+async fn expire<E: Engine>(shared: &Arc<Shared<E>>, due: Vec<u64>) {
+    let done: Vec<(u64, Outcome, bool)> = {
+        let book = shared.lock();
+        due.into_iter()
+            .filter_map(|seq| {
+                let r = book.pending.get(&seq).filter(|r| !r.closing)?;
+                let secs = r.accepted.elapsed().as_secs_f64();
+                let why = format!(
+                    "the request's deadline passed ({secs:.0} s after acceptance) before its result"
+                );
+                Some((seq, Outcome::masked(Status::Timeout, why), false))
+            })
+            .collect()
     };
-    inc(&shared.metrics.expired);
-    let outcome = Outcome::masked(
-        Status::Timeout,
-        format!("the request's deadline passed ({secs:.0} s after acceptance) before its result"),
-    );
-    finish(shared, vec![(seq, outcome, false)], None).await;
+    for _ in &done {
+        inc(&shared.metrics.expired);
+    }
+    if !done.is_empty() {
+        finish(shared, done, None).await;
+    }
 }
 
 /// Stores the outcomes of requests (and `cache` under its key), then publishes them to their
@@ -978,8 +1112,8 @@ async fn finish<E: Engine>(
         let Some(req) = book.pending.remove(&seq) else {
             continue;
         };
-        if let Some(t) = &req.timer {
-            t.abort();
+        if let Some(d) = req.deadline {
+            book.deadlines.remove(&(d, seq));
         }
         shared.metrics.status(outcome.status);
         shared

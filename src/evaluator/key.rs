@@ -30,41 +30,64 @@ pub fn harness_version() -> String {
     )
 }
 
-/// The content key (hex SHA-256) of executing `patch` on `spec`'s instance with `settings`.
-/// Each part is length-prefixed, so no two different inputs hash the same bytes.
-pub fn content_key(spec: &TestSpec, patch: &str, settings: &KeySettings) -> String {
-    let mut h = Sha256::new();
-    let mut part = |name: &str, bytes: &[u8]| {
-        h.update(name.as_bytes());
-        h.update((bytes.len() as u64).to_le_bytes());
-        h.update(bytes);
-    };
-    part("harness", harness_version().as_bytes());
-    part("instance", spec.instance_id.as_bytes());
-    part("patch", patch.as_bytes());
-    part("eval_script", spec.eval_script.as_bytes());
-    part("log_parser", spec.log_parser.as_bytes());
-    part("flavour", format!("{:?}", spec.flavour).as_bytes());
-    // The image recipe: the row's own image, or the Dockerfiles and scripts it is built from.
-    match &spec.row_image {
-        Some(image) => part("row_image", image.as_bytes()),
-        None => {
-            part("base_image", spec.base_image_tag.as_bytes());
-            part("env_dockerfile", spec.env_dockerfile.as_bytes());
-            part("setup_env", spec.setup_env_script.as_bytes());
-            part("instance_dockerfile", spec.instance_dockerfile.as_bytes());
-            part("install_repo", spec.install_repo_script.as_bytes());
-            part("base_commit", spec.base_commit.as_bytes());
+/// Everything a key holds but the patch, hashed: the same for every request of an instance on
+/// one server, so it is made once per instance and each request hashes only its patch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Recipe([u8; 32]);
+
+impl Recipe {
+    /// The recipe of executing on `spec`'s instance with `settings`. Each part is
+    /// length-prefixed, so no two different inputs hash the same bytes.
+    pub fn of(spec: &TestSpec, settings: &KeySettings) -> Recipe {
+        let mut h = Sha256::new();
+        let mut part = |name: &str, bytes: &[u8]| {
+            h.update(name.as_bytes());
+            h.update((bytes.len() as u64).to_le_bytes());
+            h.update(bytes);
+        };
+        part("harness", harness_version().as_bytes());
+        part("instance", spec.instance_id.as_bytes());
+        part("eval_script", spec.eval_script.as_bytes());
+        part("log_parser", spec.log_parser.as_bytes());
+        part("flavour", format!("{:?}", spec.flavour).as_bytes());
+        // The image recipe: the row's own image, or the Dockerfiles and scripts it is built from.
+        match &spec.row_image {
+            Some(image) => part("row_image", image.as_bytes()),
+            None => {
+                part("base_image", spec.base_image_tag.as_bytes());
+                part("env_dockerfile", spec.env_dockerfile.as_bytes());
+                part("setup_env", spec.setup_env_script.as_bytes());
+                part("instance_dockerfile", spec.instance_dockerfile.as_bytes());
+                part("install_repo", spec.install_repo_script.as_bytes());
+                part("base_commit", spec.base_commit.as_bytes());
+            }
         }
+        part("fail_to_pass", spec.fail_to_pass.join("\n").as_bytes());
+        part("pass_to_pass", spec.pass_to_pass.join("\n").as_bytes());
+        part("strict", &[u8::from(settings.strict)]);
+        part("network", &[u8::from(settings.network)]);
+        part("timeout", &settings.timeout_secs.to_le_bytes());
+        let l = &settings.limits;
+        let limits = format!("{:?} {:?} {:?}", l.cpus, l.memory_bytes, l.pids);
+        part("limits", limits.as_bytes());
+        part("cpus", format!("{:?}", spec.nano_cpus).as_bytes());
+        Recipe(h.finalize().into())
     }
-    part("fail_to_pass", spec.fail_to_pass.join("\n").as_bytes());
-    part("pass_to_pass", spec.pass_to_pass.join("\n").as_bytes());
-    part("strict", &[u8::from(settings.strict)]);
-    part("network", &[u8::from(settings.network)]);
-    part("timeout", &settings.timeout_secs.to_le_bytes());
-    let l = &settings.limits;
-    let limits = format!("{:?} {:?} {:?}", l.cpus, l.memory_bytes, l.pids);
-    part("limits", limits.as_bytes());
-    part("cpus", format!("{:?}", spec.nano_cpus).as_bytes());
-    hex::encode(h.finalize())
+
+    /// The content key (hex SHA-256) of executing `patch` with this recipe.
+    pub fn key(&self, patch: &str) -> String {
+        let mut h = Sha256::new();
+        h.update(b"recipe");
+        h.update(self.0);
+        h.update(b"patch");
+        h.update((patch.len() as u64).to_le_bytes());
+        h.update(patch.as_bytes());
+        hex::encode(h.finalize())
+    }
+}
+
+/// The content key (hex SHA-256) of executing `patch` on `spec`'s instance with `settings`:
+/// [`Recipe::of`] then [`Recipe::key`].
+pub fn content_key(spec: &TestSpec, patch: &str, settings: &KeySettings) -> String {
+    Recipe::of(spec, settings).key(patch)
 }

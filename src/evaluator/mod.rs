@@ -19,6 +19,7 @@ mod core;
 mod evaluation;
 mod export;
 mod key;
+mod memo;
 mod metrics;
 mod open;
 mod options;
@@ -31,7 +32,7 @@ pub use access::{authorized, check_listen, token_from, AccessError, MIN_TOKEN_LE
 pub use core::{Evaluator, Health, Shutdown, StartError};
 pub use evaluation::{Evaluation, Outcome, Passed, State, Status, Timings};
 pub use export::export;
-pub use key::{content_key, harness_version, KeySettings};
+pub use key::{content_key, harness_version, KeySettings, Recipe};
 pub use metrics::{Histogram, Metrics, BUCKETS};
 pub use open::{open, DatasetSource, OpenError, Opened, ServeChoices};
 pub use options::{EvaluatorOptions, DEFAULT_DEADLINE, DEFAULT_MAX_QUEUE, DEFAULT_MODEL};

@@ -7,17 +7,38 @@
 //! thread commits everything waiting in one transaction (group commit) and acknowledges each
 //! write once it is committed, so the server answers "accepted" only for what is stored; reads
 //! use a connection of their own.
+//!
+//! The log is copied into the database (a checkpoint, which syncs both files to disk) by a
+//! thread of its own, at most every [`CHECKPOINT_EVERY`] while writes come, so no commit waits
+//! for a sync; only a log past [`WAL_LIMIT_PAGES`] (writes that never pause) is checkpointed
+//! with the writer held, which bounds it. The verdicts under their content keys are also kept
+//! in memory (the last [`MEMO_VERDICTS`]), so a cache hit is answered without a query.
 
 use std::path::{Path, PathBuf};
-use std::sync::{mpsc as std_mpsc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc as std_mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection, OptionalExtension};
 use tokio::sync::oneshot;
 
 use super::evaluation::{Evaluation, Outcome, State};
+use super::memo::Memo;
+use super::metrics::Histogram;
 
 /// The schema version this build writes and reads.
 const SCHEMA_VERSION: i64 = 1;
+
+/// How often, at most, the checkpoint thread copies the log into the database while writes
+/// come (each checkpoint syncs the log and the database to disk).
+pub const CHECKPOINT_EVERY: Duration = Duration::from_millis(250);
+
+/// Pages (4 KiB) the log may hold before a checkpoint that holds the writer until it is done
+/// (128 MiB): reached only when writes never pause long enough for a checkpoint to catch up.
+pub const WAL_LIMIT_PAGES: i64 = 32_768;
+
+/// Verdicts (by content key) kept in memory in front of the database.
+pub const MEMO_VERDICTS: usize = 16_384;
 
 /// The database file in a state folder.
 pub fn db_path(state: &Path) -> PathBuf {
@@ -151,12 +172,17 @@ struct Job {
     ack: oneshot::Sender<Result<(), String>>,
 }
 
-/// The state database: a writer thread and a read connection.
+/// The state database: a writer thread, a checkpoint thread and a read connection.
 pub struct Store {
     path: PathBuf,
     tx: Mutex<Option<std_mpsc::Sender<Job>>>,
     writer: Mutex<Option<std::thread::JoinHandle<()>>>,
+    checkpointer: Mutex<Option<std::thread::JoinHandle<()>>>,
     read: Mutex<Connection>,
+    /// The last verdicts cached or read, by content key.
+    memo: Mutex<Memo<String, Outcome>>,
+    /// How long each commit of the writer took.
+    commits: Arc<Histogram>,
 }
 
 fn sqlite(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
@@ -194,6 +220,11 @@ impl Store {
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(&err)?;
         conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(&err)?;
+        // Checkpoints are the checkpoint thread's; a log emptied by one is cut back to 64 MiB.
+        conn.pragma_update(None, "wal_autocheckpoint", 0)
+            .map_err(&err)?;
+        conn.pragma_update(None, "journal_size_limit", 64 * 1024 * 1024)
             .map_err(&err)?;
         let version: i64 = conn
             .pragma_query_value(None, "user_version", |r| r.get(0))
@@ -236,21 +267,45 @@ impl Store {
         let read = Connection::open(&path).map_err(&err)?;
         read.busy_timeout(std::time::Duration::from_secs(10))
             .map_err(&err)?;
+        let check = Connection::open(&path).map_err(&err)?;
+        check
+            .busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(&err)?;
+        let thread_failed = |what: &str, e: std::io::Error| StoreError::Corrupt {
+            path: path.clone(),
+            id: "-".into(),
+            message: format!("cannot start the {what} thread: {e}"),
+        };
+        // The writer signals the first commit after each checkpoint; the checkpoint thread
+        // runs once for all the commits since.
+        let (wrote, written) = std_mpsc::sync_channel::<()>(1);
+        let due = Arc::new(AtomicBool::new(false));
+        let checked = due.clone();
+        let checkpointer = std::thread::Builder::new()
+            .name("swe-eval-checkpoint".into())
+            .spawn(move || checkpoint_loop(check, written, &checked))
+            .map_err(|e| thread_failed("checkpoint", e))?;
+        let commits = Arc::new(Histogram::default());
         let (tx, rx) = std_mpsc::channel::<Job>();
+        let timed = commits.clone();
         let writer = std::thread::Builder::new()
             .name("swe-eval-state".into())
-            .spawn(move || write_loop(conn, rx))
-            .map_err(|e| StoreError::Corrupt {
-                path: path.clone(),
-                id: "-".into(),
-                message: format!("cannot start the writer thread: {e}"),
-            })?;
+            .spawn(move || write_loop(conn, rx, wrote, &due, &timed))
+            .map_err(|e| thread_failed("writer", e))?;
         Ok(Store {
             path,
             tx: Mutex::new(Some(tx)),
             writer: Mutex::new(Some(writer)),
+            checkpointer: Mutex::new(Some(checkpointer)),
             read: Mutex::new(read),
+            memo: Mutex::new(Memo::new(MEMO_VERDICTS)),
+            commits,
         })
+    }
+
+    /// How long the writer's commits took (each commits every write waiting).
+    pub fn commit_latency(&self) -> &Histogram {
+        &self.commits
     }
 
     /// The database file.
@@ -293,7 +348,16 @@ impl Store {
         done: Vec<(u64, Outcome, bool)>,
         cache: Option<(String, Outcome)>,
     ) -> Result<(), StoreError> {
-        self.write(Write::Finish { done, cache }).await
+        let memo = cache.clone();
+        self.write(Write::Finish { done, cache }).await?;
+        if let Some((key, outcome)) = memo {
+            self.memo().insert(key, outcome);
+        }
+        Ok(())
+    }
+
+    fn memo(&self) -> std::sync::MutexGuard<'_, Memo<String, Outcome>> {
+        self.memo.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn reader(&self) -> std::sync::MutexGuard<'_, Connection> {
@@ -302,19 +366,23 @@ impl Store {
 
     /// The cached outcome of content key `key`, if any.
     pub fn cached(&self, key: &str) -> Result<Option<Outcome>, StoreError> {
-        let conn = self.reader();
-        let text: Option<String> = conn
-            .prepare("SELECT outcome FROM results WHERE key = ?1")
-            .and_then(|mut s| s.query_row(params![key], |r| r.get(0)).optional())
-            .map_err(sqlite(&self.path))?;
-        text.map(|t| {
-            serde_json::from_str(&t).map_err(|e| StoreError::Corrupt {
-                path: self.path.clone(),
-                id: format!("cache {key}"),
-                message: e.to_string(),
-            })
-        })
-        .transpose()
+        if let Some(hit) = self.memo().get(key) {
+            return Ok(Some(hit));
+        }
+        let text: Option<String> = {
+            let conn = self.reader();
+            conn.prepare("SELECT outcome FROM results WHERE key = ?1")
+                .and_then(|mut s| s.query_row(params![key], |r| r.get(0)).optional())
+                .map_err(sqlite(&self.path))?
+        };
+        let Some(text) = text else { return Ok(None) };
+        let outcome: Outcome = serde_json::from_str(&text).map_err(|e| StoreError::Corrupt {
+            path: self.path.clone(),
+            id: format!("cache {key}"),
+            message: e.to_string(),
+        })?;
+        self.memo().insert(key.to_string(), outcome.clone());
+        Ok(Some(outcome))
     }
 
     /// The request `seq`, if stored.
@@ -397,8 +465,11 @@ impl Store {
     /// Stops the writer once every write sent is committed.
     pub fn close(&self) {
         self.tx.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(h) = self.writer.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            let _ = h.join();
+        // The writer ends, and with it the checkpoint thread's signal.
+        for thread in [&self.writer, &self.checkpointer] {
+            if let Some(h) = thread.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                let _ = h.join();
+            }
         }
     }
 }
@@ -451,8 +522,16 @@ fn raw_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
 }
 
 /// The writer thread: takes every write waiting, commits them in one transaction, then
-/// acknowledges each. Ends when the store is closed.
-fn write_loop(mut conn: Connection, rx: std_mpsc::Receiver<Job>) {
+/// acknowledges each and tells the checkpoint thread. Ends when the store is closed.
+fn write_loop(
+    conn: Connection,
+    rx: std_mpsc::Receiver<Job>,
+    wrote: std_mpsc::SyncSender<()>,
+    due: &AtomicBool,
+    commits: &Histogram,
+) {
+    // Prepared once, for every commit.
+    let mut statements = Statements::new(&conn).map_err(|e| e.to_string());
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         while batch.len() < 512 {
@@ -461,28 +540,100 @@ fn write_loop(mut conn: Connection, rx: std_mpsc::Receiver<Job>) {
                 Err(_) => break,
             }
         }
-        let result = commit(&mut conn, &batch).map_err(|e| e.to_string());
+        let started = Instant::now();
+        let result = match &mut statements {
+            Ok(st) => commit(&conn, st, &batch).map_err(|e| e.to_string()),
+            Err(e) => Err(e.clone()),
+        };
+        commits.observe(started.elapsed());
         for j in batch {
             let _ = j.ack.send(result.clone());
+        }
+        // Once per checkpoint: the checkpoint thread is not woken again until it has run.
+        if !due.swap(true, Ordering::AcqRel) {
+            let _ = wrote.try_send(());
         }
     }
 }
 
-fn commit(conn: &mut Connection, batch: &[Job]) -> rusqlite::Result<()> {
-    let tx = conn.transaction()?;
+/// The checkpoint thread: after commits, copies the log into the database (a passive
+/// checkpoint: the writer goes on meanwhile), at most every [`CHECKPOINT_EVERY`]; a log past
+/// [`WAL_LIMIT_PAGES`] is checkpointed with the writer held, so it starts again from its
+/// beginning. Ends when the writer does.
+fn checkpoint_loop(conn: Connection, written: std_mpsc::Receiver<()>, due: &AtomicBool) {
+    let mut last: Option<Instant> = None;
+    while written.recv().is_ok() {
+        // No signal comes while `due` is set: this wait ends at its time, or when the writer
+        // ends.
+        if let Some(left) =
+            last.map(|at| (at + CHECKPOINT_EVERY).saturating_duration_since(Instant::now()))
+        {
+            if !left.is_zero()
+                && written.recv_timeout(left) == Err(std_mpsc::RecvTimeoutError::Disconnected)
+            {
+                return;
+            }
+        }
+        // Commits from now on call for the next checkpoint.
+        due.store(false, Ordering::Release);
+        let pages = |mode: &str| {
+            conn.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |r| {
+                r.get::<_, i64>(1)
+            })
+        };
+        // Errors are left to the next checkpoint (or the last connection's, at close).
+        if pages("PASSIVE").is_ok_and(|log| log > WAL_LIMIT_PAGES) {
+            let _ = pages("RESTART");
+        }
+        last = Some(Instant::now());
+    }
+}
+
+/// The writer's statements.
+struct Statements<'c> {
+    insert: rusqlite::Statement<'c>,
+    finish: rusqlite::Statement<'c>,
+    cache: rusqlite::Statement<'c>,
+}
+
+impl<'c> Statements<'c> {
+    fn new(conn: &'c Connection) -> rusqlite::Result<Self> {
+        Ok(Statements {
+            insert: conn.prepare(
+                "INSERT INTO requests (seq, instance_id, model, sample, patch, key, execute, \
+                 deadline_ms, accepted_ms, similarity, reward, format, done, cached, outcome, \
+                 finished_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, \
+                 ?14, ?15, ?16)",
+            )?,
+            finish: conn.prepare(
+                "UPDATE requests SET done = 1, outcome = ?2, cached = ?3, finished_ms = ?4 \
+                 WHERE seq = ?1 AND done = 0",
+            )?,
+            cache: conn.prepare(
+                "INSERT OR REPLACE INTO results (key, outcome, created_ms) VALUES (?1, ?2, ?3)",
+            )?,
+        })
+    }
+}
+
+/// Commits `batch` in one transaction (none of it when any write fails).
+fn commit(conn: &Connection, st: &mut Statements<'_>, batch: &[Job]) -> rusqlite::Result<()> {
+    conn.execute_batch("BEGIN")?;
+    let written = write_all(st, batch).and_then(|()| conn.execute_batch("COMMIT"));
+    if written.is_err() && !conn.is_autocommit() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    written
+}
+
+fn write_all(st: &mut Statements<'_>, batch: &[Job]) -> rusqlite::Result<()> {
     let now = now_ms();
     for job in batch {
         match &job.write {
             Write::Insert(rows) => {
-                let mut stmt = tx.prepare(
-                    "INSERT INTO requests (seq, instance_id, model, sample, patch, key, execute, \
-                     deadline_ms, accepted_ms, similarity, reward, format, done, cached, outcome, \
-                     finished_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, \
-                     ?14, ?15, ?16)",
-                )?;
                 for r in rows {
                     let outcome = r.outcome.as_ref().map(outcome_json);
-                    stmt.execute(params![
+                    st.insert.execute(params![
                         r.seq as i64,
                         r.instance_id,
                         r.model,
@@ -503,23 +654,17 @@ fn commit(conn: &mut Connection, batch: &[Job]) -> rusqlite::Result<()> {
                 }
             }
             Write::Finish { done, cache } => {
-                let mut stmt = tx.prepare(
-                    "UPDATE requests SET done = 1, outcome = ?2, cached = ?3, finished_ms = ?4 \
-                     WHERE seq = ?1 AND done = 0",
-                )?;
                 for (seq, outcome, cached) in done {
-                    stmt.execute(params![*seq as i64, outcome_json(outcome), cached, now])?;
+                    st.finish
+                        .execute(params![*seq as i64, outcome_json(outcome), cached, now])?;
                 }
                 if let Some((key, outcome)) = cache {
-                    tx.prepare(
-                        "INSERT OR REPLACE INTO results (key, outcome, created_ms) VALUES (?1, ?2, ?3)",
-                    )?
-                    .execute(params![key, outcome_json(outcome), now])?;
+                    st.cache.execute(params![key, outcome_json(outcome), now])?;
                 }
             }
         }
     }
-    tx.commit()
+    Ok(())
 }
 
 fn outcome_json(o: &Outcome) -> String {
@@ -593,6 +738,65 @@ mod tests {
         assert_eq!(pending, [2]);
         assert_eq!(store.get(3).unwrap(), None);
         assert_eq!(store.since(2).unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_cached_verdict_is_answered_from_memory_in_front_of_the_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let outcome = Outcome::masked(Status::Timeout, "slow".into());
+        store
+            .finish(Vec::new(), Some(("k1".into(), outcome.clone())))
+            .await
+            .unwrap();
+        assert_eq!(store.cached("k1").unwrap(), Some(outcome.clone()));
+        // Another connection removes it from the database: the memory still answers.
+        let other = Connection::open(db_path(dir.path())).unwrap();
+        other.busy_timeout(Duration::from_secs(10)).unwrap();
+        other.execute("DELETE FROM results", []).unwrap();
+        assert_eq!(store.cached("k1").unwrap(), Some(outcome.clone()));
+        assert_eq!(store.cached("k2").unwrap(), None);
+        // One read from the database is kept too.
+        let read = Outcome::masked(Status::InfraError, "gone".into());
+        other
+            .execute(
+                "INSERT INTO results (key, outcome, created_ms) VALUES ('k3', ?1, 0)",
+                params![outcome_json(&read)],
+            )
+            .unwrap();
+        assert_eq!(store.cached("k3").unwrap(), Some(read.clone()));
+        other.execute("DELETE FROM results", []).unwrap();
+        assert_eq!(store.cached("k3").unwrap(), Some(read));
+        drop(store);
+        // A new store starts with nothing in memory.
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.cached("k1").unwrap(), None);
+        // Commits were timed.
+        store.insert(vec![row(1, false)]).await.unwrap();
+        assert_eq!(store.commit_latency().read().0.last(), Some(&1));
+    }
+
+    #[tokio::test]
+    async fn the_checkpoint_thread_copies_commits_into_the_database_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let db = db_path(dir.path());
+        let size = || std::fs::metadata(&db).unwrap().len();
+        let before = size();
+        let rows: Vec<Row> = (1..=200)
+            .map(|seq| Row {
+                patch: "x".repeat(2000),
+                ..row(seq, false)
+            })
+            .collect();
+        store.insert(rows).await.unwrap();
+        // The writer checkpoints nothing itself: the rows reach the file through the thread.
+        let until = Instant::now() + Duration::from_secs(30);
+        while size() < before + 200 * 2000 && Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(size() >= before + 200 * 2000, "{before} -> {}", size());
+        assert_eq!(store.pending().unwrap().len(), 200);
     }
 
     #[test]

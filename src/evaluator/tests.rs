@@ -401,3 +401,51 @@ async fn concurrent_submissions_never_take_more_than_the_queues_bound() {
     }
     ev.shutdown().await;
 }
+
+#[test]
+fn a_recipe_made_once_keys_like_the_whole_content_and_changes_with_any_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = mini(dir.path());
+    let insts: Vec<_> = [CALC, WRAP]
+        .iter()
+        .map(|id| m.dataset.get(id).unwrap())
+        .collect();
+    let made = crate::orchestrate::instance_specs(&insts, &m.opts.prepare);
+    let specs: Vec<crate::spec::TestSpec> = made.ready.into_iter().map(|(_, s)| s).collect();
+    let (calc, wrap) = (&specs[0], &specs[1]);
+    let settings = KeySettings {
+        strict: false,
+        network: false,
+        timeout_secs: 60,
+        limits: Default::default(),
+    };
+    let recipe = Recipe::of(calc, &settings);
+    let patch = gold(&m, CALC);
+    // The same recipe keys every patch as the whole content does, every time.
+    assert_eq!(recipe.key(&patch), content_key(calc, &patch, &settings));
+    assert_eq!(recipe.key(&patch), Recipe::of(calc, &settings).key(&patch));
+    // Another patch, test script, instance, image recipe or setting: another key.
+    let mut keys = vec![recipe.key(&patch), recipe.key(&format!("{patch}\n"))];
+    let mut script = calc.clone();
+    script.eval_script.push_str("\n# changed\n");
+    keys.push(content_key(&script, &patch, &settings));
+    keys.push(content_key(wrap, &patch, &settings));
+    let mut image = calc.clone();
+    image.instance_dockerfile.push(' ');
+    keys.push(content_key(&image, &patch, &settings));
+    for s in [
+        KeySettings {
+            strict: true,
+            ..settings.clone()
+        },
+        KeySettings {
+            timeout_secs: 61,
+            ..settings.clone()
+        },
+    ] {
+        keys.push(content_key(calc, &patch, &s));
+    }
+    let distinct: std::collections::HashSet<&String> = keys.iter().collect();
+    assert_eq!(distinct.len(), keys.len(), "{keys:?}");
+    assert!(keys.iter().all(|k| k.len() == 64));
+}

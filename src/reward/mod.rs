@@ -33,7 +33,7 @@ pub use git::{read_files, GitError};
 pub use result::{FileSimilarity, Format, RewardResult};
 pub use score::{
     calculate_reward_unidiff, compare_changes, filelevel_changes, search_replace_reward,
-    unidiff_reward,
+    unidiff_reward, Oracle,
 };
 pub use search_replace::{edited_files, edited_paths, to_git_patch, FormatError};
 pub use sequence_matcher::{char_matching_blocks, ratio, Match};

@@ -80,16 +80,45 @@ pub fn calculate_reward_unidiff(
 /// reference's `calculate_reward_unidiff([oracle], [pred])`; `format` says whether the
 /// prediction was empty or unreadable, and `reward` is -1 then.
 pub fn unidiff_reward(oracle: &str, pred: &str) -> RewardResult {
-    let (similarity, files) = calculate_reward_unidiff(&[oracle], &[pred]);
-    let format = if pred.trim().is_empty() {
-        Format::Empty
-    } else {
-        match crate::unidiff::parse(pred) {
-            Ok(set) if set.files.iter().any(|f| !f.is_binary_file) => Format::Ok,
-            _ => Format::Unparsable,
+    Oracle::new(oracle).unidiff_reward(pred)
+}
+
+/// A gold patch read once (its per-file changes), for the rewards of many predictions of its
+/// instance: [`Oracle::unidiff_reward`] is [`unidiff_reward`] without reading the gold patch
+/// again, and reads the prediction once.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Oracle {
+    changes: Vec<(String, String)>,
+}
+
+impl Oracle {
+    /// The gold patch `oracle`, read.
+    pub fn new(oracle: &str) -> Oracle {
+        Oracle {
+            changes: filelevel_changes(&[oracle]),
         }
-    };
-    RewardResult::new(similarity, format, files)
+    }
+
+    /// The unified-diff reward of `pred` against this gold patch (as [`unidiff_reward`]).
+    pub fn unidiff_reward(&self, pred: &str) -> RewardResult {
+        let parsed = crate::unidiff::parse(pred);
+        // One diff: `filelevel_changes(&[pred])`, whose merge keeps the file-level changes as
+        // they are (their paths are unique already).
+        let pred_changes = match &parsed {
+            Ok(set) => filelevel::filelevel_diff(set),
+            Err(_) => Vec::new(),
+        };
+        let (similarity, files) = compare_changes(&pred_changes, &self.changes);
+        let format = if pred.trim().is_empty() {
+            Format::Empty
+        } else {
+            match parsed {
+                Ok(set) if set.files.iter().any(|f| !f.is_binary_file) => Format::Ok,
+                _ => Format::Unparsable,
+            }
+        };
+        RewardResult::new(similarity, format, files)
+    }
 }
 
 /// SWE-RL's `calculate_search_replace_reward(code_context, oracle_new_content, output)`:
@@ -113,5 +142,73 @@ pub fn search_replace_reward(
             let (similarity, files) = compare_changes(&pred, &oracle);
             RewardResult::new(similarity, Format::Ok, files)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gold_patch_read_once_rewards_every_prediction_as_the_reference_reading_does() {
+        let mut preds: Vec<(String, String)> = crate::mini::PREDICTIONS
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                let id = v["instance_id"].as_str().unwrap().to_string();
+                (id, v["model_patch"].as_str().unwrap_or("").to_string())
+            })
+            .collect();
+        let golds: std::collections::HashMap<String, String> = crate::mini::DATASET
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                let id = v["instance_id"].as_str().unwrap().to_string();
+                (id, v["patch"].as_str().unwrap().to_string())
+            })
+            .collect();
+        // Edge cases against one gold patch: blank, not a diff, a binary file, the same file
+        // twice in one diff (the later wins), a rename.
+        let calc = "swe-eval-mini__calc-1";
+        let gold = &golds[calc];
+        let twice = format!("{gold}{gold}");
+        for odd in [
+            "",
+            "  \n",
+            "not a diff at all",
+            "diff --git a/x.bin b/x.bin\nBinary files a/x.bin and b/x.bin differ\n",
+            twice.as_str(),
+            "diff --git a/a.py b/b.py\nsimilarity index 90%\nrename from a.py\nrename to b.py\n",
+        ] {
+            preds.push((calc.to_string(), odd.to_string()));
+        }
+        for (id, pred) in &preds {
+            let gold = &golds[id];
+            let once = Oracle::new(gold);
+            let (similarity, files) = calculate_reward_unidiff(&[gold], &[pred]);
+            let r = once.unidiff_reward(pred);
+            // The format as read apart (a second reading of the prediction).
+            let format = if pred.trim().is_empty() {
+                Format::Empty
+            } else {
+                match crate::unidiff::parse(pred) {
+                    Ok(set) if set.files.iter().any(|f| !f.is_binary_file) => Format::Ok,
+                    _ => Format::Unparsable,
+                }
+            };
+            assert_eq!(
+                r,
+                RewardResult::new(similarity, format, files),
+                "{id}: {pred:?}"
+            );
+            // The same oracle again: the same answer.
+            assert_eq!(once.unidiff_reward(pred), r);
+        }
+        let empty = Oracle::new(gold).unidiff_reward("");
+        assert_eq!((empty.format, empty.reward), (Format::Empty, -1.0));
+        let junk = Oracle::new(gold).unidiff_reward("not a diff at all");
+        assert_eq!(junk.format, Format::Unparsable);
     }
 }

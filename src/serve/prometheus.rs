@@ -123,6 +123,12 @@ pub(super) fn render<E: Engine>(app: &App<E>) -> String {
         "Time to answer POST /v1/evaluations.",
         &app.http.submit_latency,
     );
+    histogram(
+        &mut out,
+        "swe_eval_state_commit_seconds",
+        "Time of each commit of the state database (requests and results waiting, together).",
+        app.ev.commit_latency(),
+    );
     out
 }
 
