@@ -8,7 +8,7 @@
 use super::args::{DatasetArgs, ExecArgs, Reachable};
 use super::render;
 use super::CliResult;
-use crate::orchestrate::{self, Finding, Source, DEFAULT_REPEAT, VALIDATE_RUN_ID};
+use crate::orchestrate::{self, Finding, Repeats, Source, DEFAULT_REPEAT, VALIDATE_RUN_ID};
 use crate::runner::Category;
 
 /// `swe-eval validate`: the instances, the repetitions and where the results go.
@@ -32,6 +32,11 @@ pub struct Args {
     /// Repetitions of each of the gold and the empty run [allowed: 1 to 100].
     #[arg(short = 'k', long, default_value_t = DEFAULT_REPEAT, value_parser = super::values::repeat())]
     pub repeat: u32,
+    /// Run only the gold patch, -k times: checks that gold resolves and that its verdict and
+    /// test statuses are stable, at half the cost; the untouched tree is not run, so "resolves
+    /// without a patch" is not checked.
+    #[arg(long)]
+    pub gold_only: bool,
     /// Run id.
     #[arg(
         long,
@@ -68,7 +73,12 @@ pub fn run(args: Args) -> CliResult {
     let opts = args.exec.options(Some(args.run_id.clone()), false);
     let rt = tokio::runtime::Runtime::new()?;
     let done = rt.block_on(render::rendered(|interrupts, events| {
-        orchestrate::validate(&source, args.repeat, &opts, interrupts, events)
+        let repeats = if args.gold_only {
+            Repeats::gold_only(args.repeat)
+        } else {
+            Repeats::each(args.repeat)
+        };
+        orchestrate::validate(&source, repeats, &opts, interrupts, events)
     }))?;
     render::print_preparation(&done.prep);
     for f in &done.findings {
@@ -77,10 +87,15 @@ pub fn run(args: Args) -> CliResult {
     let flagged = done.findings.iter().filter(|f| f.flagged()).count();
     let flaky = done.findings.iter().filter(|f| f.flaky).count();
     println!(
-        "{} instances, {flagged} flagged, {flaky} flaky, k = {}; {} containers run in {:.1} s; \
+        "{} instances, {flagged} flagged, {flaky} flaky, k = {}{}; {} containers run in {:.1} s; \
          wrote {} and the flaky map {}",
         done.findings.len(),
-        done.k,
+        done.repeats.gold,
+        if done.repeats.empty == 0 {
+            " (gold only)"
+        } else {
+            ""
+        },
         done.report.jobs_run,
         done.report.wall.as_secs_f64(),
         done.file.display(),
@@ -118,7 +133,11 @@ fn finding_line(f: &Finding) -> String {
         "{:<40} gold [{}] empty [{}]{}",
         f.instance_id,
         names(&f.gold),
-        names(&f.empty),
+        if f.empty.is_empty() {
+            "not run".to_string()
+        } else {
+            names(&f.empty)
+        },
         if why.is_empty() {
             String::new()
         } else {

@@ -62,7 +62,7 @@ pub use run_options::{
     time_run_id, RunOptions, Source, DEFAULT_SPLIT, DEFAULT_TIMEOUT, MINI_RUN_ID, MINI_TIMEOUT,
 };
 pub use validate::{
-    flaky_map_name, gold_and_empty, validate, Validated, DEFAULT_REPEAT, VALIDATE_RUN_ID,
+    flaky_map_name, gold_and_empty, validate, Repeats, Validated, DEFAULT_REPEAT, VALIDATE_RUN_ID,
 };
 pub use workflow::{
     execute, prepare_streaming, release_and_clean, run_plan, Event, ImagePolicy, Level, Notice,

@@ -30,12 +30,34 @@ pub fn flaky_map_name(run_id: &str) -> String {
 /// Repetitions of each of the gold and the empty run when none is given.
 pub const DEFAULT_REPEAT: u32 = 2;
 
+/// How many times a validation runs each instance's gold patch and its empty patch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Repeats {
+    /// Runs of the gold patch (at least 1 is run).
+    pub gold: u32,
+    /// Runs of the empty patch; 0 leaves the untouched tree unrun, so "resolves without a
+    /// patch" is not checked and only the gold runs can be flaky.
+    pub empty: u32,
+}
+
+impl Repeats {
+    /// `k` runs of each patch.
+    pub fn each(k: u32) -> Repeats {
+        Repeats { gold: k, empty: k }
+    }
+
+    /// `k` runs of the gold patch and none of the empty one.
+    pub fn gold_only(k: u32) -> Repeats {
+        Repeats { gold: k, empty: 0 }
+    }
+}
+
 /// A finished validation.
 pub struct Validated {
     /// The run's id.
     pub run_id: String,
-    /// Repetitions of each of the gold and the empty run.
-    pub k: u32,
+    /// Runs of the gold and of the empty patch per instance.
+    pub repeats: Repeats,
     /// What the runner did and wrote.
     pub report: RunReport,
     /// Where image preparation's time went.
@@ -51,13 +73,14 @@ pub struct Validated {
     pub outcome: Outcome,
 }
 
-/// Validates the instances of `source`'s dataset (its predictions are ignored: gold and the
-/// empty patch are run, `k` times each; with no dataset, the mini benchmark's instances).
+/// Validates the instances of `source`'s dataset (its predictions are ignored: the gold patch
+/// and the empty patch are run as often as `repeats` says; with no dataset, the mini
+/// benchmark's instances).
 /// `opts.run_id` defaults to [`VALIDATE_RUN_ID`] here. Writes the findings to
 /// `validate.<run_id>.json` in the output folder.
 pub async fn validate(
     source: &Source,
-    k: u32,
+    repeats: Repeats,
     opts: &RunOptions,
     interrupts: UnboundedReceiver<()>,
     events: UnboundedSender<Event>,
@@ -74,7 +97,10 @@ pub async fn validate(
         notice(&events, Level::Warning, p.clone());
     }
     let mini = inputs.is_mini();
-    let k = k.max(1);
+    let repeats = Repeats {
+        gold: repeats.gold.max(1),
+        ..repeats
+    };
     let run_id = opts
         .run_id
         .clone()
@@ -90,7 +116,7 @@ pub async fn validate(
     let engine = Arc::new(crate::engine::connect(&opts.engine).await?);
     let work = Work {
         dataset: &inputs.dataset,
-        predictions: gold_and_empty(&inputs, k),
+        predictions: gold_and_empty(&inputs, repeats),
         instance_ids: inputs.instance_ids.clone(),
     };
     let images = ImagePolicy {
@@ -115,7 +141,7 @@ pub async fn validate(
     let troubles = Troubles::of_run(inputs.problems.len(), &report).with_failed_checks(flagged);
     Ok(Validated {
         run_id,
-        k,
+        repeats,
         report,
         prep,
         findings,
@@ -125,16 +151,22 @@ pub async fn validate(
     })
 }
 
-/// The predictions of a validation: for each instance of `inputs`, the gold patch and the
-/// empty patch, `k` samples each.
-pub fn gold_and_empty(inputs: &Inputs, k: u32) -> Vec<Prediction> {
+/// The predictions of a validation: for each instance of `inputs`, `repeats.gold` samples of
+/// the gold patch and `repeats.empty` of the empty patch.
+pub fn gold_and_empty(inputs: &Inputs, repeats: Repeats) -> Vec<Prediction> {
     let mut predictions = Vec::new();
     for id in &inputs.instance_ids {
         let Some(inst) = inputs.dataset.get(id) else {
             continue;
         };
-        for sample in 0..k {
-            for (model, patch) in [(GOLD, inst.patch.clone()), (EMPTY, String::new())] {
+        for sample in 0..repeats.gold.max(repeats.empty) {
+            for (model, patch, runs) in [
+                (GOLD, inst.patch.clone(), repeats.gold),
+                (EMPTY, String::new(), repeats.empty),
+            ] {
+                if sample >= runs {
+                    continue;
+                }
                 predictions.push(Prediction {
                     instance_id: id.clone(),
                     model_name_or_path: model.to_string(),
@@ -147,4 +179,52 @@ pub fn gold_and_empty(inputs: &Inputs, k: u32) -> Vec<Prediction> {
         }
     }
     predictions
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The validation's predictions per instance and model, as (model, samples) counts.
+    fn counts(repeats: Repeats) -> (usize, Vec<(String, Vec<u32>)>) {
+        let dir = tempfile::tempdir().unwrap();
+        let inputs = super::super::load_inputs(&Source::default(), dir.path()).unwrap();
+        let first = inputs.instance_ids[0].clone();
+        let predictions = gold_and_empty(&inputs, repeats);
+        let mut of_first: Vec<(String, Vec<u32>)> = Vec::new();
+        for p in predictions.iter().filter(|p| p.instance_id == first) {
+            match of_first
+                .iter_mut()
+                .find(|(m, _)| *m == p.model_name_or_path)
+            {
+                Some((_, samples)) => samples.push(p.sample),
+                None => of_first.push((p.model_name_or_path.clone(), vec![p.sample])),
+            }
+        }
+        assert_eq!(
+            predictions.len(),
+            inputs.instance_ids.len() * (repeats.gold + repeats.empty) as usize
+        );
+        (inputs.instance_ids.len(), of_first)
+    }
+
+    #[test]
+    fn each_runs_gold_and_empty_k_times_and_gold_only_runs_no_empty_patch() {
+        let (n, each) = counts(Repeats::each(3));
+        assert!(n > 1);
+        assert_eq!(
+            each,
+            [
+                (GOLD.to_string(), vec![0, 1, 2]),
+                (EMPTY.to_string(), vec![0, 1, 2])
+            ]
+        );
+        let (_, gold) = counts(Repeats::gold_only(3));
+        assert_eq!(gold, [(GOLD.to_string(), vec![0, 1, 2])]);
+        let (_, uneven) = counts(Repeats { gold: 1, empty: 2 });
+        assert_eq!(
+            uneven,
+            [(GOLD.to_string(), vec![0]), (EMPTY.to_string(), vec![0, 1])]
+        );
+    }
 }

@@ -315,7 +315,7 @@ fn mini_benchmark_strict_run_gives_the_strict_verdicts() {
 
 /// `swe-eval validate` runs gold and the empty patch k times: on the mini benchmark nothing is
 /// flagged; with one task's gold patch swapped for a partial fix, that task is flagged as
-/// "gold does not resolve" and the other is not.
+/// "gold does not resolve" and the other is not. `--gold-only` runs no empty patch.
 #[test]
 fn validate_flags_a_gold_patch_that_does_not_resolve() {
     let _turn = crate::common::mini_images_shared();
@@ -342,26 +342,26 @@ fn validate_flags_a_gold_patch_that_does_not_resolve() {
     let broken = dir.path().join("broken.jsonl");
     std::fs::write(&broken, rows.join("\n") + "\n").unwrap();
 
-    let out = Command::new(bin())
-        .args(["validate", "-d"])
-        .arg(&broken)
-        .args([
-            "-i",
-            "swe-eval-mini__calc-1,swe-eval-mini__strutils-2",
-            "-k",
-            "2",
-        ])
-        .args(["--flavour", "debian", "--timeout", "60", "--output"])
-        .arg(dir.path().join("out"))
-        .arg("--mirrors")
-        .arg(&bench.mirrors)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let validate = |args: &[&str]| {
+        let out = Command::new(bin())
+            .args(["validate", "-d"])
+            .arg(&broken)
+            .args(args)
+            .args(["--flavour", "debian", "--timeout", "60", "--output"])
+            .arg(dir.path().join("out"))
+            .arg("--mirrors")
+            .arg(&bench.mirrors)
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out, text)
+    };
+    let ids = "swe-eval-mini__calc-1,swe-eval-mini__strutils-2";
+    let (out, text) = validate(&["-i", ids, "-k", "2"]);
     let report: serde_json::Value = serde_json::from_slice(
         &std::fs::read(dir.path().join("out/validate.validate.json"))
             .unwrap_or_else(|e| panic!("no validate report ({e}):\n{text}")),
@@ -395,6 +395,29 @@ fn validate_flags_a_gold_patch_that_does_not_resolve() {
         Some(0),
         "a flagged instance is not a clean result\n{text}"
     );
+
+    // --gold-only: the gold patch k times, no empty-patch run; a sound instance exits 0.
+    let (out, text) = validate(&[
+        "-i",
+        "swe-eval-mini__strutils-2",
+        "-k",
+        "2",
+        "--gold-only",
+        "--run-id",
+        "gold-only",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("k = 2 (gold only)"), "{text}");
+    assert!(text.contains("empty [not run]"), "{text}");
+    let report: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join("out/validate.gold-only.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        report[0]["gold"],
+        serde_json::json!(["resolved", "resolved"])
+    );
+    assert_eq!(report[0]["empty"], serde_json::json!([]), "{report}");
 }
 
 /// The flaky map end to end: calc-1 gets a PASS_TO_PASS test that passes only with no network
