@@ -11,6 +11,14 @@ pub enum EngineError {
         /// Why the connection failed.
         message: String,
     },
+    #[error("the Docker daemon at {endpoint} is not a Swarm manager (its swarm state: {state}): `--engine swarm` runs the jobs as services of a cluster through one of its managers\n  make this daemon one with `docker swarm init` (or join it to a cluster as a manager), or point DOCKER_HOST at a manager")]
+    /// `--engine swarm` reached a daemon that is not an active Swarm manager.
+    NotSwarmManager {
+        /// The daemon's address.
+        endpoint: String,
+        /// Its swarm state as it reports it (`inactive`, `pending`, `active, a worker`, ...).
+        state: String,
+    },
     #[error("cannot reach a Podman service (tried {tried}): {message}\n  {advice}")]
     /// `--engine podman` found no service that answers.
     PodmanConnect {
@@ -181,7 +189,11 @@ pub enum EngineError {
 
 impl crate::failure::Classify for EngineError {
     fn kind(&self) -> crate::failure::ErrorKind {
-        crate::failure::ErrorKind::Failed
+        match self {
+            // The command asked for a cluster where there is none: the message says what to change.
+            EngineError::NotSwarmManager { .. } => crate::failure::ErrorKind::Usage,
+            _ => crate::failure::ErrorKind::Failed,
+        }
     }
 }
 
@@ -193,6 +205,7 @@ impl EngineError {
             EngineError::ImageMissing { .. }
             | EngineError::Build { .. }
             | EngineError::Setup { .. }
+            | EngineError::NotSwarmManager { .. }
             | EngineError::Withdrawn { .. }
             | EngineError::Unsupported { .. } => false,
             // A registry that does not have the image, or refuses us, will not change its mind.

@@ -76,6 +76,24 @@ impl std::fmt::Debug for SwarmEngine {
     }
 }
 
+/// Refuses a daemon that is not an active Swarm manager: it answered, so the error says what
+/// it is (inactive, a worker, pending) and how to make it one, not how to start a daemon.
+fn require_manager(endpoint: &str, swarm: &bollard::models::SwarmInfo) -> Result<(), EngineError> {
+    let active = swarm.local_node_state == Some(LocalNodeState::ACTIVE);
+    if active && swarm.control_available == Some(true) {
+        return Ok(());
+    }
+    let state = match swarm.local_node_state {
+        Some(LocalNodeState::ACTIVE) => "active, a worker".to_string(),
+        Some(s) => s.to_string(),
+        None => "unknown".to_string(),
+    };
+    Err(EngineError::NotSwarmManager {
+        endpoint: endpoint.into(),
+        state,
+    })
+}
+
 impl SwarmEngine {
     /// Connects to `DOCKER_HOST` (or the local socket), which must be a Swarm manager.
     pub async fn connect(opts: SwarmOptions) -> Result<Self, EngineError> {
@@ -88,19 +106,7 @@ impl SwarmEngine {
                 endpoint: local.endpoint().into(),
                 message: e.to_string(),
             })?;
-        let swarm = info.swarm.unwrap_or_default();
-        let active = swarm.local_node_state == Some(LocalNodeState::ACTIVE);
-        if !active || swarm.control_available != Some(true) {
-            return Err(EngineError::Connect {
-                endpoint: local.endpoint().into(),
-                message: format!(
-                    "this daemon is not a Swarm manager (swarm state: {}): run `docker swarm init` on it, or point DOCKER_HOST at a manager",
-                    swarm
-                        .local_node_state
-                        .map_or("unknown".to_string(), |s| s.to_string())
-                ),
-            });
-        }
+        require_manager(local.endpoint(), &info.swarm.unwrap_or_default())?;
         let no_network = super::network::isolated_network(local.client()).await?;
         Ok(SwarmEngine {
             local,
@@ -172,6 +178,46 @@ pub(super) fn is_up(state: Option<NodeState>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_daemon_that_is_not_a_manager_is_told_apart_from_one_that_is_down() {
+        use bollard::models::SwarmInfo;
+        let info = |state, control| SwarmInfo {
+            local_node_state: state,
+            control_available: control,
+            ..Default::default()
+        };
+        assert!(
+            require_manager("unix:///x", &info(Some(LocalNodeState::ACTIVE), Some(true))).is_ok()
+        );
+        for (swarm, says) in [
+            (
+                info(Some(LocalNodeState::INACTIVE), Some(false)),
+                "(its swarm state: inactive)",
+            ),
+            (
+                info(Some(LocalNodeState::ACTIVE), Some(false)),
+                "(its swarm state: active, a worker)",
+            ),
+            (
+                info(Some(LocalNodeState::PENDING), None),
+                "(its swarm state: pending)",
+            ),
+            (info(None, None), "(its swarm state: unknown)"),
+        ] {
+            let e = require_manager("unix:///x", &swarm).unwrap_err();
+            let text = e.to_string();
+            assert!(text.contains(says), "{text}");
+            assert!(text.contains("docker swarm init"), "{text}");
+            assert!(!text.contains("cannot reach"), "{text}");
+            assert!(!e.is_transient(), "{text}");
+            assert_eq!(
+                crate::failure::Classify::kind(&e),
+                crate::failure::ErrorKind::Usage,
+                "{text}"
+            );
+        }
+    }
 
     #[test]
     fn node_state_up_is_ready_only() {
