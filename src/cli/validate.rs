@@ -86,9 +86,13 @@ pub fn run(args: Args) -> CliResult {
     }
     let flagged = done.findings.iter().filter(|f| f.flagged()).count();
     let flaky = done.findings.iter().filter(|f| f.flaky).count();
+    let unfinished = match done.findings.iter().filter(|f| f.runs_missing > 0).count() {
+        0 => String::new(),
+        n => format!(" ({n} with runs not done: not in the flaky map unless already flaky)"),
+    };
     println!(
-        "{} instances, {flagged} flagged, {flaky} flaky, k = {}{}; {} containers run in {:.1} s; \
-         wrote {} and the flaky map {}",
+        "{} instances, {flagged} flagged{unfinished}, {flaky} flaky, k = {}{}; {} containers run \
+         in {:.1} s; wrote {} and the flaky map {}",
         done.findings.len(),
         done.repeats.gold,
         if done.repeats.empty == 0 {
@@ -116,6 +120,15 @@ fn finding_line(f: &Finding) -> String {
     }
     if f.empty_resolves {
         why.push("resolves without a patch");
+    }
+    let missing;
+    if f.runs_missing > 0 {
+        missing = format!(
+            "{} run(s) not done, not validated yet (interrupted: the same command with the same \
+             --run-id does them)",
+            f.runs_missing
+        );
+        why.push(&missing);
     }
     let tests;
     if f.flaky {

@@ -13,6 +13,28 @@ use crate::report::{FlakyRow, TestFlip, MISSING};
 use crate::runner::{Category, Layout, Verdict};
 use crate::wire::FLAKY_MAP_VERSION;
 
+/// How many times a validation runs each instance's gold patch and its empty patch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Repeats {
+    /// Runs of the gold patch (at least 1 is run).
+    pub gold: u32,
+    /// Runs of the empty patch; 0 leaves the untouched tree unrun, so "resolves without a
+    /// patch" is not checked and only the gold runs can be flaky.
+    pub empty: u32,
+}
+
+impl Repeats {
+    /// `k` runs of each patch.
+    pub fn each(k: u32) -> Repeats {
+        Repeats { gold: k, empty: k }
+    }
+
+    /// `k` runs of the gold patch and none of the empty one.
+    pub fn gold_only(k: u32) -> Repeats {
+        Repeats { gold: k, empty: 0 }
+    }
+}
+
 /// What validation found about one instance.
 #[derive(Debug, Clone, Serialize)]
 pub struct Finding {
@@ -22,7 +44,7 @@ pub struct Finding {
     pub gold: Vec<Category>,
     /// Categories of the empty runs, in sample order.
     pub empty: Vec<Category>,
-    /// Some gold run did not resolve (or none ran).
+    /// Some gold run did not resolve.
     pub gold_not_resolved: bool,
     /// Some empty run resolved: the tests do not need the fix.
     pub empty_resolves: bool,
@@ -34,12 +56,16 @@ pub struct Finding {
     /// Some gold run was unresolved only for want of the network (its verdict's
     /// `needs_network`): rerun with `--network` before blaming the instance.
     pub gold_needs_network: bool,
+    /// Runs of the gold or the empty patch that have no verdict (the validation was
+    /// interrupted before them): the instance is not validated until a rerun with the same
+    /// run id does them.
+    pub runs_missing: u32,
 }
 
 impl Finding {
-    /// True when anything above is wrong with the instance.
+    /// True when anything above is wrong with the instance, or some of its runs are missing.
     pub fn flagged(&self) -> bool {
-        self.gold_not_resolved || self.empty_resolves || self.flaky
+        self.gold_not_resolved || self.empty_resolves || self.flaky || self.runs_missing > 0
     }
 
     /// The instance's row of the flaky map.
@@ -61,13 +87,14 @@ pub fn judge(instance_id: &str, gold: Vec<Category>, empty: Vec<Category>) -> Fi
     let varies = |v: &[Category]| v.windows(2).any(|w| w[0] != w[1]);
     Finding {
         instance_id: instance_id.to_string(),
-        gold_not_resolved: gold.is_empty() || gold.iter().any(|c| *c != Category::Resolved),
+        gold_not_resolved: gold.iter().any(|c| *c != Category::Resolved),
         empty_resolves: empty.contains(&Category::Resolved),
         flaky: varies(&gold) || varies(&empty),
         gold,
         empty,
         gold_needs_network: false,
         tests: Vec::new(),
+        runs_missing: 0,
     }
 }
 
@@ -179,11 +206,13 @@ pub fn read_verdicts(layout: &Layout) -> Result<Vec<Verdict>, FindingsError> {
 }
 
 /// The findings of each of `instance_ids` (rows of `dataset`), from the run's per-prediction
-/// file (resumed verdicts included) and each run's test log.
+/// file (resumed verdicts included) and each run's test log; `repeats` is how many runs of
+/// each patch the validation asked for (those without a verdict are `runs_missing`).
 pub fn findings(
     layout: &Layout,
     dataset: &Dataset,
     instance_ids: &[String],
+    repeats: Repeats,
 ) -> Result<Vec<Finding>, FindingsError> {
     let mut by: BTreeMap<(String, String), BTreeMap<u32, Category>> = BTreeMap::new();
     let mut gold_network = BTreeSet::new();
@@ -226,11 +255,16 @@ pub fn findings(
                 }
                 None => Vec::new(),
             };
+            let ran = |runs: &BTreeMap<u32, Category>, of: u32| {
+                (0..of).filter(|k| !runs.contains_key(k)).count() as u32
+            };
+            let runs_missing = ran(&gold, repeats.gold) + ran(&empty, repeats.empty);
             let mut f = judge(
                 id,
                 gold.into_values().collect(),
                 empty.into_values().collect(),
             );
+            f.runs_missing = runs_missing;
             f.gold_needs_network = gold_network.contains(id);
             f.flaky |= !tests.is_empty();
             f.tests = tests;
@@ -277,7 +311,12 @@ mod tests {
                 true,
                 "empty run flips",
             ),
-            (vec![], vec![], true, "nothing ran"),
+            (
+                vec![],
+                vec![],
+                false,
+                "nothing ran: judged by findings, as runs missing",
+            ),
         ];
         for (gold, empty, flagged, why) in cases {
             assert_eq!(judge("x", gold, empty).flagged(), flagged, "{why}");
@@ -339,7 +378,7 @@ mod tests {
             lines.push(verdict_line(id, model, *sample, category, false));
         }
         std::fs::write(layout.jsonl_path(), lines.join("\n") + "\n").unwrap();
-        let f = findings(&layout, &ds, &[id.to_string()]).unwrap();
+        let f = findings(&layout, &ds, &[id.to_string()], Repeats::each(2)).unwrap();
         let f = &f[0];
         assert!(f.flaky && f.gold_not_resolved);
         let s = |x: &str| Some(x.to_string());
@@ -402,8 +441,38 @@ mod tests {
             line("b", EMPTY, "unresolved", false),
         ];
         std::fs::write(layout.jsonl_path(), lines.join("\n") + "\n").unwrap();
-        let f = findings(&layout, &Dataset::default(), &["a".into(), "b".into()]).unwrap();
+        let ids = ["a".into(), "b".into()];
+        let f = findings(&layout, &Dataset::default(), &ids, Repeats::each(1)).unwrap();
         assert!(f[0].gold_not_resolved && f[0].gold_needs_network);
         assert!(f[1].gold_not_resolved && !f[1].gold_needs_network);
+        assert!(f.iter().all(|f| f.runs_missing == 0));
+    }
+
+    #[test]
+    fn runs_an_interrupted_validation_did_not_do_are_missing_not_failures() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::new(dir.path(), "v");
+        let lines = [
+            verdict_line("a", GOLD, 0, "resolved", false),
+            verdict_line("a", GOLD, 2, "resolved", false),
+            verdict_line("b", GOLD, 0, "resolved", false),
+            verdict_line("b", GOLD, 1, "unresolved", false),
+        ];
+        std::fs::write(layout.jsonl_path(), lines.join("\n") + "\n").unwrap();
+        let ids = ["a".into(), "b".into(), "c".into()];
+        let f = findings(&layout, &Dataset::default(), &ids, Repeats::gold_only(3)).unwrap();
+        let (a, b, c) = (&f[0], &f[1], &f[2]);
+        // a: two of three gold runs done, both resolved: not failing, not yet validated.
+        assert_eq!(a.runs_missing, 1);
+        assert!(!a.gold_not_resolved && !a.flaky && a.flagged(), "{a:?}");
+        // b: already flaky with a run missing.
+        assert_eq!(b.runs_missing, 1);
+        assert!(b.flaky && b.gold_not_resolved, "{b:?}");
+        // c: never ran: not "gold does not resolve", every run missing.
+        assert_eq!(c.runs_missing, 3);
+        assert!(!c.gold_not_resolved && !c.flaky && c.flagged(), "{c:?}");
+        // With the empty runs asked for too, they count as missing.
+        let f = findings(&layout, &Dataset::default(), &ids, Repeats::each(3)).unwrap();
+        assert_eq!((f[0].runs_missing, f[2].runs_missing), (4, 6));
     }
 }

@@ -44,7 +44,7 @@ pub use check_env::{
 pub use error::WorkflowError;
 pub use evaluate::{evaluate, Evaluated};
 pub use findings::{
-    findings, judge, read_verdicts, test_flips, Finding, FindingsError, EMPTY, GOLD,
+    findings, judge, read_verdicts, test_flips, Finding, FindingsError, Repeats, EMPTY, GOLD,
 };
 pub use flaky_marks::{flaky_marks, flaky_marks_name, FlakyMarks, MarkedPrediction};
 pub use image_set::{
@@ -62,7 +62,7 @@ pub use run_options::{
     time_run_id, RunOptions, Source, DEFAULT_SPLIT, DEFAULT_TIMEOUT, MINI_RUN_ID, MINI_TIMEOUT,
 };
 pub use validate::{
-    flaky_map_name, gold_and_empty, validate, Repeats, Validated, DEFAULT_REPEAT, VALIDATE_RUN_ID,
+    flaky_map_name, gold_and_empty, validate, Validated, DEFAULT_REPEAT, VALIDATE_RUN_ID,
 };
 pub use workflow::{
     execute, prepare_streaming, release_and_clean, run_plan, Event, ImagePolicy, Level, Notice,

@@ -12,7 +12,7 @@ use crate::predictions::Prediction;
 use crate::runner::{Layout, RunReport};
 
 use super::error::WorkflowError;
-use super::findings::{findings, Finding, EMPTY, GOLD};
+use super::findings::{findings, Finding, Repeats, EMPTY, GOLD};
 use super::inputs::{load_inputs, Inputs};
 use super::outcome::{outcome, Outcome, Troubles};
 use super::prep_times::PrepTimes;
@@ -29,28 +29,6 @@ pub fn flaky_map_name(run_id: &str) -> String {
 
 /// Repetitions of each of the gold and the empty run when none is given.
 pub const DEFAULT_REPEAT: u32 = 2;
-
-/// How many times a validation runs each instance's gold patch and its empty patch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Repeats {
-    /// Runs of the gold patch (at least 1 is run).
-    pub gold: u32,
-    /// Runs of the empty patch; 0 leaves the untouched tree unrun, so "resolves without a
-    /// patch" is not checked and only the gold runs can be flaky.
-    pub empty: u32,
-}
-
-impl Repeats {
-    /// `k` runs of each patch.
-    pub fn each(k: u32) -> Repeats {
-        Repeats { gold: k, empty: k }
-    }
-
-    /// `k` runs of the gold patch and none of the empty one.
-    pub fn gold_only(k: u32) -> Repeats {
-        Repeats { gold: k, empty: 0 }
-    }
-}
 
 /// A finished validation.
 pub struct Validated {
@@ -125,11 +103,12 @@ pub async fn validate(
     };
     let (report, prep) = execute(engine, work, config, images, interrupts, events).await?;
     let layout = Layout::new(&opts.output, &run_id);
-    let findings = findings(&layout, &inputs.dataset, &inputs.instance_ids)?;
+    let findings = findings(&layout, &inputs.dataset, &inputs.instance_ids, repeats)?;
     let file = opts.output.join(format!("validate.{run_id}.json"));
     crate::fsutil::write_json_atomic(&file, &findings)?;
     let rows: Vec<_> = findings
         .iter()
+        .filter(|f| f.runs_missing == 0 || f.flaky)
         .map(|f| {
             let repo = inputs.dataset.get(&f.instance_id).map_or("", |i| &i.repo);
             f.flaky_row(repo)
