@@ -150,7 +150,10 @@ impl Latencies {
 /// `bodies[k % len]` (POSTed to `path`; GET without bodies). Closed (each connection sends its
 /// next request when the last is answered) or, with `rate`, paced: the k-th request is due
 /// k / rate seconds after the start, and its latency counts from then (a request sent late
-/// because its connection was still waiting counts that wait too).
+/// because its connection was still waiting for the server counts that wait too), less the
+/// generator's own lateness: the time between the moment the request could go (due, its
+/// connection free) and the moment it went (the timer's granularity, the generator's own
+/// scheduling), which is reported apart.
 #[derive(Debug, Clone)]
 pub struct Load {
     /// The server.
@@ -180,8 +183,14 @@ pub struct LoadReport {
     pub by_status: BTreeMap<u16, usize>,
     /// From the first request sent to the last answer read.
     pub wall: Duration,
-    /// Each request's latency.
+    /// Each request's latency (paced: counted from when it was due, less the generator's own
+    /// lateness).
     pub latencies: Latencies,
+    /// Paced: each request's latency counted from when it was due, the generator's lateness
+    /// included (closed: the same as `latencies`).
+    pub from_due: Latencies,
+    /// Paced: the generator's own lateness per request (closed: none).
+    pub lateness: Latencies,
     /// The answers' bodies by request number, when kept.
     pub bodies: Vec<(usize, Vec<u8>)>,
     /// The `Retry-After` values of 429 answers.
@@ -206,6 +215,8 @@ pub async fn run(load: Load) -> Result<LoadReport, ClientError> {
         tasks.spawn(async move {
             let mut client = Client::connect(load.addr, load.token.clone()).await?;
             let mut out = Vec::new();
+            // When the connection's last answer was read: it could send no earlier.
+            let mut free = Instant::now();
             loop {
                 let k = next.fetch_add(1, Ordering::Relaxed);
                 if k >= load.requests {
@@ -213,35 +224,44 @@ pub async fn run(load: Load) -> Result<LoadReport, ClientError> {
                 }
                 let body =
                     (!load.bodies.is_empty()).then(|| &load.bodies[k % load.bodies.len()][..]);
-                let t = match load.rate {
+                let (due, late) = match load.rate {
                     Some(rate) if rate > 0.0 => {
                         let due = started + Duration::from_secs_f64(k as f64 / rate);
                         tokio::time::sleep_until(due.into()).await;
-                        due
+                        (
+                            due,
+                            Some(Instant::now().saturating_duration_since(due.max(free))),
+                        )
                     }
-                    _ => Instant::now(),
+                    _ => (Instant::now(), None),
                 };
                 let (status, headers, answer) =
                     client.request(&load.method, &load.path, body).await?;
+                free = Instant::now();
                 let retry = headers
                     .into_iter()
                     .find(|(k, _)| k == "retry-after")
                     .map(|(_, v)| v);
-                out.push((k, status, t.elapsed(), answer, retry));
+                let took = free.saturating_duration_since(due);
+                out.push((k, status, took, late, answer, retry));
             }
             Ok::<_, ClientError>(out)
         });
     }
     let mut report = LoadReport::default();
     let mut lat = Vec::with_capacity(load.requests);
+    let mut from_due = Vec::with_capacity(load.requests);
+    let mut lateness = Vec::new();
     while let Some(done) = tasks.join_next().await {
         let rows = done.map_err(|e| ClientError::Malformed {
             addr: load.addr,
             message: e.to_string(),
         })??;
-        for (k, status, took, answer, retry) in rows {
+        for (k, status, took, late, answer, retry) in rows {
             *report.by_status.entry(status).or_default() += 1;
-            lat.push(took);
+            from_due.push(took);
+            lat.push(took.saturating_sub(late.unwrap_or_default()));
+            lateness.extend(late);
             if load.keep_bodies {
                 report.bodies.push((k, answer));
             }
@@ -252,6 +272,8 @@ pub async fn run(load: Load) -> Result<LoadReport, ClientError> {
     }
     report.wall = started.elapsed();
     report.latencies = Latencies::new(lat);
+    report.from_due = Latencies::new(from_due);
+    report.lateness = Latencies::new(lateness);
     report.bodies.sort_by_key(|(k, _)| *k);
     Ok(report)
 }

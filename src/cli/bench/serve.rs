@@ -109,11 +109,79 @@ pub struct Figures {
     pub all_done_secs: Option<f64>,
     /// `executed`: verdicts in within `--wait`.
     pub done: Option<usize>,
+    /// The generator's lateness and the server's own view.
+    #[serde(flatten)]
+    pub pacing: Pacing,
 }
+
+/// What a paced load says beside its latencies: the generator's own lateness (left out of the
+/// latencies), the 99th percentile with it, and the server's own timing of the same submits.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Pacing {
+    /// The 99th percentile counted from when each request was due, the generator's lateness
+    /// included, milliseconds.
+    pub from_due_p99_ms: f64,
+    /// The generator's lateness (from when a request could go to when it went), median,
+    /// milliseconds (0 for a closed loop).
+    pub late_p50_ms: f64,
+    /// 99th percentile.
+    pub late_p99_ms: f64,
+    /// Largest.
+    pub late_max_ms: f64,
+    /// The server's own time to answer a submit (its `/metrics`, from the request handed to
+    /// the handler to the answer made), share within 5 ms, over the load.
+    pub server_within_5ms: f64,
+    /// Share within 10 ms.
+    pub server_within_10ms: f64,
+}
+
+impl Pacing {
+    /// Of `report`, with the server's submit histogram `before` and `after` the load.
+    fn of(
+        report: &LoadReport,
+        before: &BTreeMap<String, f64>,
+        after: &BTreeMap<String, f64>,
+    ) -> Pacing {
+        let ms = |l: &crate::serve::Latencies, q: f64| l.quantile(q).as_secs_f64() * 1000.0;
+        let count = |le: &str| {
+            let name = format!("{SUBMIT}_bucket{{le=\"{le}\"}}");
+            metric(after, &name) - metric(before, &name)
+        };
+        let total = count("+Inf").max(1.0);
+        Pacing {
+            from_due_p99_ms: ms(&report.from_due, 0.99),
+            late_p50_ms: ms(&report.lateness, 0.5),
+            late_p99_ms: ms(&report.lateness, 0.99),
+            late_max_ms: ms(&report.lateness, 1.0),
+            server_within_5ms: count("0.005") / total,
+            server_within_10ms: count("0.01") / total,
+        }
+    }
+
+    /// "; generator late p99 .. ms (p99 with it .. ms); server: ..% of submits within 5 ms, ..% within 10 ms".
+    fn text(&self) -> String {
+        format!(
+            "; generator late p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms (p99 counted with it {:.2} ms); server's own: {:.2}% of submits within 5 ms, {:.2}% within 10 ms",
+            self.late_p50_ms,
+            self.late_p99_ms,
+            self.late_max_ms,
+            self.from_due_p99_ms,
+            self.server_within_5ms * 100.0,
+            self.server_within_10ms * 100.0,
+        )
+    }
+}
+
+/// The server's histogram of its time to answer `POST /v1/evaluations`.
+const SUBMIT: &str = "swe_eval_http_submit_latency_seconds";
 
 /// Runs the load and prints its figures.
 pub fn run(args: Args) -> CliResult {
-    let rt = tokio::runtime::Runtime::new()?;
+    // One thread: the generator shares the machine with the server it measures, so it takes
+    // at most one core, and its connections' timers are all driven by that thread.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     let token = std::env::var("SWE_EVAL_TOKEN").ok();
     let preds = mini_predictions()?;
     let (printed, json, ok) = match args.mode {
@@ -214,8 +282,10 @@ async fn simple(
     } else {
         args.requests as usize
     };
+    let before = metrics(args.connect, token.clone()).await?;
     let t0 = Instant::now();
     let report = load(args, token.clone(), requests, bodies, execute).await?;
+    let after = metrics(args.connect, token.clone()).await?;
     let (all_done_secs, done) = if execute {
         let ids = ids_of(&report);
         let done = wait_all(args.connect, token, &ids, Duration::from_secs(args.wait)).await?;
@@ -236,12 +306,13 @@ async fn simple(
         max_ms,
         all_done_secs,
         done,
+        pacing: Pacing::of(&report, &before, &after),
     })
 }
 
 fn simple_line(f: &Figures) -> String {
     format!(
-        "serve {}: {} requests over {} connections{}: {:.0} req/s; immediate answer p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; statuses {:?}{}",
+        "serve {}: {} requests over {} connections{}: {:.0} req/s; immediate answer p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; statuses {:?}{}{}",
         f.mode,
         f.requests,
         f.connections,
@@ -254,7 +325,8 @@ fn simple_line(f: &Figures) -> String {
         match (f.done, f.all_done_secs) {
             (Some(d), Some(s)) => format!("; {d}/{} verdicts in {s:.1} s", f.requests),
             _ => String::new(),
-        }
+        },
+        f.pacing.text()
     )
 }
 

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use super::{
     answers_of, distinct_pairs, load, metric, metrics, quantiles, record, variant, wait_all, Args,
-    STARTED,
+    Pacing, STARTED,
 };
 use crate::cli::CliError;
 
@@ -48,6 +48,9 @@ pub struct Grpo {
     pub hits_p99_ms: f64,
     /// Largest.
     pub hits_max_ms: f64,
+    /// The cache hits' pacing: the generator's lateness, the server's own view.
+    #[serde(flatten)]
+    pub hits_pacing: Pacing,
 }
 
 impl Grpo {
@@ -60,7 +63,7 @@ impl Grpo {
 
     pub fn line(&self) -> String {
         format!(
-            "serve grpo: {} requests ({GROUPS} instances x {SAMPLES} samples) with {} distinct (instance, patch) pairs that run: {} containers started, {} requests shared a job in flight, {} answered from the cache at once; all verdicts in {:.1} s ({:?}). Cache hits: {}/{} over {} connections{}, {:.0} req/s, p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+            "serve grpo: {} requests ({GROUPS} instances x {SAMPLES} samples) with {} distinct (instance, patch) pairs that run: {} containers started, {} requests shared a job in flight, {} answered from the cache at once; all verdicts in {:.1} s ({:?}). Cache hits: {}/{} over {} connections{}, {:.0} req/s, p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms{}",
             self.requests,
             self.distinct_pairs,
             self.containers,
@@ -76,6 +79,7 @@ impl Grpo {
             self.hits_p50_ms,
             self.hits_p99_ms,
             self.hits_max_ms,
+            self.hits_pacing.text(),
         )
     }
 }
@@ -159,7 +163,8 @@ pub async fn grpo(args: &Args, token: Option<String>, preds: &[Value]) -> Result
     // The same requests again, one per request: every one a cache hit.
     let hits_requests = args.requests as usize;
     let bodies: Vec<Vec<u8>> = all.iter().map(|b| b.to_string().into_bytes()).collect();
-    let hits = load(args, token, hits_requests, bodies, true).await?;
+    let hits = load(args, token.clone(), hits_requests, bodies, true).await?;
+    let hits_after = metrics(args.connect, token).await?;
     let hits_cached = answers_of(&hits)
         .iter()
         .filter(|a| a["state"] == "done" && (a["cached"] == true || a["status"] == "empty"))
@@ -181,6 +186,7 @@ pub async fn grpo(args: &Args, token: Option<String>, preds: &[Value]) -> Result
         hits_p50_ms: p50,
         hits_p99_ms: p99,
         hits_max_ms: max,
+        hits_pacing: Pacing::of(&hits, &after, &hits_after),
     })
 }
 
@@ -213,6 +219,9 @@ pub struct Queue {
     pub rss_after: u64,
     /// Its peak since its start.
     pub rss_peak: u64,
+    /// The generator's lateness, the server's own view.
+    #[serde(flatten)]
+    pub pacing: Pacing,
 }
 
 impl Queue {
@@ -223,7 +232,7 @@ impl Queue {
     pub fn line(&self) -> String {
         let mb = |b: u64| b as f64 / (1 << 20) as f64;
         format!(
-            "serve queue: {} executed requests (distinct patches) over {} connections{}: statuses {:?}, Retry-After {:?}; accepted at {:.0} req/s, immediate answer p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; {} queued; server RSS {:.1} MB before, {:.1} MB after, peak {:.1} MB",
+            "serve queue: {} executed requests (distinct patches) over {} connections{}: statuses {:?}, Retry-After {:?}; accepted at {:.0} req/s, immediate answer p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms{}; {} queued; server RSS {:.1} MB before, {:.1} MB after, peak {:.1} MB",
             self.requests,
             self.connections,
             super::offered(self.rate),
@@ -233,6 +242,7 @@ impl Queue {
             self.p50_ms,
             self.p99_ms,
             self.max_ms,
+            self.pacing.text(),
             self.queued,
             mb(self.rss_before),
             mb(self.rss_after),
@@ -278,5 +288,6 @@ pub async fn queue(args: &Args, token: Option<String>, preds: &[Value]) -> Resul
         rss_before: metric(&before, "process_resident_memory_bytes") as u64,
         rss_after: metric(&after, "process_resident_memory_bytes") as u64,
         rss_peak: metric(&after, "swe_eval_process_peak_resident_memory_bytes") as u64,
+        pacing: Pacing::of(&report, &before, &after),
     })
 }
