@@ -255,10 +255,10 @@ pub fn findings(
                 }
                 None => Vec::new(),
             };
-            let ran = |runs: &BTreeMap<u32, Category>, of: u32| {
+            let missing = |runs: &BTreeMap<u32, Category>, of: u32| {
                 (0..of).filter(|k| !runs.contains_key(k)).count() as u32
             };
-            let runs_missing = ran(&gold, repeats.gold) + ran(&empty, repeats.empty);
+            let runs_missing = missing(&gold, repeats.gold) + missing(&empty, repeats.empty);
             let mut f = judge(
                 id,
                 gold.into_values().collect(),

@@ -139,13 +139,7 @@ pub fn gold_and_empty(inputs: &Inputs, repeats: Repeats) -> Vec<Prediction> {
             continue;
         };
         for sample in 0..repeats.gold.max(repeats.empty) {
-            for (model, patch, runs) in [
-                (GOLD, inst.patch.clone(), repeats.gold),
-                (EMPTY, String::new(), repeats.empty),
-            ] {
-                if sample >= runs {
-                    continue;
-                }
+            let mut push = |model: &str, patch: String| {
                 predictions.push(Prediction {
                     instance_id: id.clone(),
                     model_name_or_path: model.to_string(),
@@ -153,7 +147,13 @@ pub fn gold_and_empty(inputs: &Inputs, repeats: Repeats) -> Vec<Prediction> {
                     sample,
                     line: None,
                     extra: Default::default(),
-                });
+                })
+            };
+            if sample < repeats.gold {
+                push(GOLD, inst.patch.clone());
+            }
+            if sample < repeats.empty {
+                push(EMPTY, String::new());
             }
         }
     }
