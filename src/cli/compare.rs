@@ -150,7 +150,6 @@ pub fn run(args: Args) -> CliResult {
         repeats: args.repeat.clone(),
         pairs: args.pair.clone(),
         intersection: args.intersection,
-        flaky_map: args.flaky.clone(),
         flaky,
         exclude_flaky: args.exclude_flaky,
     };

@@ -294,7 +294,7 @@ pub fn analyze(
                 .map(|id| (*id).clone())
                 .collect();
             flaky = Some(FlakyStats {
-                map: opts.flaky_map.clone().unwrap_or_default(),
+                map: map.source.clone(),
                 n_compared: compared.len(),
                 n_validated: compared.iter().filter(|id| map.validated(id)).count(),
                 n_flaky: instances.len(),
@@ -597,7 +597,6 @@ mod tests {
         let map = crate::report::parse_flaky_map(std::path::Path::new("f.jsonl"), text).unwrap();
         let opts = |exclude| Options {
             bootstrap: 0,
-            flaky_map: Some("f.jsonl".into()),
             flaky: Some(map.clone()),
             exclude_flaky: exclude,
             ..Options::default()
@@ -617,6 +616,10 @@ mod tests {
             "{}",
             kept.headline
         );
+        // summary.json names the map by its file and keeps its rows out.
+        let settings = serde_json::to_value(&kept.settings).unwrap();
+        assert_eq!(settings["flaky_map"], "f.jsonl");
+        assert!(settings.get("flaky").is_none(), "{settings}");
         let left = analyze(&[a, b], None, &opts(true)).unwrap();
         assert!(left.flaky.as_ref().unwrap().excluded);
         assert_eq!(left.pairs[0].to_resolved, ["y__y-1"]);
@@ -633,6 +636,7 @@ mod tests {
         )
         .unwrap();
         assert!(none.flaky.is_none());
+        assert!(serde_json::to_value(&none.settings).unwrap()["flaky_map"].is_null());
     }
 
     #[test]

@@ -24,13 +24,19 @@ pub struct Options {
     /// instances left out are then stated but are not a problem (see
     /// [`Summary::coverage_problems`]).
     pub intersection: bool,
-    /// The flaky map given (`--flaky`, from `swe-eval validate`), if any.
-    pub flaky_map: Option<std::path::PathBuf>,
-    /// Its rows (not repeated in summary.json: `flaky` there says what came of them).
-    #[serde(skip)]
+    /// The flaky map given (`--flaky`, from `swe-eval validate`), if any. summary.json names
+    /// only its file (as `flaky_map`): `flaky` there says what came of its rows.
+    #[serde(rename = "flaky_map", serialize_with = "map_source")]
     pub flaky: Option<crate::report::FlakyMap>,
     /// Leave the instances the map calls flaky out of every statistic (`--exclude-flaky`).
     pub exclude_flaky: bool,
+}
+
+fn map_source<S: serde::Serializer>(
+    map: &Option<crate::report::FlakyMap>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    serde::Serialize::serialize(&map.as_ref().map(|m| &m.source), s)
 }
 
 /// What the flaky map says of the compared instances.
@@ -58,7 +64,6 @@ impl Default for Options {
             repeats: Vec::new(),
             pairs: Vec::new(),
             intersection: false,
-            flaky_map: None,
             flaky: None,
             exclude_flaky: false,
         }

@@ -55,6 +55,8 @@ pub struct TestFlip {
 /// A flaky map as read: its rows by instance.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FlakyMap {
+    /// The file it was read from (empty for a map built in memory).
+    pub source: std::path::PathBuf,
     /// Instance -> its row (the last row of an instance wins).
     pub rows: BTreeMap<String, FlakyRow>,
 }
@@ -110,7 +112,10 @@ pub fn parse_flaky_map(path: &Path, text: &str) -> Result<FlakyMap, LoadError> {
             message,
         ))
     };
-    let mut map = FlakyMap::default();
+    let mut map = FlakyMap {
+        source: path.to_path_buf(),
+        ..FlakyMap::default()
+    };
     for (i, line) in text.lines().enumerate() {
         let n = i + 1;
         if line.trim().is_empty() {
