@@ -10,12 +10,19 @@
 //!
 //! The log is copied into the database (a checkpoint, which syncs both files to disk) by a
 //! thread of its own, at most every [`CHECKPOINT_EVERY`] while writes come, so no commit waits
-//! for a sync; only a log past [`WAL_LIMIT_PAGES`] (writes that never pause) is checkpointed
-//! with the writer held, which bounds it. The verdicts under their content keys are also kept
-//! in memory (the last [`MEMO_VERDICTS`]), so a cache hit is answered without a query.
+//! for a sync. SQLite starts the log again from its beginning only when a write finds all of
+//! it copied and no reader on it; under writes that never pause, a checkpoint never finds it
+//! so (commits add to it meanwhile) and the log would grow without end. So once a commit
+//! leaves the log past [`CATCH_UP_PAGES`], the writer itself copies the rest of it (the frames
+//! the checkpoint thread has not copied yet: no commit runs meanwhile, so it gets to the end)
+//! and its next commit starts the log again; a log past [`WAL_LIMIT_PAGES`] all the same (a
+//! reader held it at every try) is checkpointed by the writer waiting for the readers. The
+//! checkpoint thread never takes SQLite's write lock, so a commit never waits for it. The
+//! verdicts under their content keys are also kept in memory (the last [`MEMO_VERDICTS`]), so
+//! a cache hit is answered without a query.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{mpsc as std_mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -33,8 +40,12 @@ const SCHEMA_VERSION: i64 = 1;
 /// come (each checkpoint syncs the log and the database to disk).
 pub const CHECKPOINT_EVERY: Duration = Duration::from_millis(250);
 
-/// Pages (4 KiB) the log may hold before a checkpoint that holds the writer until it is done
-/// (128 MiB): reached only when writes never pause long enough for a checkpoint to catch up.
+/// Pages (4 KiB) of log past which the writer, after a commit, copies what the checkpoint
+/// thread has not (4 MiB), so that its next commit starts the log from its beginning.
+pub const CATCH_UP_PAGES: i64 = 1_024;
+
+/// Pages (4 KiB) of log past which the writer's checkpoint also waits for the readers (128
+/// MiB): reached only when a reader held the log at every catch-up since [`CATCH_UP_PAGES`].
 pub const WAL_LIMIT_PAGES: i64 = 32_768;
 
 /// Verdicts (by content key) kept in memory in front of the database.
@@ -183,6 +194,8 @@ pub struct Store {
     memo: Mutex<Memo<String, Outcome>>,
     /// How long each commit of the writer took.
     commits: Arc<Histogram>,
+    /// Pages in the log after the last commit.
+    log: Arc<AtomicI64>,
 }
 
 fn sqlite(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
@@ -214,7 +227,7 @@ impl Store {
     pub fn open(state: &Path) -> Result<Store, StoreError> {
         let path = db_path(state);
         let err = sqlite_owned(path.clone());
-        let conn = Connection::open(&path).map_err(&err)?;
+        let mut conn = Connection::open(&path).map_err(&err)?;
         conn.busy_timeout(std::time::Duration::from_secs(10))
             .map_err(&err)?;
         conn.pragma_update(None, "journal_mode", "WAL")
@@ -264,6 +277,15 @@ impl Store {
         .map_err(&err)?;
         conn.pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(&err)?;
+        // After each commit SQLite tells the pages in the log (set after wal_autocheckpoint,
+        // which would replace it).
+        let log = Arc::new(AtomicI64::new(0));
+        let counted = log.clone();
+        conn.wal_hook(Some(move |_: &mut rusqlite::hooks::Wal, pages| {
+            counted.store(i64::from(pages), Ordering::Relaxed);
+            Ok(())
+        }))
+        .map_err(&err)?;
         let read = Connection::open(&path).map_err(&err)?;
         read.busy_timeout(std::time::Duration::from_secs(10))
             .map_err(&err)?;
@@ -288,9 +310,10 @@ impl Store {
         let commits = Arc::new(Histogram::default());
         let (tx, rx) = std_mpsc::channel::<Job>();
         let timed = commits.clone();
+        let logged = log.clone();
         let writer = std::thread::Builder::new()
             .name("swe-eval-state".into())
-            .spawn(move || write_loop(conn, rx, wrote, &due, &timed))
+            .spawn(move || write_loop(conn, rx, wrote, &due, &timed, &logged))
             .map_err(|e| thread_failed("writer", e))?;
         Ok(Store {
             path,
@@ -300,12 +323,19 @@ impl Store {
             read: Mutex::new(read),
             memo: Mutex::new(Memo::new(MEMO_VERDICTS)),
             commits,
+            log,
         })
     }
 
-    /// How long the writer's commits took (each commits every write waiting).
+    /// How long the writer's commits took (each commits every write waiting), with the
+    /// log's catch-up when one followed a commit.
     pub fn commit_latency(&self) -> &Histogram {
         &self.commits
+    }
+
+    /// Pages (4 KiB) in the state's log after the last commit.
+    pub fn log_pages(&self) -> i64 {
+        self.log.load(Ordering::Relaxed)
     }
 
     /// The database file.
@@ -522,13 +552,15 @@ fn raw_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
 }
 
 /// The writer thread: takes every write waiting, commits them in one transaction, then
-/// acknowledges each and tells the checkpoint thread. Ends when the store is closed.
+/// acknowledges each, tells the checkpoint thread and, past [`CATCH_UP_PAGES`] of log, copies
+/// the rest of the log itself. Ends when the store is closed.
 fn write_loop(
     conn: Connection,
     rx: std_mpsc::Receiver<Job>,
     wrote: std_mpsc::SyncSender<()>,
     due: &AtomicBool,
     commits: &Histogram,
+    log: &AtomicI64,
 ) {
     // Prepared once, for every commit.
     let mut statements = Statements::new(&conn).map_err(|e| e.to_string());
@@ -545,10 +577,13 @@ fn write_loop(
             Ok(st) => commit(&conn, st, &batch).map_err(|e| e.to_string()),
             Err(e) => Err(e.clone()),
         };
-        commits.observe(started.elapsed());
         for j in batch {
             let _ = j.ack.send(result.clone());
         }
+        if log.load(Ordering::Relaxed) > CATCH_UP_PAGES {
+            catch_up(&conn);
+        }
+        commits.observe(started.elapsed());
         // Once per checkpoint: the checkpoint thread is not woken again until it has run.
         if !due.swap(true, Ordering::AcqRel) {
             let _ = wrote.try_send(());
@@ -556,10 +591,33 @@ fn write_loop(
     }
 }
 
+/// Copies into the database what is left of the log, on the writer's connection between two
+/// commits, so that it gets to the end and the next commit starts the log again (unless a
+/// reader is on it then: the next commit catches up again). Busy (the checkpoint thread is
+/// copying) leaves it to the next commit; a log past [`WAL_LIMIT_PAGES`] not copied to its end
+/// (a reader holds an older snapshot) is copied waiting for the readers (SQLite's RESTART).
+fn catch_up(conn: &Connection) {
+    // (busy, pages in the log, pages of it copied)
+    let checkpoint = |mode: &str| {
+        conn.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+            ))
+        })
+    };
+    // Errors are left to the next commit's catch-up (or the last connection's, at close).
+    if let Ok((0, pages, copied)) = checkpoint("PASSIVE") {
+        if copied < pages && pages > WAL_LIMIT_PAGES {
+            let _ = checkpoint("RESTART");
+        }
+    }
+}
+
 /// The checkpoint thread: after commits, copies the log into the database (a passive
-/// checkpoint: the writer goes on meanwhile), at most every [`CHECKPOINT_EVERY`]; a log past
-/// [`WAL_LIMIT_PAGES`] is checkpointed with the writer held, so it starts again from its
-/// beginning. Ends when the writer does.
+/// checkpoint: the writer goes on meanwhile), at most every [`CHECKPOINT_EVERY`]. Ends when
+/// the writer does.
 fn checkpoint_loop(conn: Connection, written: std_mpsc::Receiver<()>, due: &AtomicBool) {
     let mut last: Option<Instant> = None;
     while written.recv().is_ok() {
@@ -576,15 +634,8 @@ fn checkpoint_loop(conn: Connection, written: std_mpsc::Receiver<()>, due: &Atom
         }
         // Commits from now on call for the next checkpoint.
         due.store(false, Ordering::Release);
-        let pages = |mode: &str| {
-            conn.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |r| {
-                r.get::<_, i64>(1)
-            })
-        };
         // Errors are left to the next checkpoint (or the last connection's, at close).
-        if pages("PASSIVE").is_ok_and(|log| log > WAL_LIMIT_PAGES) {
-            let _ = pages("RESTART");
-        }
+        let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
         last = Some(Instant::now());
     }
 }
@@ -797,6 +848,91 @@ mod tests {
         }
         assert!(size() >= before + 200 * 2000, "{before} -> {}", size());
         assert_eq!(store.pending().unwrap().len(), 200);
+    }
+
+    #[tokio::test]
+    async fn under_writes_that_never_pause_the_log_starts_again_from_its_beginning() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let wal = dir.path().join("serve.sqlite-wal");
+        // One commit after another, each waiting for the last, for several checkpoint
+        // periods: a checkpoint never finds the log at rest, and every commit adds pages.
+        let started = Instant::now();
+        let mut seq = 0;
+        let mut largest = 0;
+        while seq < 4_000 || started.elapsed() < CHECKPOINT_EVERY * 8 {
+            seq += 1;
+            let r = Row {
+                patch: "x".repeat(1_000),
+                ..row(seq, false)
+            };
+            store.insert(vec![r]).await.unwrap();
+            largest = largest.max(std::fs::metadata(&wal).map_or(0, |m| m.len()));
+        }
+        let pages = store.log_pages();
+        // Never started again, the log would hold every commit's pages (at least one each).
+        assert!(
+            seq > 2 * CATCH_UP_PAGES as u64,
+            "{seq} commits: too few to tell"
+        );
+        assert!(
+            largest <= 4 * CATCH_UP_PAGES as u64 * 4096,
+            "{seq} commits: the log file reached {largest} bytes ({pages} pages now)"
+        );
+        // Nothing accepted is lost.
+        assert_eq!(store.pending().unwrap().len() as u64, seq);
+        drop(store);
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.max_seq().unwrap(), seq);
+    }
+
+    #[tokio::test]
+    async fn a_reader_on_an_old_snapshot_holds_the_log_and_once_it_ends_the_log_starts_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut seq = 0;
+        let mut commit = || {
+            seq += 1;
+            let r = Row {
+                patch: "x".repeat(4_000),
+                ..row(seq, false)
+            };
+            store.insert(vec![r])
+        };
+        commit().await.unwrap();
+        // A reader in the middle of a long read: no checkpoint may copy past its snapshot.
+        let reader = Connection::open(db_path(dir.path())).unwrap();
+        reader.execute_batch("BEGIN").unwrap();
+        let seen: i64 = reader
+            .query_row("SELECT COUNT(*) FROM requests", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(seen, 1);
+        while store.log_pages() <= 2 * CATCH_UP_PAGES {
+            commit().await.unwrap();
+        }
+        // Its snapshot is still the one it began with; the writes went on.
+        let still: i64 = reader
+            .query_row("SELECT COUNT(*) FROM requests", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(still, 1);
+        reader.execute_batch("COMMIT").unwrap();
+        drop(reader);
+        // Once it is gone, the next commits copy the log and start it from its beginning.
+        let mut after = 0;
+        while store.log_pages() > CATCH_UP_PAGES && after < 100 {
+            commit().await.unwrap();
+            after += 1;
+        }
+        assert!(
+            store.log_pages() <= CATCH_UP_PAGES,
+            "{after} commits after the reader ended: {} pages in the log",
+            store.log_pages()
+        );
+        // Every commit is stored, none twice (the rows are numbered 1, 2, ...).
+        assert_eq!(
+            store.pending().unwrap().len() as u64,
+            store.max_seq().unwrap()
+        );
     }
 
     #[test]
