@@ -166,6 +166,10 @@ async fn serve(args: Args) -> CliResult {
             ..Bounds::default()
         }),
     };
+    // Signals are caught from here on: a stop that comes while the state is read (a script's
+    // background server ignores SIGINT until caught) stops the server as soon as it is open.
+    let (sig_tx, mut sig_rx) = tokio::sync::mpsc::unbounded_channel();
+    let signals = tokio::spawn(super::render::forward_interrupts(sig_tx));
     let listener = listen(config).await?;
     let opened = evaluator::open(&source, &run, &choices).await?;
     for p in &opened.problems {
@@ -202,8 +206,6 @@ async fn serve(args: Args) -> CliResult {
         run.output.display()
     );
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let (sig_tx, mut sig_rx) = tokio::sync::mpsc::unbounded_channel();
-    let signals = tokio::spawn(super::render::forward_interrupts(sig_tx));
     let serving = tokio::spawn(listener.serve(ev.clone(), stop_rx));
     let _ = sig_rx.recv().await;
     eprintln!("stopping: no new requests; running jobs finish (Ctrl-C again kills them)");

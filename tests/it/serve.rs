@@ -1,8 +1,9 @@
 //! `swe-eval serve` end to end, the binary on the real Docker engine: the API and the Python
 //! client on the mini benchmark (every verdict as `run` grades it, the cache, the export read by
 //! `correlate`), a server killed outright and started again (every accepted request has one
-//! result, none ran again after its result was stored, nothing of the dead server left), the
-//! engine taken away mid-request (a masked infrastructure error, the server stays up and
+//! result, none ran again after its result was stored, nothing of the dead server left), a
+//! server stopped (SIGTERM) with requests queued (its running job finishes, the queued ones
+//! run once at the next start), the engine taken away mid-request (a masked infrastructure error, the server stays up and
 //! recovers), and the listen rules.
 //!
 //! The engine that goes away is not the machine's dockerd (others use it): it is a
@@ -358,64 +359,56 @@ fn serve_args(ds: &Path, out: &Path, workers: usize) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn a_server_killed_outright_finishes_every_accepted_request_once_after_a_restart() {
-    if !tasks::docker_answers(None) {
-        return;
-    }
-    let _turn = serve_turn();
-    let dir = TestDir::new();
-    let (ds, tasks) = slow_dataset(dir.path(), "serve-kill", 6, 3);
-    let out = dir.path().join("out");
-    let args = serve_args(&ds, &out, 2);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let server = Server::start(&args, &[]);
+/// Every job's verdict.json under `out`'s state, with its bytes and modification time.
+fn verdicts_on_disk(out: &Path) -> Vec<(PathBuf, Vec<u8>, std::time::SystemTime)> {
+    let jobs = out.join("serve").join("jobs");
+    std::fs::read_dir(&jobs)
+        .map(|dir| {
+            dir.filter_map(|d| {
+                let p = d.ok()?.path().join("verdict.json");
+                let m = std::fs::metadata(&p).ok()?;
+                Some((p.clone(), std::fs::read(&p).ok()?, m.modified().ok()?))
+            })
+            .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Submits one request per task; their ids.
+fn submit_all(rt: &tokio::runtime::Runtime, addr: SocketAddr, tasks: &[Task]) -> Vec<String> {
     let batch: Vec<Value> = tasks
         .iter()
         .map(|t| json!({"instance_id": t.id, "model_patch": t.patch}))
         .collect();
     let (status, accepted) = call(
-        &rt,
-        server.addr,
+        rt,
+        addr,
         "POST",
         "/v1/evaluations",
         Some(&Value::Array(batch)),
     );
     assert_eq!(status, 200, "{accepted}");
-    let ids: Vec<String> = accepted
+    accepted
         .as_array()
         .unwrap()
         .iter()
         .map(|a| a["id"].as_str().unwrap().to_string())
-        .collect();
-    // Killed once two are done and others run.
-    let before = poll(Duration::from_secs(120), Duration::ZERO, || {
-        let done = wait_all(&rt, server.addr, &ids, 1);
-        (done.len() >= 2).then_some(done)
-    })
-    .unwrap_or_default();
-    assert!(
-        before.len() >= 2 && before.len() < ids.len(),
-        "killed at {} of {}",
-        before.len(),
-        ids.len()
-    );
-    let dead = server.pid();
-    server.kill();
-    let jobs = out.join("serve").join("jobs");
-    let verdicts_before: Vec<(PathBuf, Vec<u8>, std::time::SystemTime)> = std::fs::read_dir(&jobs)
-        .unwrap()
-        .filter_map(|d| {
-            let p = d.ok()?.path().join("verdict.json");
-            let m = std::fs::metadata(&p).ok()?;
-            Some((p.clone(), std::fs::read(&p).ok()?, m.modified().ok()?))
-        })
-        .collect();
-    assert!(verdicts_before.len() >= before.len());
+        .collect()
+}
 
-    let server = Server::start(&args, &[]);
-    let done = wait_all(&rt, server.addr, &ids, 300);
+/// A server started again after `before` (the results the first one gave) and `verdicts` (the
+/// verdicts it wrote): every request in `ids` gets one resolved result, those given before are
+/// kept as they were, no verdict is written again, and no job runs twice; the server is then
+/// stopped and leaves nothing on the daemon.
+fn restart_finishes_each_once(
+    rt: &tokio::runtime::Runtime,
+    args: &[&str],
+    ids: &[String],
+    before: &[Value],
+    verdicts: &[(PathBuf, Vec<u8>, std::time::SystemTime)],
+) {
+    let server = Server::start(args, &[]);
+    let done = wait_all(rt, server.addr, ids, 300);
     assert_eq!(
         done.len(),
         ids.len(),
@@ -428,14 +421,14 @@ fn a_server_killed_outright_finishes_every_accepted_request_once_after_a_restart
             "{d}"
         );
     }
-    for b in &before {
+    for b in before {
         let after = done.iter().find(|d| d["id"] == b["id"]).unwrap();
         assert_eq!(
             after, b,
-            "a result stored before the kill is kept as it was"
+            "a result stored before the stop is kept as it was"
         );
     }
-    for (p, bytes, at) in &verdicts_before {
+    for (p, bytes, at) in verdicts {
         assert_eq!(
             &std::fs::read(p).unwrap(),
             bytes,
@@ -449,8 +442,8 @@ fn a_server_killed_outright_finishes_every_accepted_request_once_after_a_restart
             p.display()
         );
     }
-    // Jobs run by the second server: those without a verdict written before the kill.
-    let (_, metrics) = call(&rt, server.addr, "GET", "/metrics", None);
+    // Jobs run by the second server: those without a verdict written before the stop.
+    let (_, metrics) = call(rt, server.addr, "GET", "/metrics", None);
     let text = metrics.as_str().unwrap_or_default().to_string();
     let started: usize = text
         .lines()
@@ -458,17 +451,106 @@ fn a_server_killed_outright_finishes_every_accepted_request_once_after_a_restart
         .and_then(|n| n.trim().parse().ok())
         .unwrap_or(usize::MAX);
     assert!(
-        started <= ids.len() - verdicts_before.len(),
+        started <= ids.len() - verdicts.len(),
         "{started} jobs started again\n{text}"
     );
+    let pid = server.pid();
+    assert_eq!(server.stop(), Some(0));
+    assert_eq!(owned_by(None, pid), Vec::<String>::new());
+}
+
+/// A server on `n` tasks of `secs` seconds each, `workers` at once, every task submitted, once
+/// `done_at` of them are done.
+struct UnderWay {
+    _dir: TestDir,
+    out: PathBuf,
+    args: Vec<String>,
+    rt: tokio::runtime::Runtime,
+    server: Server,
+    ids: Vec<String>,
+    /// The results done so far.
+    before: Vec<Value>,
+}
+
+fn under_way(prefix: &str, n: usize, secs: u32, workers: usize, done_at: usize) -> UnderWay {
+    let dir = TestDir::new();
+    let (ds, tasks) = slow_dataset(dir.path(), prefix, n, secs);
+    let out = dir.path().join("out");
+    let args = serve_args(&ds, &out, workers);
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = Server::start(&argv, &[]);
+    let ids = submit_all(&rt, server.addr, &tasks);
+    let before = poll(Duration::from_secs(120), Duration::ZERO, || {
+        let done = wait_all(&rt, server.addr, &ids, 1);
+        (done.len() >= done_at).then_some(done)
+    })
+    .unwrap_or_default();
+    assert!(
+        before.len() >= done_at && before.len() < ids.len(),
+        "stopped at {} of {}",
+        before.len(),
+        ids.len()
+    );
+    UnderWay {
+        _dir: dir,
+        out,
+        args,
+        rt,
+        server,
+        ids,
+        before,
+    }
+}
+
+#[test]
+fn a_server_killed_outright_finishes_every_accepted_request_once_after_a_restart() {
+    if !tasks::docker_answers(None) {
+        return;
+    }
+    let _turn = serve_turn();
+    // Killed once two are done and others run.
+    let w = under_way("serve-kill", 6, 3, 2, 2);
+    let dead = w.server.pid();
+    w.server.kill();
+    let verdicts_before = verdicts_on_disk(&w.out);
+    assert!(verdicts_before.len() >= w.before.len());
+    let args: Vec<&str> = w.args.iter().map(String::as_str).collect();
+    restart_finishes_each_once(&w.rt, &args, &w.ids, &w.before, &verdicts_before);
     assert_eq!(
         owned_by(None, dead),
         Vec::<String>::new(),
         "the dead server's containers and holds reaped"
     );
-    let pid = server.pid();
-    assert_eq!(server.stop(), Some(0));
-    assert_eq!(owned_by(None, pid), Vec::<String>::new());
+}
+
+#[test]
+fn a_stopped_server_lets_its_running_job_finish_and_keeps_the_queued_ones_for_the_next_start() {
+    if !tasks::docker_answers(None) {
+        return;
+    }
+    let _turn = serve_turn();
+    // One job at a time, each 2 s: the stop comes with most of them queued.
+    let w = under_way("serve-stop", 8, 2, 1, 1);
+    // SIGTERM (Ctrl-C alike): the running job finishes, none of the queued ones starts.
+    let pid = w.server.pid();
+    assert_eq!(w.server.stop(), Some(0));
+    let verdicts = verdicts_on_disk(&w.out);
+    assert!(
+        verdicts.len() <= w.before.len() + 2,
+        "{} jobs ran before the server stopped, {} were done at the stop: the stop ran the queue",
+        verdicts.len(),
+        w.before.len()
+    );
+    assert!(verdicts.len() < w.ids.len());
+    assert_eq!(
+        owned_by(None, pid),
+        Vec::<String>::new(),
+        "a stopped server leaves no container or hold"
+    );
+    // The queued ones are stored: the next start runs each once.
+    let args: Vec<&str> = w.args.iter().map(String::as_str).collect();
+    restart_finishes_each_once(&w.rt, &args, &w.ids, &w.before, &verdicts);
 }
 
 #[test]
