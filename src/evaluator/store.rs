@@ -17,7 +17,10 @@
 //! the checkpoint thread has not copied yet: no commit runs meanwhile, so it gets to the end)
 //! and its next commit starts the log again; a log past [`WAL_LIMIT_PAGES`] all the same (a
 //! reader held it at every try) is checkpointed by the writer waiting for the readers. The
-//! checkpoint thread never takes SQLite's write lock, so a commit never waits for it. The
+//! checkpoint thread never takes SQLite's write lock; the writer waits for a copy of the
+//! checkpoint thread's under way only past twice [`CATCH_UP_PAGES`] (else the log would grow
+//! all the while), and holds the checkpoint thread off from its catch-up to the end of its next
+//! commit, which starts the log again. The
 //! verdicts under their content keys are also kept in memory (the last [`MEMO_VERDICTS`]), so
 //! a cache hit is answered without a query.
 
@@ -303,9 +306,13 @@ impl Store {
         let (wrote, written) = std_mpsc::sync_channel::<()>(1);
         let due = Arc::new(AtomicBool::new(false));
         let checked = due.clone();
+        // Held by the checkpoint thread while it copies, and by the writer while it catches up
+        // until its next commit has started the log again.
+        let copying = Arc::new(Mutex::new(()));
+        let copier = copying.clone();
         let checkpointer = std::thread::Builder::new()
             .name("swe-eval-checkpoint".into())
-            .spawn(move || checkpoint_loop(check, written, &checked))
+            .spawn(move || checkpoint_loop(check, written, &checked, &copier))
             .map_err(|e| thread_failed("checkpoint", e))?;
         let commits = Arc::new(Histogram::default());
         let (tx, rx) = std_mpsc::channel::<Job>();
@@ -313,7 +320,7 @@ impl Store {
         let logged = log.clone();
         let writer = std::thread::Builder::new()
             .name("swe-eval-state".into())
-            .spawn(move || write_loop(conn, rx, wrote, &due, &timed, &logged))
+            .spawn(move || write_loop(conn, rx, wrote, &due, &timed, &logged, &copying))
             .map_err(|e| thread_failed("writer", e))?;
         Ok(Store {
             path,
@@ -561,9 +568,12 @@ fn write_loop(
     due: &AtomicBool,
     commits: &Histogram,
     log: &AtomicI64,
+    copying: &Mutex<()>,
 ) {
     // Prepared once, for every commit.
     let mut statements = Statements::new(&conn).map_err(|e| e.to_string());
+    // Held from a catch-up to the end of the next commit, which starts the log again.
+    let mut caught_up = None;
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         while batch.len() < 512 {
@@ -577,13 +587,25 @@ fn write_loop(
             Ok(st) => commit(&conn, st, &batch).map_err(|e| e.to_string()),
             Err(e) => Err(e.clone()),
         };
+        commits.observe(started.elapsed());
+        drop(caught_up.take());
         for j in batch {
             let _ = j.ack.send(result.clone());
         }
-        if log.load(Ordering::Relaxed) > CATCH_UP_PAGES {
-            catch_up(&conn);
+        let pages = log.load(Ordering::Relaxed);
+        if pages > CATCH_UP_PAGES {
+            // Past twice the mark the writer waits for a copy under way (the log would grow
+            // all the while); below it, it leaves the copy to the next commit.
+            let held = if pages > 2 * CATCH_UP_PAGES {
+                Some(copying.lock().unwrap_or_else(|p| p.into_inner()))
+            } else {
+                copying.try_lock().ok()
+            };
+            if let Some(held) = held {
+                catch_up(&conn);
+                caught_up = Some(held);
+            }
         }
-        commits.observe(started.elapsed());
         // Once per checkpoint: the checkpoint thread is not woken again until it has run.
         if !due.swap(true, Ordering::AcqRel) {
             let _ = wrote.try_send(());
@@ -618,7 +640,12 @@ fn catch_up(conn: &Connection) {
 /// The checkpoint thread: after commits, copies the log into the database (a passive
 /// checkpoint: the writer goes on meanwhile), at most every [`CHECKPOINT_EVERY`]. Ends when
 /// the writer does.
-fn checkpoint_loop(conn: Connection, written: std_mpsc::Receiver<()>, due: &AtomicBool) {
+fn checkpoint_loop(
+    conn: Connection,
+    written: std_mpsc::Receiver<()>,
+    due: &AtomicBool,
+    copying: &Mutex<()>,
+) {
     let mut last: Option<Instant> = None;
     while written.recv().is_ok() {
         // No signal comes while `due` is set: this wait ends at its time, or when the writer
@@ -635,7 +662,10 @@ fn checkpoint_loop(conn: Connection, written: std_mpsc::Receiver<()>, due: &Atom
         // Commits from now on call for the next checkpoint.
         due.store(false, Ordering::Release);
         // Errors are left to the next checkpoint (or the last connection's, at close).
-        let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+        {
+            let _copying = copying.lock().unwrap_or_else(|p| p.into_inner());
+            let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+        }
         last = Some(Instant::now());
     }
 }

@@ -126,7 +126,7 @@ pub(super) fn render<E: Engine>(app: &App<E>) -> String {
     histogram(
         &mut out,
         "swe_eval_state_commit_seconds",
-        "Time of each commit of the state database (requests and results waiting, together), with the log's catch-up when one followed it.",
+        "Time of each commit of the state database (requests and results waiting, together).",
         app.ev.commit_latency(),
     );
     out
