@@ -94,7 +94,7 @@ pub struct ExecArgs {
         default_value = "results"
     )]
     pub output: PathBuf,
-    /// Per-prediction timeout in seconds, from container start [default: 1800; 60 for the
+    /// Per-prediction timeout in seconds, from container start [default: 1800; 30 for the
     /// mini benchmark's rows, from any file] [allowed: 1 to 604800].
     #[arg(long, short = 't', value_parser = super::values::timeout_secs())]
     pub timeout: Option<u64>,

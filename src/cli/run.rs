@@ -17,7 +17,7 @@ Examples:
   swe-eval run -d verified.jsonl -p gold --reachable --mirrors /src/mirrors --run-id all-gold
 
 Without --dataset and --predictions, the bundled mini benchmark runs. Its settings (Debian images
-from its own mirrors, a 60 s timeout, run id `mini`) go with its rows, not with a file name: a
+from its own mirrors, a 30 s timeout, run id `mini`) go with its rows, not with a file name: a
 dataset whose every row is a mini benchmark row, unchanged, gets them from any file
 (datasets/mini/dataset.jsonl, a copy, another name). The bundled predictions' verdicts are then
 checked against the expected ones; a patch of your own on the mini tasks is not checked. Every

@@ -16,7 +16,7 @@ use crate::runner::Category;
 #[command(after_help = "\
 Without --dataset, the bundled mini benchmark's instances are validated. A dataset whose every
 row is a mini benchmark row, from any file, gets the mini settings (Debian images from its own
-mirrors, a 60 s timeout); every other dataset the general ones, whatever its file is called.
+mirrors, a 30 s timeout); every other dataset the general ones, whatever its file is called.
 
 Writes OUTPUT/validate.<run_id>.json (the findings) and the flaky map OUTPUT/flaky.<run_id>.jsonl:
 one row per instance with its verdicts per run and the FAIL_TO_PASS/PASS_TO_PASS tests whose

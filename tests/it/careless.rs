@@ -657,7 +657,7 @@ fn the_mini_rows_under_any_file_name_get_the_mini_settings_and_check() {
     let only = ["-i", "swe-eval-mini__calc-1", "-j", "2"];
     let o = run_bin(&[&["run", "-d", ds, "-p", preds, "-o", out_s][..], &only[..]].concat());
     assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
-    // The mini run id, its 60 s timeout, and its check of the bundled predictions.
+    // The mini run id, its own timeout, and its check of the bundled predictions.
     assert!(
         stdout(&o).contains("mini benchmark: 3/3 verdicts as expected"),
         "{}",
@@ -666,7 +666,9 @@ fn the_mini_rows_under_any_file_name_get_the_mini_settings_and_check() {
     let found = verdicts(&out, "mini");
     assert_eq!(found.len(), 3, "{found:?}");
     assert!(
-        found.iter().all(|(_, v)| v.timeout_secs == Some(60)),
+        found
+            .iter()
+            .all(|(_, v)| v.timeout_secs == Some(swe_eval::mini::DEFAULT_TIMEOUT_SECS)),
         "{found:?}"
     );
 }
