@@ -195,6 +195,23 @@ pub struct LoadReport {
     pub bodies: Vec<(usize, Vec<u8>)>,
     /// The `Retry-After` values of 429 answers.
     pub retry_after: Vec<String>,
+    /// Every request, in the order it was due.
+    pub samples: Vec<Sample>,
+}
+
+/// One request of a load: when it was due, how late the generator sent it, and its latency.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Sample {
+    /// The request's number.
+    pub k: usize,
+    /// When it was due (closed loop: when it went), seconds after the load's start.
+    pub due_s: f64,
+    /// The generator's own lateness in sending it, milliseconds (closed loop: 0).
+    pub late_ms: f64,
+    /// Its latency as counted in [`LoadReport::latencies`], milliseconds.
+    pub latency_ms: f64,
+    /// The answer's HTTP status.
+    pub status: u16,
 }
 
 impl LoadReport {
@@ -243,7 +260,8 @@ pub async fn run(load: Load) -> Result<LoadReport, ClientError> {
                     .find(|(k, _)| k == "retry-after")
                     .map(|(_, v)| v);
                 let took = free.saturating_duration_since(due);
-                out.push((k, status, took, late, answer, retry));
+                let due_s = due.saturating_duration_since(started).as_secs_f64();
+                out.push((k, due_s, status, took, late, answer, retry));
             }
             Ok::<_, ClientError>(out)
         });
@@ -257,10 +275,18 @@ pub async fn run(load: Load) -> Result<LoadReport, ClientError> {
             addr: load.addr,
             message: e.to_string(),
         })??;
-        for (k, status, took, late, answer, retry) in rows {
+        for (k, due_s, status, took, late, answer, retry) in rows {
             *report.by_status.entry(status).or_default() += 1;
             from_due.push(took);
-            lat.push(took.saturating_sub(late.unwrap_or_default()));
+            let latency = took.saturating_sub(late.unwrap_or_default());
+            lat.push(latency);
+            report.samples.push(Sample {
+                k,
+                due_s,
+                late_ms: late.unwrap_or_default().as_secs_f64() * 1000.0,
+                latency_ms: latency.as_secs_f64() * 1000.0,
+                status,
+            });
             lateness.extend(late);
             if load.keep_bodies {
                 report.bodies.push((k, answer));
@@ -275,5 +301,6 @@ pub async fn run(load: Load) -> Result<LoadReport, ClientError> {
     report.from_due = Latencies::new(from_due);
     report.lateness = Latencies::new(lateness);
     report.bodies.sort_by_key(|(k, _)| *k);
+    report.samples.sort_by_key(|s| s.k);
     Ok(report)
 }

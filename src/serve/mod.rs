@@ -24,4 +24,4 @@ mod tests;
 
 pub use config::ServeConfig;
 pub use http::{listen, Listener, ServeError};
-pub use load::{run as run_load, Answer, Client, ClientError, Latencies, Load, LoadReport};
+pub use load::{run as run_load, Answer, Client, ClientError, Latencies, Load, LoadReport, Sample};

@@ -415,3 +415,35 @@ type ErrorCase<'a> = (
     &'a str,
     Option<&'a str>,
 );
+
+#[tokio::test]
+async fn a_paced_load_keeps_every_request_with_its_due_time_lateness_and_latency() {
+    let (s, m, _e) = server(None, |_| {}).await;
+    let one = json!({"instance_id": CALC, "model_patch": gold(&m, CALC), "execute": false});
+    let load = super::Load {
+        addr: s.addr,
+        token: None,
+        connections: 4,
+        requests: 40,
+        method: "POST".into(),
+        path: "/v1/evaluations".into(),
+        bodies: vec![one.to_string().into_bytes()],
+        keep_bodies: false,
+        rate: Some(400.0),
+    };
+    let report = super::run_load(load).await.unwrap();
+    let ks: Vec<usize> = report.samples.iter().map(|x| x.k).collect();
+    assert_eq!(ks, (0..40).collect::<Vec<_>>());
+    for x in &report.samples {
+        // The k-th is due k / rate seconds after the start.
+        assert!((x.due_s - x.k as f64 / 400.0).abs() < 1e-6, "{x:?}");
+        assert_eq!(x.status, 200);
+        assert!(x.latency_ms > 0.0 && x.late_ms >= 0.0, "{x:?}");
+    }
+    // The same latencies as the report's own.
+    let mut lat: Vec<f64> = report.samples.iter().map(|x| x.latency_ms).collect();
+    lat.sort_by(f64::total_cmp);
+    let max = report.latencies.quantile(1.0).as_secs_f64() * 1000.0;
+    assert!((lat[39] - max).abs() < 1e-6, "{} vs {max}", lat[39]);
+    s.close().await;
+}

@@ -67,6 +67,12 @@ pub struct Args {
     /// Also write the figures as JSON here.
     #[arg(long)]
     pub json: Option<std::path::PathBuf>,
+    /// Also write every request of the measured load as CSV here, in the order they were due:
+    /// its number, when it was due (seconds after the start), the generator's lateness in
+    /// sending it and its latency (milliseconds), its status. Where a slow tail sits in time.
+    /// `grpo`: its cache hits; not with `restart`.
+    #[arg(long, value_name = "FILE")]
+    pub latencies: Option<std::path::PathBuf>,
 }
 
 /// The loads `bench serve` makes.
@@ -184,6 +190,12 @@ pub fn run(args: Args) -> CliResult {
         .build()?;
     let token = std::env::var("SWE_EVAL_TOKEN").ok();
     let preds = mini_predictions()?;
+    if args.mode == Mode::Restart && args.latencies.is_some() {
+        return Err(crate::failure::Failed(
+            "--latencies keeps a load's requests; `restart` makes no load to keep".into(),
+        )
+        .into());
+    }
     let (printed, json, ok) = match args.mode {
         Mode::Similarity | Mode::Executed => {
             let f = rt.block_on(simple(&args, token, &preds))?;
@@ -358,12 +370,27 @@ async fn load(
         keep_bodies,
         rate: (args.rate > 0.0).then_some(args.rate),
     };
-    run_load(load).await.map_err(|e| {
+    let report = run_load(load).await.map_err(|e| {
         crate::failure::Failed(format!(
             "{e} (is `swe-eval serve` listening there? start it first)"
         ))
-        .into()
-    })
+    })?;
+    if let Some(path) = &args.latencies {
+        crate::fsutil::write_atomic(path, samples_csv(&report.samples).as_bytes())?;
+    }
+    Ok(report)
+}
+
+/// The `--latencies` file: a header and a row per request.
+fn samples_csv(samples: &[crate::serve::Sample]) -> String {
+    let mut out = String::from("k,due_s,late_ms,latency_ms,status\n");
+    for s in samples {
+        out.push_str(&format!(
+            "{},{:.6},{:.3},{:.3},{}\n",
+            s.k, s.due_s, s.late_ms, s.latency_ms, s.status
+        ));
+    }
+    out
 }
 
 /// Median, 99th percentile and largest latency of `report`, in milliseconds.
@@ -509,5 +536,21 @@ mod tests {
             .map(|p| record(p, &p["model_patch"], &json!("m"), 0, true))
             .collect();
         assert_eq!(distinct_pairs(&bodies), 21, "22 predictions, one empty");
+    }
+
+    #[test]
+    fn the_latencies_file_has_a_header_and_a_row_per_request() {
+        let s = |k, due_s, late_ms, latency_ms, status| crate::serve::Sample {
+            k,
+            due_s,
+            late_ms,
+            latency_ms,
+            status,
+        };
+        let csv = samples_csv(&[s(0, 0.0, 0.25, 1.5, 200), s(1, 0.0005, 0.0, 12.3456, 429)]);
+        assert_eq!(
+            csv,
+            "k,due_s,late_ms,latency_ms,status\n0,0.000000,0.250,1.500,200\n1,0.000500,0.000,12.346,429\n"
+        );
     }
 }

@@ -131,6 +131,7 @@ pub async fn grpo(args: &Args, token: Option<String>, preds: &[Value]) -> Result
     let mut bodies_args = args.clone();
     bodies_args.connections = GROUPS as u32;
     bodies_args.rate = 0.0;
+    bodies_args.latencies = None;
     let bodies: Vec<Vec<u8>> = groups
         .iter()
         .map(|g| Value::Array(g.clone()).to_string().into_bytes())
