@@ -200,7 +200,7 @@ pub struct LoadReport {
 }
 
 /// One request of a load: when it was due, how late the generator sent it, and its latency.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Sample {
     /// The request's number.
     pub k: usize,
