@@ -134,14 +134,28 @@ impl Args {
 
 /// Serves, or exports.
 pub fn run(args: Args) -> CliResult {
-    let rt = tokio::runtime::Runtime::new()?;
     match args.action {
         Some(Action::Export(a)) => export(&a),
-        None => rt.block_on(serve(args)),
+        None => {
+            // Two runtimes: the HTTP answers on threads of their own, the evaluator (its
+            // dispatcher, engine calls, deliveries and the state's writes) on others, so a
+            // job's work never holds a thread an answer waits for.
+            let work = runtime("swe-eval-work")?;
+            let answers = runtime("swe-eval-http")?;
+            answers.block_on(serve(args, work.handle().clone()))
+        }
     }
 }
 
-async fn serve(args: Args) -> CliResult {
+/// A multi-threaded runtime whose threads are named `name`.
+fn runtime(name: &str) -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name(name)
+        .build()
+}
+
+async fn serve(args: Args, work: tokio::runtime::Handle) -> CliResult {
     let token = evaluator::token_from(
         args.token_file.as_deref(),
         std::env::var("SWE_EVAL_TOKEN").ok(),
@@ -171,7 +185,12 @@ async fn serve(args: Args) -> CliResult {
     let (sig_tx, mut sig_rx) = tokio::sync::mpsc::unbounded_channel();
     let signals = tokio::spawn(super::render::forward_interrupts(sig_tx));
     let listener = listen(config).await?;
-    let opened = evaluator::open(&source, &run, &choices).await?;
+    let opened = {
+        let run = run.clone();
+        work.spawn(async move { evaluator::open(&source, &run, &choices).await })
+            .await
+            .map_err(std::io::Error::other)??
+    };
     for p in &opened.problems {
         eprintln!("warning: {p}");
     }

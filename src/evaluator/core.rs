@@ -193,6 +193,10 @@ struct Shared<E: Engine> {
     deadline_added: Arc<Notify>,
     /// The state folder's lock, released at shutdown.
     lock: Mutex<Option<runner::RunLock>>,
+    /// The runtime the evaluator started on: its tasks (the dispatcher's, the jobs' waits, the
+    /// deliveries) run there even when a request comes from another runtime, so a face can
+    /// answer on threads of its own, apart from the jobs' engine calls, grading and writes.
+    rt: tokio::runtime::Handle,
 }
 
 /// The evaluator's tasks: the dispatcher and the preparer.
@@ -270,7 +274,8 @@ impl<E: Engine> Evaluator<E> {
         let (itx, irx) = mpsc::unbounded_channel();
         let (etx, erx) = mpsc::unbounded_channel();
         let (ptx, prx) = mpsc::unbounded_channel();
-        let dispatcher = tokio::spawn(runner::dispatch(
+        let rt = tokio::runtime::Handle::current();
+        let dispatcher = rt.spawn(runner::dispatch(
             engine.clone(),
             Plan::default(),
             arrivals,
@@ -312,14 +317,16 @@ impl<E: Engine> Evaluator<E> {
             preparer_stop: Notify::new(),
             deadline_added: Arc::new(Notify::new()),
             lock: Mutex::new(Some(lock)),
+            rt: rt.clone(),
         });
-        tokio::spawn(forward_events(shared.clone(), erx));
-        let preparer = tokio::spawn(prepare_loop(shared.clone(), prx));
-        let deadlines = tokio::spawn(deadline_loop(
-            Arc::downgrade(&shared),
-            shared.deadline_added.clone(),
-        ))
-        .abort_handle();
+        rt.spawn(forward_events(shared.clone(), erx));
+        let preparer = rt.spawn(prepare_loop(shared.clone(), prx));
+        let deadlines = rt
+            .spawn(deadline_loop(
+                Arc::downgrade(&shared),
+                shared.deadline_added.clone(),
+            ))
+            .abort_handle();
         let evaluator = Evaluator {
             shared: shared.clone(),
             tasks: Mutex::new(Some((dispatcher, preparer))),
@@ -853,8 +860,10 @@ fn admit<E: Engine>(shared: &Arc<Shared<E>>, rows: Vec<Row>) {
         shared.deadline_added.notify_one();
     }
     if !hits.is_empty() {
-        let shared = shared.clone();
-        tokio::spawn(async move { finish(&shared, hits, None).await });
+        let task = shared.clone();
+        shared
+            .rt
+            .spawn(async move { finish(&task, hits, None).await });
     }
 }
 
@@ -925,7 +934,7 @@ fn await_job<E: Engine>(
     leader: u64,
     rx: oneshot::Receiver<Delivery>,
 ) {
-    tokio::spawn(async move {
+    shared.rt.clone().spawn(async move {
         let d = rx.await.ok();
         delivered(&shared, &key, leader, d).await;
     });

@@ -86,6 +86,36 @@ pub async fn execute<E: Engine>(
             }
         }
     };
+    // Grading and the log files (each flushed to disk) on a blocking thread: a busy disk then
+    // holds no async worker, and so no other task of the runtime (a server's answers among them).
+    let conclude = {
+        let (job, cfg) = (job.clone(), cfg.clone());
+        move || conclude(&job, &cfg, output, retries, &nonce, failure, log, started)
+    };
+    match tokio::task::spawn_blocking(conclude).await {
+        Ok(done) => done,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => JobDone {
+            verdicts: Vec::new(),
+            write_error: Some(format!("grading stopped: {e}")),
+            withdrawn: false,
+        },
+    }
+}
+
+/// Grades the output of `job` and writes its log files: the verdicts, one per member.
+#[allow(clippy::too_many_arguments)]
+fn conclude(
+    job: &Job,
+    cfg: &JobConfig,
+    output: Option<JobOutput>,
+    retries: u32,
+    nonce: &str,
+    failure: Option<String>,
+    mut log: String,
+    started: Instant,
+) -> JobDone {
+    let setup = &job.setup;
     let text = output
         .as_ref()
         .map(|o| String::from_utf8_lossy(&o.output).into_owned());
@@ -94,7 +124,7 @@ pub async fn execute<E: Engine>(
             if let Some(node) = &out.node {
                 let _ = writeln!(log, "node {node}");
             }
-            let parsed = driver::parse(text, &nonce);
+            let parsed = driver::parse(text, nonce);
             if out.truncated_bytes > 0 {
                 let _ = writeln!(
                     log,
@@ -103,7 +133,7 @@ pub async fn execute<E: Engine>(
                 );
             }
             let _ = writeln!(log, "--- apply\n{}---", parsed.setup_log);
-            let g = grade::grade(&job.setup, &job.patch, job.mode, out, &parsed, &cfg);
+            let g = grade::grade(&job.setup, &job.patch, job.mode, out, &parsed, cfg);
             let mut test_output = parsed.eval_output.unwrap_or("").to_string();
             if out.timed_out {
                 let _ = writeln!(
@@ -198,7 +228,7 @@ pub async fn execute<E: Engine>(
             shared_from: (i > 0).then(|| format!("{}/{}", first.model, first.sample)),
         };
         if write_error.is_none() {
-            if let Err(e) = write_logs(m, &job, &log, &test_output, &g) {
+            if let Err(e) = write_logs(m, job, &log, &test_output, &g) {
                 write_error = Some(e);
             }
         }
