@@ -108,8 +108,7 @@ pub enum Daemon {
 
 impl DockerEngine {
     /// Whether `job`'s container is created with the daemon's network set-up off
-    /// (`network_disabled`): a job without network on Docker (Podman runs no such hook). Not
-    /// for a build's container, which is committed into an image.
+    /// (`network_disabled`): a job without network on Docker (Podman runs no such hook).
     fn no_network_hook(&self, job: &JobSpec) -> bool {
         !job.network && self.podman.is_none()
     }
@@ -323,16 +322,14 @@ impl DockerEngine {
     }
 
     async fn create(&self, job: &JobSpec) -> Result<String, EngineError> {
-        self.create_with(job, None, self.no_network_hook(job)).await
+        self.create_with(job, None).await
     }
 
-    /// [`Self::create`] with volumes mounted; `hookless`: with the daemon's network set-up off
-    /// (see [`Self::no_network_hook`]).
+    /// [`Self::create`] with volumes mounted.
     async fn create_with(
         &self,
         job: &JobSpec,
         mounts: Option<Vec<bollard::models::Mount>>,
-        hookless: bool,
     ) -> Result<String, EngineError> {
         // Only the limits the daemon applies are sent (a rootless Podman service ignores the
         // others; the run has said so at its start).
@@ -371,7 +368,7 @@ impl DockerEngine {
             // at every start (a second copy of itself, about 0.2 s of CPU, most of a container
             // start's cost); with it the daemon writes no `/etc/hosts`, so the job brings
             // the one it would have written ([`NO_NETWORK_HOSTS`]) and `localhost` resolves.
-            network_disabled: Some(hookless),
+            network_disabled: Some(self.no_network_hook(job)),
             host_config: Some(host_config),
             ..Default::default()
         };
@@ -402,18 +399,16 @@ impl DockerEngine {
     }
 
     /// Everything between create and remove; the caller removes the container whatever happens.
-    /// `hookless`: the container was created so (its `/etc/hosts` comes with the files).
     async fn drive(
         &self,
         id: &str,
         job: &JobSpec,
         t0: Instant,
         out: &mut JobOutput,
-        hookless: bool,
     ) -> Result<(), EngineError> {
         let name = job.name.as_str();
         let hosts;
-        let files = if hookless {
+        let files = if self.no_network_hook(job) {
             hosts = [
                 job.files.as_slice(),
                 &[FileIn {
@@ -1062,11 +1057,9 @@ impl Engine for DockerEngine {
             gate: None,
         };
         let t0 = Instant::now();
-        // A build's container is committed: it keeps the daemon's network set-up (and hook),
-        // so no `/etc/hosts` of the engine's lands in the image.
-        let id = self.create_with(&job, Some(mounts), false).await?;
+        let id = self.create_with(&job, Some(mounts)).await?;
         let mut out = JobOutput::default();
-        let driven = self.drive(&id, &job, t0, &mut out, false).await;
+        let driven = self.drive(&id, &job, t0, &mut out).await;
         let log = String::from_utf8_lossy(&out.output).into_owned();
         let committed = match driven {
             Err(e) => Err(e),
@@ -1222,9 +1215,7 @@ impl Engine for DockerEngine {
         let t0 = Instant::now();
         let id = self.create(&job).await?;
         let mut out = JobOutput::default();
-        let result = self
-            .drive(&id, &job, t0, &mut out, self.no_network_hook(&job))
-            .await;
+        let result = self.drive(&id, &job, t0, &mut out).await;
         let removed = self.force_remove(&id).await;
         // Teardown: reading the rest of the output, inspecting and removing.
         out.close_timing(t0);
