@@ -108,7 +108,9 @@ pub enum Daemon {
 
 impl DockerEngine {
     /// Whether `job`'s container is created with the daemon's network set-up off
-    /// (`network_disabled`): a job without network on Docker (Podman runs no such hook).
+    /// (`network_disabled`): a job without network on Docker (Podman runs no such hook). A
+    /// build's container too: `docker commit` leaves `/etc/hosts` out of the image, so the file
+    /// the engine brings never lands in one.
     fn no_network_hook(&self, job: &JobSpec) -> bool {
         !job.network && self.podman.is_none()
     }

@@ -146,6 +146,9 @@ async fn builds_that_compile_share_the_repositorys_compiler_cache_and_keep_it_ou
             .await
             .unwrap();
         seen.push(String::from_utf8_lossy(&out.output).into_owned());
+        // The build's container is committed: the image keeps its environment's /etc/hosts
+        // (jobs bring their own, which must never land in an image).
+        seen.push(image_file(image, "/etc/hosts"));
         seen.push(
             String::from_utf8_lossy(
                 &Command::new("docker")
@@ -160,6 +163,7 @@ async fn builds_that_compile_share_the_repositorys_compiler_cache_and_keep_it_ou
             .to_string(),
         );
     }
+    let env_hosts = image_file(&env, "/etc/hosts");
     let logs: Vec<String> = walk(&opts.logs_dir)
         .into_iter()
         .filter(|p| p.to_string_lossy().contains("ccache.") && p.ends_with("build_image.log"))
@@ -172,7 +176,7 @@ async fn builds_that_compile_share_the_repositorys_compiler_cache_and_keep_it_ou
         "the second compilation hit: {seen:?}"
     );
     for (i, id) in ["a", "b"].iter().enumerate() {
-        let lines: Vec<&str> = seen[2 * i].lines().collect();
+        let lines: Vec<&str> = seen[3 * i].lines().collect();
         assert_eq!(lines[0], "42", "{id}: the program was built: {seen:?}");
         assert_eq!(lines[1], "/testbed", "{id}: WORKDIR kept: {seen:?}");
         assert!(
@@ -185,7 +189,12 @@ async fn builds_that_compile_share_the_repositorys_compiler_cache_and_keep_it_ou
         );
         assert_eq!(lines[4], "0", "{id}: nothing left in /tmp: {seen:?}");
         assert_eq!(
-            seen[2 * i + 1],
+            seen[3 * i + 1],
+            env_hosts,
+            "{id}: /etc/hosts as the environment's: {seen:?}"
+        );
+        assert_eq!(
+            seen[3 * i + 2],
             format!("instance {id}"),
             "labels: {seen:?}"
         );
@@ -197,6 +206,28 @@ async fn builds_that_compile_share_the_repositorys_compiler_cache_and_keep_it_ou
             "{log}"
         );
     }
+}
+
+/// The bytes of `path` in `image` as text (read from a container created and never started, so
+/// no file the daemon mounts at a start hides it).
+fn image_file(image: &str, path: &str) -> String {
+    let created = Command::new("docker")
+        .args(["create", "--network", "none", image, "true"])
+        .output()
+        .unwrap();
+    assert!(created.status.success(), "{created:?}");
+    let id = String::from_utf8_lossy(&created.stdout).trim().to_string();
+    let copied = Command::new("docker")
+        .args(["cp", &format!("{id}:{path}"), "-"])
+        .output()
+        .unwrap();
+    let _ = Command::new("docker").args(["rm", &id]).output();
+    assert!(copied.status.success(), "{copied:?}");
+    let mut archive = tar::Archive::new(copied.stdout.as_slice());
+    let mut entry = archive.entries().unwrap().next().unwrap().unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut entry, &mut text).unwrap();
+    text
 }
 
 fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
