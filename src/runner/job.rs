@@ -88,9 +88,17 @@ pub async fn execute<E: Engine>(
     };
     // Grading and the log files (each flushed to disk) on a blocking thread: a busy disk then
     // holds no async worker, and so no other task of the runtime (a server's answers among them).
+    let ran = Ran {
+        output,
+        retries,
+        nonce,
+        failure,
+        log,
+        started,
+    };
     let conclude = {
         let (job, cfg) = (job.clone(), cfg.clone());
-        move || conclude(&job, &cfg, output, retries, &nonce, failure, log, started)
+        move || conclude(&job, &cfg, ran)
     };
     match tokio::task::spawn_blocking(conclude).await {
         Ok(done) => done,
@@ -103,18 +111,32 @@ pub async fn execute<E: Engine>(
     }
 }
 
-/// Grades the output of `job` and writes its log files: the verdicts, one per member.
-#[allow(clippy::too_many_arguments)]
-fn conclude(
-    job: &Job,
-    cfg: &JobConfig,
+/// What running a job's container gave: what [`conclude`] grades.
+struct Ran {
+    /// The container's output; `None` when it did not run or the engine failed.
     output: Option<JobOutput>,
+    /// Engine failures retried.
     retries: u32,
-    nonce: &str,
+    /// The markers' nonce of the attempt that gave `output`.
+    nonce: String,
+    /// Why there is no output.
     failure: Option<String>,
-    mut log: String,
+    /// The job's log so far.
+    log: String,
+    /// When the job started.
     started: Instant,
-) -> JobDone {
+}
+
+/// Grades the output of `job` and writes its log files: the verdicts, one per member.
+fn conclude(job: &Job, cfg: &JobConfig, ran: Ran) -> JobDone {
+    let Ran {
+        output,
+        retries,
+        nonce,
+        failure,
+        mut log,
+        started,
+    } = ran;
     let setup = &job.setup;
     let text = output
         .as_ref()
@@ -124,7 +146,7 @@ fn conclude(
             if let Some(node) = &out.node {
                 let _ = writeln!(log, "node {node}");
             }
-            let parsed = driver::parse(text, nonce);
+            let parsed = driver::parse(text, &nonce);
             if out.truncated_bytes > 0 {
                 let _ = writeln!(
                     log,
