@@ -409,22 +409,13 @@ impl DockerEngine {
         out: &mut JobOutput,
     ) -> Result<(), EngineError> {
         let name = job.name.as_str();
-        let hosts;
-        let files = if self.no_network_hook(job) {
-            hosts = [
-                job.files.as_slice(),
-                &[FileIn {
-                    path: "/etc/hosts".into(),
-                    contents: NO_NETWORK_HOSTS.as_bytes().to_vec(),
-                    mode: 0o644,
-                }],
-            ]
-            .concat();
-            hosts.as_slice()
-        } else {
-            job.files.as_slice()
-        };
-        if !files.is_empty() {
+        let hosts = self.no_network_hook(job).then(|| FileIn {
+            path: "/etc/hosts".into(),
+            contents: NO_NETWORK_HOSTS.as_bytes().to_vec(),
+            mode: 0o644,
+        });
+        if !job.files.is_empty() || hosts.is_some() {
+            let files = job.files.iter().chain(&hosts);
             let tar = tarball::files_archive(files).map_err(|e| EngineError::Copy {
                 name: name.into(),
                 message: e.to_string(),

@@ -73,9 +73,9 @@ pub fn write_archive<W: io::Write>(
 }
 
 /// The archive uploaded to `/` of a job's container.
-pub fn files_archive(files: &[FileIn]) -> io::Result<Vec<u8>> {
+pub fn files_archive<'a>(files: impl IntoIterator<Item = &'a FileIn>) -> io::Result<Vec<u8>> {
     let entries: Vec<TarEntry> = files
-        .iter()
+        .into_iter()
         .map(|f| TarEntry {
             path: f.path.clone(),
             contents: f.contents.clone(),
