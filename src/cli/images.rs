@@ -116,7 +116,7 @@ impl Where {
     async fn connect(&self) -> Result<AnyEngine, CliError> {
         let choice = EngineChoice {
             kind: self.kind,
-            registry: None,
+            ..Default::default()
         };
         Ok(engine::connect(&choice).await?)
     }

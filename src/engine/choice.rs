@@ -47,6 +47,10 @@ pub struct EngineChoice {
     /// With [`EngineKind::Swarm`]: `HOST:PORT` of a registry every node can pull from (the run
     /// pushes the images it uses there); without it every node must already have them.
     pub registry: Option<String>,
+    /// A CPU weight for every container (cgroup v2's scale: 100 is a process's default), given
+    /// through a cgroup of the harness's own on this machine (`cgroup.rs`); `None`: the
+    /// daemon's default. Docker only.
+    pub cpu_weight: Option<u32>,
 }
 
 /// Why an [`EngineChoice`] cannot be used as given.
@@ -55,6 +59,12 @@ pub enum ChoiceError {
     /// A registry was named for a single daemon, which needs none.
     #[error("--registry is for --engine swarm (a single daemon needs no registry)")]
     RegistryWithoutSwarm,
+    /// A CPU weight was asked of an engine that cannot take it.
+    #[error("--cpu-weight is for --engine docker (Swarm's services and Podman's containers take no cgroup of the harness's)")]
+    CpuWeightNotDocker,
+    /// A CPU weight out of range.
+    #[error("--cpu-weight is 1 to 10000, not {0}")]
+    CpuWeightRange(u32),
 }
 
 impl crate::failure::Classify for ChoiceError {
@@ -70,7 +80,15 @@ impl EngineChoice {
             EngineKind::Docker | EngineKind::Podman if self.registry.is_some() => {
                 Err(ChoiceError::RegistryWithoutSwarm)
             }
-            _ => Ok(()),
+            EngineKind::Swarm | EngineKind::Podman if self.cpu_weight.is_some() => {
+                Err(ChoiceError::CpuWeightNotDocker)
+            }
+            _ => match self.cpu_weight {
+                Some(w) if !super::cgroup::WEIGHTS.contains(&w) => {
+                    Err(ChoiceError::CpuWeightRange(w))
+                }
+                _ => Ok(()),
+            },
         }
     }
 }
@@ -84,6 +102,9 @@ pub enum ConnectError {
     /// The engine did not answer.
     #[error(transparent)]
     Engine(#[from] EngineError),
+    /// The containers' CPU weight could not be set as asked (the message says why).
+    #[error("cannot give the containers a CPU weight: {0}")]
+    CpuWeight(String),
 }
 
 impl crate::failure::Classify for ConnectError {
@@ -91,6 +112,7 @@ impl crate::failure::Classify for ConnectError {
         match self {
             ConnectError::Choice(e) => e.kind(),
             ConnectError::Engine(e) => e.kind(),
+            ConnectError::CpuWeight(_) => crate::failure::ErrorKind::Usage,
         }
     }
 }
@@ -99,7 +121,16 @@ impl crate::failure::Classify for ConnectError {
 pub async fn connect(choice: &EngineChoice) -> Result<AnyEngine, ConnectError> {
     choice.check()?;
     Ok(match choice.kind {
-        EngineKind::Docker => AnyEngine::Docker(DockerEngine::connect().await?),
+        EngineKind::Docker => {
+            let mut engine = DockerEngine::connect().await?;
+            if let Some(weight) = choice.cpu_weight {
+                engine
+                    .weigh_containers(weight)
+                    .await
+                    .map_err(ConnectError::CpuWeight)?;
+            }
+            AnyEngine::Docker(engine)
+        }
         EngineKind::Podman => AnyEngine::Docker(DockerEngine::connect_to(Daemon::Podman).await?),
         EngineKind::Swarm => AnyEngine::Swarm(Box::new(
             SwarmEngine::connect(SwarmOptions {
@@ -280,6 +311,7 @@ mod tests {
         let docker = EngineChoice {
             kind: EngineKind::Docker,
             registry: Some("127.0.0.1:5000".into()),
+            ..Default::default()
         };
         assert!(matches!(
             docker.check(),
@@ -293,6 +325,7 @@ mod tests {
         let podman = EngineChoice {
             kind: EngineKind::Podman,
             registry: Some("127.0.0.1:5000".into()),
+            ..Default::default()
         };
         assert!(
             podman.check().is_err(),
@@ -300,5 +333,29 @@ mod tests {
         );
         assert!(EngineChoice::default().check().is_ok());
         assert_eq!(EngineChoice::default().kind.as_str(), "docker");
+    }
+
+    #[test]
+    fn a_cpu_weight_is_for_docker_only_and_in_range() {
+        let weighed = |kind, w| EngineChoice {
+            kind,
+            cpu_weight: Some(w),
+            ..Default::default()
+        };
+        assert!(weighed(EngineKind::Docker, 1).check().is_ok());
+        assert!(weighed(EngineKind::Docker, 10_000).check().is_ok());
+        for kind in [EngineKind::Swarm, EngineKind::Podman] {
+            assert!(matches!(
+                weighed(kind, 10).check(),
+                Err(ChoiceError::CpuWeightNotDocker)
+            ));
+        }
+        for w in [0, 10_001] {
+            let e = weighed(EngineKind::Docker, w).check().unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!("--cpu-weight is 1 to 10000, not {w}")
+            );
+        }
     }
 }

@@ -57,6 +57,9 @@ pub struct DockerEngine {
     endpoint: String,
     /// Set when the daemon is Podman: what differs (see `podman.rs`).
     podman: Option<Arc<PodmanSide>>,
+    /// The cgroup every container goes under (`HostConfig.CgroupParent`), when the containers
+    /// were given a CPU weight ([`DockerEngine::weigh_containers`]); `None`: the daemon's own.
+    cgroup_parent: Option<String>,
 }
 
 /// What the adapter knows of a Podman service it talks to.
@@ -267,7 +270,54 @@ impl DockerEngine {
             docker,
             endpoint: endpoint.to_string(),
             podman,
+            cgroup_parent: None,
         })
+    }
+
+    /// Puts every container this engine creates from now on (jobs and builds) under the
+    /// harness's cgroup, with CPU `weight` on cgroup v2's scale (100 is a process's default;
+    /// see `cgroup.rs`). Needs Docker on this machine (a Unix socket) managing cgroups itself
+    /// (its `cgroupfs` driver) and the right to write the cgroup file system (root). Returns
+    /// the file the weight was written to.
+    pub async fn weigh_containers(&mut self, weight: u32) -> Result<std::path::PathBuf, String> {
+        if self.podman.is_some() {
+            return Err("--cpu-weight is for --engine docker (not Podman)".into());
+        }
+        if !super::cgroup::is_local(&self.endpoint) {
+            return Err(format!(
+                "--cpu-weight writes the weight on this machine, and the daemon at {} is not on it",
+                self.endpoint
+            ));
+        }
+        let info = self
+            .docker
+            .info()
+            .await
+            .map_err(|e| format!("cannot ask the daemon at {}: {e}", self.endpoint))?;
+        use bollard::models::{
+            SystemInfoCgroupDriverEnum as Driver, SystemInfoCgroupVersionEnum as Version,
+        };
+        if info.cgroup_driver != Some(Driver::CGROUPFS) {
+            let driver = info
+                .cgroup_driver
+                .map_or_else(|| "unknown".to_string(), |d| d.to_string());
+            return Err(format!(
+                "--cpu-weight needs the daemon's cgroupfs driver; this daemon's is {driver} (give \
+                 the daemon's own parent cgroup a weight instead)"
+            ));
+        }
+        let layout = match info.cgroup_version {
+            Some(Version::_1) => super::cgroup::Layout::V1,
+            Some(Version::_2) => super::cgroup::Layout::V2,
+            other => {
+                return Err(format!(
+                    "the daemon names no cgroup version it runs on ({other:?})"
+                ))
+            }
+        };
+        let path = super::cgroup::prepare(std::path::Path::new("/sys/fs/cgroup"), layout, weight)?;
+        self.cgroup_parent = Some(format!("/{}", super::cgroup::PARENT));
+        Ok(path)
     }
 
     /// What the Podman service behind this engine says about itself (`None` on Docker, or when
@@ -350,6 +400,7 @@ impl DockerEngine {
             pids_limit: job.limits.pids.filter(|_| can.pids),
             ulimits: self.podman.as_ref().and_then(|p| p.ulimits.clone()),
             network_mode: Some(if job.network { "bridge" } else { "none" }.into()),
+            cgroup_parent: self.cgroup_parent.clone(),
             auto_remove: Some(false),
             log_config: Some(HostConfigLogConfig {
                 typ: Some("none".into()),

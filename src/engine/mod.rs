@@ -11,6 +11,7 @@
 
 mod api;
 mod bounded;
+mod cgroup;
 mod choice;
 mod docker;
 mod error;

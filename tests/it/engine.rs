@@ -490,3 +490,67 @@ async fn a_prepared_container_starts_when_a_running_one_ends_and_a_closed_gate_w
         "the withdrawn container is removed"
     );
 }
+
+/// `--cpu-weight`: every container goes under the harness's cgroup `swe-eval`, whose weight is
+/// the one asked for (cgroup v1: `cpu.shares`, 100 -> 1,024 in proportion; v2: `cpu.weight`),
+/// and a weight out of range or on another engine is refused before anything is made.
+#[tokio::test]
+async fn containers_take_the_cpu_weight_asked_for() {
+    use swe_eval::engine::{connect, AnyEngine, EngineChoice, EngineKind};
+    if engine().await.is_none() {
+        return;
+    }
+    let choice = |kind, w| EngineChoice {
+        kind,
+        cpu_weight: Some(w),
+        ..Default::default()
+    };
+    let img = base_image().await;
+    for (weight, shares) in [(5u32, 51u64), (100, 1024)] {
+        let e = match connect(&choice(EngineKind::Docker, weight)).await {
+            Ok(AnyEngine::Docker(e)) => e,
+            Ok(_) => panic!("--engine docker gave another engine"),
+            Err(err) => panic!("{err}"),
+        };
+        let run = run_id(&format!("weight{weight}"));
+        let out = e
+            .run_job(job(&img, &run, "cat /proc/self/cgroup"))
+            .await
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.output);
+        assert_eq!(out.exit_code, Some(0), "{text}");
+        let v2 = std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
+        let (line, file, value) = if v2 {
+            (
+                "0::/swe-eval/",
+                "/sys/fs/cgroup/swe-eval/cpu.weight",
+                weight.to_string(),
+            )
+        } else {
+            (
+                ":/swe-eval/",
+                "/sys/fs/cgroup/cpu/swe-eval/cpu.shares",
+                shares.to_string(),
+            )
+        };
+        let cpu_line = text
+            .lines()
+            .find(|l| l.contains(":cpu") || l.starts_with("0::"))
+            .unwrap_or_else(|| panic!("no cpu cgroup line in {text}"));
+        assert!(cpu_line.contains(line), "the job's cpu cgroup: {cpu_line}");
+        assert_eq!(std::fs::read_to_string(file).unwrap().trim(), value);
+    }
+    for kind in [EngineKind::Swarm, EngineKind::Podman] {
+        let e = connect(&choice(kind, 10)).await.err().expect("refused");
+        assert!(
+            e.to_string()
+                .contains("--cpu-weight is for --engine docker"),
+            "{e}"
+        );
+    }
+    let e = connect(&choice(EngineKind::Docker, 0))
+        .await
+        .err()
+        .expect("refused");
+    assert_eq!(e.to_string(), "--cpu-weight is 1 to 10000, not 0");
+}
