@@ -139,6 +139,10 @@ pub struct Pacing {
     pub server_within_5ms: f64,
     /// Share within 10 ms.
     pub server_within_10ms: f64,
+    /// The share of this machine's CPU time a hypervisor took (steal) over the load; `None`
+    /// where `/proc/stat` says nothing of it. A latency measured while the virtual CPUs were
+    /// taken away is the host's, not the server's.
+    pub steal: Option<f64>,
 }
 
 impl Pacing {
@@ -161,19 +165,32 @@ impl Pacing {
             late_max_ms: ms(&report.lateness, 1.0),
             server_within_5ms: count("0.005") / total,
             server_within_10ms: count("0.01") / total,
+            steal: match (
+                before.get(STEAL),
+                after.get(STEAL),
+                before.get(ALL_TICKS),
+                after.get(ALL_TICKS),
+            ) {
+                (Some(s0), Some(s1), Some(t0), Some(t1)) if t1 > t0 => Some((s1 - s0) / (t1 - t0)),
+                _ => None,
+            },
         }
     }
 
     /// "; generator late p99 .. ms (p99 with it .. ms); server: ..% of submits within 5 ms, ..% within 10 ms".
     fn text(&self) -> String {
         format!(
-            "; generator late p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms (p99 counted with it {:.2} ms); server's own: {:.2}% of submits within 5 ms, {:.2}% within 10 ms",
+            "; generator late p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms (p99 counted with it {:.2} ms); server's own: {:.2}% of submits within 5 ms, {:.2}% within 10 ms{}",
             self.late_p50_ms,
             self.late_p99_ms,
             self.late_max_ms,
             self.from_due_p99_ms,
             self.server_within_5ms * 100.0,
             self.server_within_10ms * 100.0,
+            self.steal.map_or(String::new(), |s| format!(
+                "; this machine's CPU time taken by its hypervisor (steal) {:.1}%",
+                s * 100.0
+            )),
         )
     }
 }
@@ -474,14 +491,40 @@ async fn metrics(
     if status != 200 {
         return Err(crate::failure::Failed(format!("GET /metrics answered {status}")).into());
     }
-    Ok(String::from_utf8_lossy(&body)
+    let mut m: BTreeMap<String, f64> = String::from_utf8_lossy(&body)
         .lines()
         .filter(|l| !l.starts_with('#'))
         .filter_map(|l| {
             let (name, v) = l.rsplit_once(' ')?;
             Some((name.to_string(), v.parse().ok()?))
         })
-        .collect())
+        .collect();
+    // This machine's CPU time at the same moment (the generator's; the server's too when it
+    // runs here), to tell how much of the load's time a hypervisor took.
+    if let Some((steal, all)) = std::fs::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|s| cpu_ticks(&s))
+    {
+        m.insert(STEAL.into(), steal as f64);
+        m.insert(ALL_TICKS.into(), all as f64);
+    }
+    Ok(m)
+}
+
+/// Pseudo-metrics of a snapshot: this machine's CPU ticks stolen by a hypervisor, and in all.
+const STEAL: &str = "machine:cpu_steal_ticks";
+const ALL_TICKS: &str = "machine:cpu_ticks";
+
+/// The `cpu` line of `/proc/stat`: (steal, all) ticks, guest time left out (counted in user).
+fn cpu_ticks(stat: &str) -> Option<(u64, u64)> {
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
+    (v.len() == 8).then(|| (v[7], v.iter().sum()))
 }
 
 /// A counter or gauge of `m` (0 when absent).
@@ -552,5 +595,34 @@ mod tests {
             csv,
             "k,due_s,late_ms,latency_ms,status\n0,0.000000,0.250,1.500,200\n1,0.000500,0.000,12.346,429\n"
         );
+    }
+
+    #[test]
+    fn the_steal_is_the_share_of_the_cpu_lines_ticks_between_two_snapshots() {
+        let stat = |user: u64, idle: u64, steal: u64| {
+            format!("cpu  {user} 0 10 {idle} 0 0 0 {steal} 5 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n")
+        };
+        assert_eq!(cpu_ticks(&stat(100, 800, 100)), Some((100, 1010)));
+        assert_eq!(cpu_ticks("cpu0 1 2\n"), None);
+        let snap = |t: &str| {
+            let (steal, all) = cpu_ticks(t).unwrap();
+            BTreeMap::from([
+                (STEAL.to_string(), steal as f64),
+                (ALL_TICKS.to_string(), all as f64),
+            ])
+        };
+        let report = LoadReport::default();
+        // 300 more ticks, 75 of them stolen.
+        let p = Pacing::of(
+            &report,
+            &snap(&stat(100, 800, 100)),
+            &snap(&stat(200, 925, 175)),
+        );
+        assert_eq!(p.steal, Some(0.25));
+        assert!(p.text().ends_with("(steal) 25.0%"), "{}", p.text());
+        // No machine counters (another system): nothing said.
+        let none = Pacing::of(&report, &BTreeMap::new(), &BTreeMap::new());
+        assert_eq!(none.steal, None);
+        assert!(!none.text().contains("steal"));
     }
 }
