@@ -26,6 +26,7 @@ pub mod orchestrate;
 pub mod owner;
 pub mod paths;
 pub mod predictions;
+pub mod priority;
 pub mod pystr;
 pub mod report;
 pub mod repos;

@@ -77,6 +77,14 @@ pub struct Args {
     #[arg(long, default_value_t = Bounds::default().max_patch_bytes, value_name = "BYTES",
           value_parser = super::values::serve(crate::bounds::SERVE_PATCH_BYTES))]
     pub max_patch_bytes: usize,
+    /// The server's CPU priority, -20 (first) to 19 (last): its nice value and, where the
+    /// kernel groups CPU time by session (autogroup), its session's group, which is what
+    /// weighs it against the Docker daemon and the jobs. Below 0 needs root. The group is the
+    /// whole session's: start the server in a session of its own (`setsid`) to raise it alone.
+    /// With `--cpu-weight` below 100 the answers come before the jobs' tests. Unset: as started.
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = clap::value_parser!(i32).range(-20..=19))]
+    pub nice: Option<i32>,
 }
 
 /// What `serve` does besides serving.
@@ -137,6 +145,19 @@ pub fn run(args: Args) -> CliResult {
     match args.action {
         Some(Action::Export(a)) => export(&a),
         None => {
+            // Before any thread starts: each takes the nice of the thread that made it.
+            if let Some(n) = args.nice {
+                let set = crate::priority::set_nice(n).map_err(crate::failure::Failed)?;
+                eprintln!(
+                    "swe-eval serve: nice {}{}",
+                    set.nice,
+                    if set.autogroup {
+                        ", and this session's CPU group (autogroup)"
+                    } else {
+                        ""
+                    }
+                );
+            }
             // Two runtimes: the HTTP answers on threads of their own, the evaluator (its
             // dispatcher, engine calls, deliveries and the state's writes) on others, so a
             // job's work never holds a thread an answer waits for.

@@ -31,7 +31,7 @@ const FORBIDDEN: &[(&[&str], &[&str])] = &[
 ];
 
 /// Modules that import nothing else of the crate (every layer may use them).
-const LEAVES: &[&str] = &["owner", "repos", "fsutil", "pystr"];
+const LEAVES: &[&str] = &["owner", "repos", "fsutil", "pystr", "priority"];
 
 /// (module, the only modules of the crate it may import): near-leaves every layer may use.
 const ONLY_IMPORTS: &[(&str, &[&str])] = &[("unidiff", &["pystr"])];

@@ -843,3 +843,76 @@ fn an_engine_gone_mid_request_is_a_masked_infra_error_and_the_server_recovers() 
         "nothing of the server left"
     );
 }
+
+/// `serve --nice -5`, started in a session of its own: every thread of the server runs at nice
+/// -5, and where the kernel groups CPU time by session its session's group is at -5 too; the
+/// test's own session is left as it was.
+#[test]
+fn a_server_given_a_nice_value_runs_at_it_with_its_session() {
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    if !crate::common::require("root (a nice value below 0)", root)
+        || !require_program("setsid")
+        || !tasks::docker_answers(None)
+    {
+        return;
+    }
+    let ours = std::fs::read_to_string("/proc/self/autogroup").ok();
+    let dir = TestDir::new();
+    let mut child = Command::new("setsid")
+        .arg(bin())
+        .args(["serve", "--nice", "-5", "--listen", "127.0.0.1:0", "-o"])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert!(line.contains("listening on"), "{line}");
+    let pid = child.id();
+    let nice_of = |stat: &str| -> i32 {
+        // The fields after the command's closing parenthesis; nice is the 19th of the line.
+        let rest = &stat[stat.rfind(')').unwrap() + 2..];
+        rest.split(' ').nth(16).unwrap().parse().unwrap()
+    };
+    let tasks: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .map(|t| nice_of(&std::fs::read_to_string(t.unwrap().path().join("stat")).unwrap()))
+        .collect();
+    let group = std::fs::read_to_string(format!("/proc/{pid}/autogroup")).unwrap_or_default();
+    let _ = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status();
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(tasks.len() > 2, "the server's threads: {tasks:?}");
+    assert!(
+        tasks.iter().all(|n| *n == -5),
+        "every thread at -5: {tasks:?}\n{err}"
+    );
+    let autogroup = std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled")
+        .is_ok_and(|s| s.trim() == "1");
+    assert_eq!(
+        err.contains("and this session's CPU group (autogroup)"),
+        autogroup,
+        "{err}"
+    );
+    assert!(err.contains("swe-eval serve: nice -5"), "{err}");
+    if autogroup {
+        assert!(
+            group.trim_end().ends_with("nice -5"),
+            "its session's group: {group}"
+        );
+    }
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert_eq!(
+        std::fs::read_to_string("/proc/self/autogroup").ok(),
+        ours,
+        "the test's own session is untouched"
+    );
+}

@@ -1,0 +1,78 @@
+//! A process's CPU priority (`serve --nice`): its nice value, and where the kernel groups CPU
+//! time by session (autogroup, `/proc/sys/kernel/sched_autogroup_enabled`), its session's
+//! group as well. Under autogroup a thread's nice weighs it only against the threads of its own
+//! session; what it gets against another session (the Docker daemon's, the jobs' containers) is
+//! its session group's weight, which `/proc/self/autogroup` sets. So both are set: the nice
+//! for machines without autogroup (and for the threads of the session), the group's for those
+//! with it. The group is the whole session's: a server meant to stand apart is started in a
+//! session of its own (`setsid`).
+
+/// What was set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Applied {
+    /// The nice value, -20 (first) to 19 (last).
+    pub nice: i32,
+    /// Whether the session's autogroup was given it too.
+    pub autogroup: bool,
+}
+
+/// The nice values there are.
+pub const NICE: std::ops::RangeInclusive<i32> = -20..=19;
+
+/// Sets this process's nice to `nice`, and its session's autogroup's where the kernel has
+/// autogroup on. Call it before the process starts threads: a thread takes the nice of the
+/// thread that made it. A value below the present one needs root (CAP_SYS_NICE).
+pub fn set_nice(nice: i32) -> Result<Applied, String> {
+    if !NICE.contains(&nice) {
+        return Err(format!("a nice value is -20 to 19, not {nice}"));
+    }
+    // setpriority(PRIO_PROCESS, 0): on Linux, the calling thread's.
+    rustix::process::setpriority_process(None, nice).map_err(|e| {
+        format!(
+            "cannot set the nice value to {nice}: {e} (a value below the present one needs root \
+             or CAP_SYS_NICE)"
+        )
+    })?;
+    let autogroup = autogroup_on(std::path::Path::new(
+        "/proc/sys/kernel/sched_autogroup_enabled",
+    ));
+    if autogroup {
+        std::fs::write("/proc/self/autogroup", nice.to_string()).map_err(|e| {
+            format!(
+                "cannot set this session's CPU group (/proc/self/autogroup) to nice {nice}: {e}"
+            )
+        })?;
+    }
+    Ok(Applied { nice, autogroup })
+}
+
+/// Whether the kernel groups CPU time by session: the sysctl file `path` says 1.
+fn autogroup_on(path: &std::path::Path) -> bool {
+    std::fs::read_to_string(path).is_ok_and(|s| s.trim() == "1")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn autogroup_is_on_only_where_the_sysctl_says_1() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("sched_autogroup_enabled");
+        assert!(!autogroup_on(&f), "no file: no autogroup");
+        std::fs::write(&f, "1\n").unwrap();
+        assert!(autogroup_on(&f));
+        std::fs::write(&f, "0\n").unwrap();
+        assert!(!autogroup_on(&f));
+    }
+
+    #[test]
+    fn a_nice_value_out_of_range_is_refused_before_anything_is_set() {
+        for n in [-21, 20] {
+            assert_eq!(
+                set_nice(n).unwrap_err(),
+                format!("a nice value is -20 to 19, not {n}")
+            );
+        }
+    }
+}
