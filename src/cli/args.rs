@@ -142,11 +142,11 @@ pub struct EngineArgs {
     /// it uses there. Without it, every node must already have them.
     #[arg(long, value_name = "HOST:PORT")]
     pub registry: Option<String>,
-    /// The containers' CPU weight against the rest of this machine, 1 to 10000 (100: a
-    /// process's default). Below 100 the jobs' tests and builds take the cores only after
-    /// other work (`serve`'s answers, say), above it before. Every container goes under a
-    /// cgroup `swe-eval` whose weight is written here: Docker on this machine with its cgroupfs
-    /// driver, as root. Unset: the daemon's default.
+    /// The containers' CPU weight against the rest of this machine (100: a process's
+    /// default). Below 100 the jobs' tests and builds take the cores only after other work
+    /// (`serve`'s answers, say), above it before. Every container goes under a cgroup
+    /// `swe-eval` whose weight is written here: Docker on this machine with its cgroupfs
+    /// driver, as root. Unset: the daemon's default [allowed: 1 to 10000].
     #[arg(long, value_name = "WEIGHT", value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub cpu_weight: Option<u32>,
 }

@@ -81,7 +81,8 @@ pub struct Args {
     /// kernel groups CPU time by session (autogroup), its session's group, which is what
     /// weighs it against the Docker daemon and the jobs. Below 0 needs root. The group is the
     /// whole session's: start the server in a session of its own (`setsid`) to raise it alone.
-    /// With `--cpu-weight` below 100 the answers come before the jobs' tests. Unset: as started.
+    /// With `--cpu-weight` below 100 the answers come before the jobs' tests. Unset: as started
+    /// [allowed: -20 to 19].
     #[arg(long, value_name = "N", allow_negative_numbers = true,
           value_parser = clap::value_parser!(i32).range(-20..=19))]
     pub nice: Option<i32>,
