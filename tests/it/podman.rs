@@ -123,7 +123,10 @@ async fn import_base_from_docker(e: &DockerEngine, base: &str) {
     assert_eq!(docker_base, base, "one recipe, one name");
     let dir = tempfile::tempdir().unwrap();
     let tar = dir.path().join("rootfs.tar");
-    let name = format!("swe-eval-podman-export-{}", std::process::id());
+    // Rootful and rootless import at once on a machine with neither's base: a name of each.
+    static EXPORTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = EXPORTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = format!("swe-eval-podman-export-{}-{n}", std::process::id());
     let docker = |args: &[&str]| {
         let o = Command::new("docker").args(args).output().expect("docker");
         assert!(
