@@ -227,6 +227,7 @@ pub(crate) fn cluster() -> Cluster {
         .prefix("sw")
         .tempdir_in("/tmp")
         .unwrap();
+    std::fs::write(tmp.path().join(OWNER), std::process::id().to_string()).unwrap();
     let gwbridge_before = run("docker", &["network", "inspect", "docker_gwbridge"]).is_ok();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -345,6 +346,138 @@ pub(crate) fn cluster() -> Cluster {
         (c.nodes_ready()? == 2).then_some(())
     });
     c
+}
+
+/// The file in a test daemon's folder naming the test process that made it.
+pub(crate) const OWNER: &str = "owner";
+
+/// The tags (`pid % 100000`) of the test binaries alive on this machine: processes whose
+/// executable is a cargo test binary named `it-<hash>`. A cluster or namespace whose tag is not
+/// among them was left by a test process that died (SIGKILL, a machine stopped mid-run).
+fn live_test_tags() -> BTreeSet<u32> {
+    let mut tags = BTreeSet::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return tags;
+    };
+    for e in entries.flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let exe = std::fs::read_link(e.path().join("exe")).unwrap_or_default();
+        let name = exe
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
+        if name.starts_with("it-") {
+            tags.insert(pid % 100_000);
+        }
+    }
+    tags
+}
+
+/// The tag in a name the tests give their namespaces and links (`swe<T>-ns`, `swr<T>-ns`,
+/// `swe<T>h`), or `None` for any other name.
+fn test_tag(name: &str) -> Option<u32> {
+    let rest = name
+        .strip_prefix("swe")
+        .or_else(|| name.strip_prefix("swr"))?;
+    let digits = rest
+        .strip_suffix("-ns")
+        .or_else(|| rest.strip_suffix('h'))?;
+    (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| digits.parse().ok())
+        .flatten()
+}
+
+/// Takes down what a cluster test that died left behind, and only that: the machine's daemon
+/// leaves a swarm whose advertised address sits on a test's veth of a dead tag (or on no link
+/// at all, the veth gone with it), and the dead tags' namespaces, veths, worker cgroups and
+/// temporary daemon folders go. A swarm of anyone else (any other address) is never touched.
+/// Said on standard error, so a CI log shows what was reaped.
+pub(crate) fn reap_dead_clusters() {
+    let live = live_test_tags();
+    let dead = |name: &str| test_tag(name).is_some_and(|t| !live.contains(&t));
+    let links: Vec<(String, String)> = run("ip", &["-br", "addr"])
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let name = f.next()?.split('@').next()?.to_string();
+            Some(f.skip(1).map(move |a| (name.clone(), a.to_string())))
+        })
+        .flatten()
+        .collect();
+    let addr = run("docker", &["info", "--format", "{{.Swarm.NodeAddr}}"]).unwrap_or_default();
+    let state = run("docker", &["info", "--format", "{{.Swarm.LocalNodeState}}"]);
+    if state.as_deref() == Ok("active") && addr.starts_with("10.213.") {
+        let on = links
+            .iter()
+            .find(|(_, a)| a.split('/').next() == Some(addr.as_str()))
+            .map(|(l, _)| l.as_str());
+        if on.is_none_or(dead) {
+            eprintln!(
+                "reaping a swarm a dead test left on the machine's daemon (advertised {addr}, \
+                 on {})",
+                on.unwrap_or("no link")
+            );
+            let _ = run("docker", &["swarm", "leave", "--force"]);
+            let _ = run("docker", &["network", "rm", "docker_gwbridge"]);
+        }
+    }
+    for ns in lines(run("ip", &["netns", "list"])) {
+        let Some(ns) = ns.split_whitespace().next() else {
+            continue;
+        };
+        if !dead(ns) {
+            continue;
+        }
+        eprintln!("reaping namespace {ns}, left by a dead test");
+        for pid in lines(run("ip", &["netns", "pids", ns])) {
+            let _ = run("kill", &["-KILL", &pid]);
+        }
+        let _ = run("ip", &["netns", "del", ns]);
+    }
+    for (link, _) in &links {
+        if link.ends_with('h') && dead(link) {
+            let _ = run("ip", &["link", "del", link]);
+        }
+    }
+    // The daemons' folders in /tmp whose owning test (its `owner` file) is dead, and the
+    // cgroups (`/<tag>-worker`, `/<tag>-manager`) of dead tags.
+    if let Ok(entries) = std::fs::read_dir("/tmp") {
+        for e in entries.flatten() {
+            let dir = e.path();
+            let Ok(owner) = std::fs::read_to_string(dir.join(OWNER)) else {
+                continue;
+            };
+            let Ok(pid) = owner.trim().parse::<u32>() else {
+                continue;
+            };
+            if !live.contains(&(pid % 100_000)) {
+                eprintln!("reaping {}, a dead test's daemon folder", dir.display());
+                kill_leftovers(&dir, "/nonexistent");
+                unmount_leftovers(&dir);
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+        }
+    }
+    for ctl in [
+        "pids", "memory", "cpu", "cpuacct", "cpuset", "blkio", "devices", "freezer",
+    ] {
+        let Ok(children) = std::fs::read_dir(Path::new("/sys/fs/cgroup").join(ctl)) else {
+            continue;
+        };
+        for c in children.flatten() {
+            let name = c.file_name().to_string_lossy().to_string();
+            let tag = name
+                .strip_suffix("-worker")
+                .or_else(|| name.strip_suffix("-manager"));
+            if tag.is_some_and(|t| dead(&format!("{t}h"))) {
+                kill_leftovers(Path::new("/nonexistent"), &format!("/{name}"));
+                let _ = std::fs::remove_dir(c.path());
+            }
+        }
+    }
 }
 
 /// Starts a `dockerd` in network namespace `ns` with everything of its own under `dir` (data
@@ -605,4 +738,24 @@ impl Drop for PrivateDaemon {
             .args(["link", "del", &self.bridge()])
             .output();
     }
+}
+
+#[test]
+fn only_the_tests_own_names_carry_a_tag() {
+    assert_eq!(test_tag("swe6450-ns"), Some(6450));
+    assert_eq!(test_tag("swr12-ns"), Some(12));
+    assert_eq!(test_tag("swe6450h"), Some(6450));
+    for other in [
+        "swe-ns",
+        "swe6450",
+        "eth0",
+        "swexh",
+        "docker_gwbridge",
+        "sweh",
+        "swe64a0-ns",
+    ] {
+        assert_eq!(test_tag(other), None, "{other}");
+    }
+    // The running test binary is among the live ones, so nothing of this process is reaped.
+    assert!(live_test_tags().contains(&(std::process::id() % 100_000)));
 }

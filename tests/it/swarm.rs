@@ -332,6 +332,9 @@ fn mini_benchmark_on_a_two_node_swarm_survives_a_killed_client_and_a_dead_worker
     {
         return;
     }
+    // A cluster a killed run of this test left (a machine stopped mid-run) is taken down first;
+    // anyone else's swarm is left alone and fails the prerequisite below.
+    crate::daemons::reap_dead_clusters();
     let Some(state) = prerequisite(
         "a Docker daemon",
         run("docker", &["info", "--format", "{{.Swarm.LocalNodeState}}"]),

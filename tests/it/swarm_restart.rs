@@ -108,12 +108,18 @@ impl Drop for Manager {
 }
 
 fn manager() -> Manager {
+    crate::daemons::reap_dead_clusters();
     let n = std::process::id() % 200 + 20;
     let tag = format!("swr{}", std::process::id() % 100_000);
     let tmp = tempfile::Builder::new()
         .prefix("sr")
         .tempdir_in("/tmp")
         .unwrap();
+    std::fs::write(
+        tmp.path().join(crate::daemons::OWNER),
+        std::process::id().to_string(),
+    )
+    .unwrap();
     let mut m = Manager {
         ns: format!("{tag}-ns"),
         ip: format!("10.214.{n}.2"),
