@@ -16,6 +16,16 @@ pub struct Applied {
     pub autogroup: bool,
 }
 
+impl std::fmt::Display for Applied {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "nice {}", self.nice)?;
+        if self.autogroup {
+            write!(f, ", and this session's CPU group (autogroup)")?;
+        }
+        Ok(())
+    }
+}
+
 /// The nice values there are.
 pub const NICE: std::ops::RangeInclusive<i32> = -20..=19;
 
@@ -64,6 +74,22 @@ mod tests {
         assert!(autogroup_on(&f));
         std::fs::write(&f, "0\n").unwrap();
         assert!(!autogroup_on(&f));
+    }
+
+    #[test]
+    fn what_was_set_is_said_with_the_group_only_when_it_was_set() {
+        let set = |autogroup| {
+            Applied {
+                nice: -10,
+                autogroup,
+            }
+            .to_string()
+        };
+        assert_eq!(set(false), "nice -10");
+        assert_eq!(
+            set(true),
+            "nice -10, and this session's CPU group (autogroup)"
+        );
     }
 
     #[test]

@@ -149,15 +149,7 @@ pub fn run(args: Args) -> CliResult {
             // Before any thread starts: each takes the nice of the thread that made it.
             if let Some(n) = args.nice {
                 let set = crate::priority::set_nice(n).map_err(crate::failure::Failed)?;
-                eprintln!(
-                    "swe-eval serve: nice {}{}",
-                    set.nice,
-                    if set.autogroup {
-                        ", and this session's CPU group (autogroup)"
-                    } else {
-                        ""
-                    }
-                );
+                eprintln!("swe-eval serve: {set}");
             }
             // Two runtimes: the HTTP answers on threads of their own, the evaluator (its
             // dispatcher, engine calls, deliveries and the state's writes) on others, so a

@@ -916,3 +916,54 @@ fn a_server_given_a_nice_value_runs_at_it_with_its_session() {
         "the test's own session is untouched"
     );
 }
+
+/// `bench serve --nice 3` takes its priority before it sends anything (here to an address where
+/// no server listens, so it stops there with the reason), in its own session, leaving the
+/// test's session as it was. Raising a nice value needs no root.
+#[test]
+fn the_load_generator_takes_the_priority_asked_for_before_its_load() {
+    if !require_program("setsid") {
+        return;
+    }
+    let ours = std::fs::read_to_string("/proc/self/autogroup").ok();
+    // A port nothing listens on: bound, then let go.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let out = Command::new("setsid")
+        .arg("--wait")
+        .arg(bin())
+        .args([
+            "bench",
+            "serve",
+            "--nice",
+            "3",
+            "--requests",
+            "1",
+            "--connect",
+        ])
+        .arg(format!("127.0.0.1:{port}"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let autogroup = std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled")
+        .is_ok_and(|s| s.trim() == "1");
+    let said = if autogroup {
+        "swe-eval bench serve: nice 3, and this session's CPU group (autogroup)"
+    } else {
+        "swe-eval bench serve: nice 3\n"
+    };
+    assert!(err.contains(said), "{err}");
+    assert!(!out.status.success(), "no server to load: {err}");
+    assert!(
+        err.contains(&port.to_string()),
+        "the reason names the address: {err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string("/proc/self/autogroup").ok(),
+        ours,
+        "the test's own session is untouched"
+    );
+}

@@ -73,6 +73,15 @@ pub struct Args {
     /// `grpo`: its cache hits; not with `restart`.
     #[arg(long, value_name = "FILE")]
     pub latencies: Option<std::path::PathBuf>,
+    /// The generator's CPU priority, as `serve --nice`: its nice value and, where the kernel
+    /// groups CPU time by session (autogroup), its session's group. On a machine whose cores the
+    /// server's jobs also take, a generator that waits for a core reads its answers late, and
+    /// that delay is counted as the server's; at the server's priority it is not. Below 0
+    /// needs root; start it in a session of its own (`setsid`). Unset: as started
+    /// [allowed: -20 to 19].
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = clap::value_parser!(i32).range(-20..=19))]
+    pub nice: Option<i32>,
 }
 
 /// The loads `bench serve` makes.
@@ -200,6 +209,11 @@ const SUBMIT: &str = "swe_eval_http_submit_latency_seconds";
 
 /// Runs the load and prints its figures.
 pub fn run(args: Args) -> CliResult {
+    // Before the runtime's threads start: each takes the nice of the thread that made it.
+    if let Some(n) = args.nice {
+        let set = crate::priority::set_nice(n).map_err(crate::failure::Failed)?;
+        eprintln!("swe-eval bench serve: {set}");
+    }
     // One thread: the generator shares the machine with the server it measures, so it takes
     // at most one core, and its connections' timers are all driven by that thread.
     let rt = tokio::runtime::Builder::new_current_thread()
