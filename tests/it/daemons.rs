@@ -227,15 +227,15 @@ pub(crate) fn cluster() -> Cluster {
         .prefix("sw")
         .tempdir_in("/tmp")
         .unwrap();
-    std::fs::write(tmp.path().join(OWNER), std::process::id().to_string()).unwrap();
+    mark_owner(tmp.path());
     let gwbridge_before = run("docker", &["network", "inspect", "docker_gwbridge"]).is_ok();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let mut c = Cluster {
         ns: format!("{tag}-ns"),
         host_if: format!("{tag}h"),
-        host_ip: format!("10.213.{n}.1"),
-        worker_ip: format!("10.213.{n}.2"),
+        host_ip: format!("{CLUSTER_NET}{n}.1"),
+        worker_ip: format!("{CLUSTER_NET}{n}.2"),
         dir: tmp.path().to_path_buf(),
         _tmp: tmp,
         cgroup_parent: format!("/{tag}-worker"),
@@ -349,7 +349,16 @@ pub(crate) fn cluster() -> Cluster {
 }
 
 /// The file in a test daemon's folder naming the test process that made it.
-pub(crate) const OWNER: &str = "owner";
+const OWNER: &str = "owner";
+
+/// The first address part of the clusters' veths (`10.213.<n>.1` and `.2`).
+const CLUSTER_NET: &str = "10.213.";
+
+/// Marks `dir`, a test daemon's folder, as this test process's, so that a later run can tell
+/// it was left by a dead one ([`reap_dead_clusters`]).
+pub(crate) fn mark_owner(dir: &Path) {
+    std::fs::write(dir.join(OWNER), std::process::id().to_string()).unwrap();
+}
 
 /// The tags (`pid % 100000`) of the test binaries alive on this machine: processes whose
 /// executable is a cargo test binary named `it-<hash>`. A cluster or namespace whose tag is not
@@ -375,15 +384,16 @@ fn live_test_tags() -> BTreeSet<u32> {
     tags
 }
 
-/// The tag in a name the tests give their namespaces and links (`swe<T>-ns`, `swr<T>-ns`,
-/// `swe<T>h`), or `None` for any other name.
+/// The tag in a name the tests give their namespaces, veths and cgroups (`swe<T>-ns`,
+/// `swe<T>h`, `/swe<T>-worker`; `swr`: the manager restart test's, `swi`: the image set's), or
+/// `None` for any other name.
 fn test_tag(name: &str) -> Option<u32> {
-    let rest = name
-        .strip_prefix("swe")
-        .or_else(|| name.strip_prefix("swr"))?;
-    let digits = rest
-        .strip_suffix("-ns")
-        .or_else(|| rest.strip_suffix('h'))?;
+    let rest = ["swe", "swr", "swi"]
+        .iter()
+        .find_map(|p| name.strip_prefix(p))?;
+    let digits = ["-ns", "h", "-worker", "-manager", "-daemon"]
+        .iter()
+        .find_map(|x| rest.strip_suffix(x))?;
     (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
         .then(|| digits.parse().ok())
         .flatten()
@@ -409,7 +419,7 @@ pub(crate) fn reap_dead_clusters() {
         .collect();
     let addr = run("docker", &["info", "--format", "{{.Swarm.NodeAddr}}"]).unwrap_or_default();
     let state = run("docker", &["info", "--format", "{{.Swarm.LocalNodeState}}"]);
-    if state.as_deref() == Ok("active") && addr.starts_with("10.213.") {
+    if state.as_deref() == Ok("active") && addr.starts_with(CLUSTER_NET) {
         let on = links
             .iter()
             .find(|(_, a)| a.split('/').next() == Some(addr.as_str()))
@@ -442,8 +452,7 @@ pub(crate) fn reap_dead_clusters() {
             let _ = run("ip", &["link", "del", link]);
         }
     }
-    // The daemons' folders in /tmp whose owning test (its `owner` file) is dead, and the
-    // cgroups (`/<tag>-worker`, `/<tag>-manager`) of dead tags.
+    // The daemons' folders in /tmp whose owning test (its `owner` file) is dead.
     if let Ok(entries) = std::fs::read_dir("/tmp") {
         for e in entries.flatten() {
             let dir = e.path();
@@ -455,28 +464,22 @@ pub(crate) fn reap_dead_clusters() {
             };
             if !live.contains(&(pid % 100_000)) {
                 eprintln!("reaping {}, a dead test's daemon folder", dir.display());
-                kill_leftovers(&dir, "/nonexistent");
+                kill_processes_of(&dir);
                 unmount_leftovers(&dir);
                 let _ = std::fs::remove_dir_all(&dir);
             }
         }
     }
-    for ctl in [
-        "pids", "memory", "cpu", "cpuacct", "cpuset", "blkio", "devices", "freezer",
-    ] {
-        let Ok(children) = std::fs::read_dir(Path::new("/sys/fs/cgroup").join(ctl)) else {
-            continue;
-        };
-        for c in children.flatten() {
-            let name = c.file_name().to_string_lossy().to_string();
-            let tag = name
-                .strip_suffix("-worker")
-                .or_else(|| name.strip_suffix("-manager"));
-            if tag.is_some_and(|t| dead(&format!("{t}h"))) {
-                kill_leftovers(Path::new("/nonexistent"), &format!("/{name}"));
-                let _ = std::fs::remove_dir(c.path());
-            }
-        }
+    // The cgroups of dead tags, under whichever controllers have them.
+    let cgroups: BTreeSet<String> = CONTROLLERS
+        .iter()
+        .filter_map(|ctl| std::fs::read_dir(Path::new("/sys/fs/cgroup").join(ctl)).ok())
+        .flat_map(|children| children.flatten())
+        .map(|c| c.file_name().to_string_lossy().to_string())
+        .filter(|name| dead(name))
+        .collect();
+    for name in cgroups {
+        kill_cgroups(&format!("/{name}"));
     }
 }
 
@@ -520,6 +523,12 @@ pub(crate) fn stop_daemon(mut c: Child) {
 /// Processes a namespaced daemon whose files are under `dir` left behind (containerd, shims,
 /// container processes), and its cgroups under `cgroup_parent`.
 pub(crate) fn kill_leftovers(dir: &Path, cgroup_parent: &str) {
+    kill_processes_of(dir);
+    kill_cgroups(cgroup_parent);
+}
+
+/// Kills every process whose command line names `dir`.
+fn kill_processes_of(dir: &Path) {
     let marker = dir.display().to_string();
     if let Ok(entries) = std::fs::read_dir("/proc") {
         for e in entries.flatten() {
@@ -533,10 +542,17 @@ pub(crate) fn kill_leftovers(dir: &Path, cgroup_parent: &str) {
             }
         }
     }
-    for ctl in [
-        "pids", "memory", "cpu", "cpuacct", "cpuset", "blkio", "devices", "freezer", "systemd",
-        "unified",
-    ] {
+}
+
+/// The cgroup controllers the tests' daemons leave cgroups under.
+const CONTROLLERS: [&str; 10] = [
+    "pids", "memory", "cpu", "cpuacct", "cpuset", "blkio", "devices", "freezer", "systemd",
+    "unified",
+];
+
+/// Kills the processes in the child cgroups of `cgroup_parent` and removes them and it.
+fn kill_cgroups(cgroup_parent: &str) {
+    for ctl in CONTROLLERS {
         let root = Path::new("/sys/fs/cgroup")
             .join(ctl)
             .join(cgroup_parent.trim_start_matches('/'));
@@ -745,6 +761,9 @@ fn only_the_tests_own_names_carry_a_tag() {
     assert_eq!(test_tag("swe6450-ns"), Some(6450));
     assert_eq!(test_tag("swr12-ns"), Some(12));
     assert_eq!(test_tag("swe6450h"), Some(6450));
+    assert_eq!(test_tag("swe6450-worker"), Some(6450));
+    assert_eq!(test_tag("swr7-manager"), Some(7));
+    assert_eq!(test_tag("swi31-daemon"), Some(31));
     for other in [
         "swe-ns",
         "swe6450",
@@ -753,6 +772,9 @@ fn only_the_tests_own_names_carry_a_tag() {
         "docker_gwbridge",
         "sweh",
         "swe64a0-ns",
+        "swe-eval",
+        "swe-eval-jobs",
+        "swx12-ns",
     ] {
         assert_eq!(test_tag(other), None, "{other}");
     }

@@ -38,6 +38,7 @@ impl Daemon {
             .prefix("si")
             .tempdir_in("/tmp")
             .unwrap();
+        crate::daemons::mark_owner(tmp.path());
         let mut d = Daemon {
             ns: format!("{tag}-ns"),
             dir: tmp.path().to_path_buf(),

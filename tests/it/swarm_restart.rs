@@ -115,11 +115,7 @@ fn manager() -> Manager {
         .prefix("sr")
         .tempdir_in("/tmp")
         .unwrap();
-    std::fs::write(
-        tmp.path().join(crate::daemons::OWNER),
-        std::process::id().to_string(),
-    )
-    .unwrap();
+    crate::daemons::mark_owner(tmp.path());
     let mut m = Manager {
         ns: format!("{tag}-ns"),
         ip: format!("10.214.{n}.2"),
