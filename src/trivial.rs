@@ -6,11 +6,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::dataset::Instance;
 use crate::engine::{Engine, LABEL_TOOL};
 use crate::images::{self, BaseOptions, ImageError};
-use crate::predictions::Prediction;
-use crate::spec::DebianRelease;
+use swe_eval_core::dataset::Instance;
+use swe_eval_core::predictions::Prediction;
+use swe_eval_core::spec::DebianRelease;
 
 use crate::runner::Setup;
 

@@ -9,12 +9,12 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::dataset::{self, Dataset, InputProblem, LoadError};
 use crate::engine::{EngineChoice, EngineKind};
 use crate::images::CacheLevel;
 use crate::orchestrate::{ImageChoices, RunOptions, DEFAULT_SPLIT};
-use crate::paths::IoPlan;
-use crate::spec::Flavour;
+use swe_eval_core::dataset::{Dataset, InputProblem, LoadError};
+use swe_eval_core::paths::IoPlan;
+use swe_eval_core::spec::Flavour;
 
 /// The dataset, a file or a Hugging Face name, and its split, for the commands where it may
 /// be left out (`run` and `validate`: the bundled mini benchmark; `compare` and `correlate`:
@@ -37,7 +37,7 @@ impl DatasetArgs {
     pub fn load(&self) -> Result<Option<(Dataset, Vec<InputProblem>)>, LoadError> {
         self.dataset
             .as_deref()
-            .map(|d| dataset::load_dataset_split(d, &self.split))
+            .map(|d| crate::hub::load_dataset_split(d, &self.split))
             .transpose()
     }
 }
@@ -59,7 +59,7 @@ pub struct DatasetFile {
 impl DatasetFile {
     /// The rows and the problems met reading them.
     pub fn load(&self) -> Result<(Dataset, Vec<InputProblem>), LoadError> {
-        dataset::load_dataset_split(&self.dataset, &self.split)
+        crate::hub::load_dataset_split(&self.dataset, &self.split)
     }
 }
 
@@ -222,7 +222,7 @@ pub struct ImageSources {
     pub ca_cert: Option<PathBuf>,
     /// Image flavour: `official` (conda, as the official images) or `debian` (offline base)
     /// [default: official; debian for the mini benchmark's rows, from any file].
-    #[arg(long, env = "SWE_EVAL_FLAVOUR", value_enum)]
+    #[arg(long, env = "SWE_EVAL_FLAVOUR", value_parser = super::values::flavour())]
     pub flavour: Option<Flavour>,
 }
 
@@ -230,7 +230,8 @@ impl ImageArgs {
     /// The files a command with these options reads and writes: `output`, `--dataset` and
     /// what the image sources read.
     pub fn io(&self, output: &Path, dataset: Option<&Path>) -> IoPlan {
-        let mut plan = IoPlan::new().output(crate::paths::Output::Folder(output.to_path_buf()));
+        let mut plan =
+            IoPlan::new().output(swe_eval_core::paths::Output::Folder(output.to_path_buf()));
         if let Some(d) = dataset {
             plan = plan.input("--dataset", d);
         }

@@ -57,8 +57,8 @@ pub enum Command {
 
 impl Command {
     /// What the command reads and writes, for the clobber check.
-    pub fn io(&self) -> crate::paths::IoPlan {
-        use crate::paths::{IoPlan, Output};
+    pub fn io(&self) -> swe_eval_core::paths::IoPlan {
+        use swe_eval_core::paths::{IoPlan, Output};
         match self {
             Command::Run(a) => a.io(),
             Command::Reward(a) => a.io(),
@@ -110,12 +110,12 @@ impl Command {
 }
 
 /// Runs the command, after refusing outputs that are inputs and protecting the inputs from
-/// every write of this process (see `crate::paths`). A command that does not end clean leaves
+/// every write of this process (see `swe_eval_core::paths`). A command that does not end clean leaves
 /// none of the folders it created empty (a full disk, an input refused after the output
-/// folder was made): [`crate::fsutil::remove_empty_folders`] on each.
+/// folder was made): [`swe_eval_core::fsutil::remove_empty_folders`] on each.
 pub fn dispatch(cli: Cli) -> CliResult {
     use crate::orchestrate::Outcome;
-    use crate::paths::Output;
+    use swe_eval_core::paths::Output;
     let plan = cli.command.io();
     plan.check()?;
     plan.protect();
@@ -123,15 +123,15 @@ pub fn dispatch(cli: Cli) -> CliResult {
         .outputs
         .iter()
         .filter_map(|o| match o {
-            Output::Folder(dir) => crate::fsutil::first_missing(dir),
-            Output::File(file) => file.parent().and_then(crate::fsutil::first_missing),
+            Output::Folder(dir) => swe_eval_core::fsutil::first_missing(dir),
+            Output::File(file) => file.parent().and_then(swe_eval_core::fsutil::first_missing),
             Output::Stdout => None,
         })
         .collect();
     let result = run_command(cli.command);
     if !matches!(result, Ok(Outcome::Clean)) {
         for dir in &fresh {
-            crate::fsutil::remove_empty_folders(dir);
+            swe_eval_core::fsutil::remove_empty_folders(dir);
         }
     }
     result

@@ -1,13 +1,13 @@
 //! `swe-eval compare`: is the difference between runs real? Parses the run arguments and
-//! options, calls `crate::compare` to load, analyze and write, and prints the headline.
+//! options, calls `swe_eval_core::compare` to load, analyze and write, and prints the headline.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use super::args::DatasetArgs;
 use super::CliResult;
-use crate::compare::{self, Options, RunSpec};
 use crate::orchestrate::{outcome, Troubles};
+use swe_eval_core::compare::{self, Options, RunSpec};
 
 const AFTER_HELP: &str = "\
 Each RUN is [NAME=]PATH[#RUN_ID]:
@@ -134,7 +134,7 @@ pub fn run(args: Args) -> CliResult {
     let flaky = args
         .flaky
         .as_deref()
-        .map(crate::report::read_flaky_map)
+        .map(swe_eval_core::report::read_flaky_map)
         .transpose()?;
     let runs = match compare::load_all(&specs, &args.rewards, &mut problems) {
         Ok(runs) => runs,

@@ -7,9 +7,9 @@ use std::time::Instant;
 
 use super::args::DatasetArgs;
 use super::CliResult;
-use crate::dataset::InputProblem;
 use crate::orchestrate::{outcome, Troubles};
-use crate::study::{self, Options, Patches};
+use swe_eval_core::dataset::InputProblem;
+use swe_eval_core::study::{self, Options, Patches};
 
 /// `swe-eval correlate`: the rewards, the outcomes and the study's settings.
 #[derive(Debug, clap::Args)]
@@ -60,9 +60,9 @@ pub struct Args {
 
 impl Args {
     /// What the command reads and writes, for the clobber check.
-    pub fn io(&self) -> crate::paths::IoPlan {
-        let mut plan =
-            crate::paths::IoPlan::new().output(crate::paths::Output::Folder(self.output.clone()));
+    pub fn io(&self) -> swe_eval_core::paths::IoPlan {
+        let mut plan = swe_eval_core::paths::IoPlan::new()
+            .output(swe_eval_core::paths::Output::Folder(self.output.clone()));
         for p in &self.rewards {
             plan = plan.input("--rewards", p);
         }
@@ -133,7 +133,7 @@ pub fn run(args: Args) -> CliResult {
     }
     let several = args.predictions.len() > 1;
     for (k, path) in args.predictions.iter().enumerate() {
-        let loaded = crate::predictions::load_path(path)?;
+        let loaded = swe_eval_core::predictions::load_path(path)?;
         problems.extend(loaded.problems);
         for p in loaded.items {
             let key = (

@@ -11,10 +11,10 @@
 //! one's [`CliError`] carries the [`ErrorKind`] its library error gave itself
 //! (`failure::Classify`): no list of error types is looked for here.
 
-use crate::failure::{Classify, ErrorKind};
 use crate::orchestrate::Outcome;
+use swe_eval_core::failure::{Classify, ErrorKind};
 
-pub use crate::failure::{Failed, NothingComputable, UsageError};
+pub use swe_eval_core::failure::{Failed, NothingComputable, UsageError};
 
 /// What every subcommand's `run` returns: how it ended, or the error that stopped it.
 pub type CliResult = Result<Outcome, CliError>;
@@ -55,16 +55,9 @@ impl<E: Classify + Send + Sync + 'static> From<E> for CliError {
     }
 }
 
-impl From<String> for CliError {
-    fn from(message: String) -> Self {
-        Failed(message).into()
-    }
-}
-
-impl From<&str> for CliError {
-    fn from(message: &str) -> Self {
-        Failed(message.to_string()).into()
-    }
+/// A failure with no error type of its own (exit code 1), from its message.
+pub fn failed(message: impl Into<String>) -> CliError {
+    Failed(message.into()).into()
 }
 
 /// The exit code of a command's result: the table above, in one place.
@@ -112,14 +105,14 @@ mod tests {
     fn each_kind_maps_to_its_code_and_messages_are_failures() {
         let usage: CliResult = Err(UsageError("x".into()).into());
         let nothing: CliResult = Err(NothingComputable("x".into()).into());
-        let failed: CliResult = Err("disk full".into());
+        let failed: CliResult = Err(super::failed("disk full"));
         assert_eq!(exit_code(&usage), 2);
         assert_eq!(exit_code(&nothing), 3);
         assert_eq!(exit_code(&failed), 1);
         assert_eq!(exit_code(&Ok(Outcome::Clean)), 0);
         assert_eq!(exit_code(&Ok(Outcome::WithProblems)), 3);
         // A library error keeps the kind it gives itself.
-        let clobber: CliResult = Err(crate::paths::UnsafeComponent {
+        let clobber: CliResult = Err(swe_eval_core::paths::UnsafeComponent {
             what: "run id".into(),
             value: "..".into(),
             reason: "x",

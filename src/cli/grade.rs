@@ -1,14 +1,14 @@
 //! `swe-eval grade`: grade again from saved test logs, as the official harness grades them.
-//! The grading and the files are `crate::report::regrade`; this parses the arguments and
+//! The grading and the files are `swe_eval_core::report::regrade`; this parses the arguments and
 //! prints the problems and the counts (one line per model and sample when there are several).
 
 use std::path::PathBuf;
 
 use super::args::DatasetFile;
 use super::CliResult;
-use crate::grading::Mode;
 use crate::orchestrate::{outcome, Troubles};
-use crate::report::{self, Group, RegradeOptions};
+use swe_eval_core::grading::Mode;
+use swe_eval_core::report::{self, Group, RegradeOptions};
 
 /// `swe-eval grade`: the dataset, predictions and saved logs to grade.
 #[derive(Debug, clap::Args)]
@@ -28,25 +28,25 @@ pub struct Args {
     /// Folder for `<instance_id>/report.json`, the run summary and `results.{jsonl,csv}`.
     #[arg(long, short = 'o', visible_alias = "report_dir")]
     pub output: PathBuf,
-    /// Grade with the later hardening (see `swe_eval::grading`); the default reproduces the
+    /// Grade with the later hardening (see `swe_eval_core::grading`); the default reproduces the
     /// official harness v4.1.0 exactly.
     #[arg(long)]
     pub strict: bool,
     /// Run id for the summary's name, and to choose among several runs in a logs tree
     /// (default: the tree's only run id, else `regrade`). A run id the tree does not hold is
     /// refused (exit 2).
-    #[arg(long, visible_alias = "run_id", value_parser = crate::paths::run_id_arg)]
+    #[arg(long, visible_alias = "run_id", value_parser = swe_eval_core::paths::run_id_arg)]
     pub run_id: Option<String>,
 }
 
 impl Args {
     /// What the command reads and writes, for the clobber check.
-    pub fn io(&self) -> crate::paths::IoPlan {
-        crate::paths::IoPlan::new()
+    pub fn io(&self) -> swe_eval_core::paths::IoPlan {
+        swe_eval_core::paths::IoPlan::new()
             .input("--dataset", &self.dataset.dataset)
             .input_spec("--predictions", &self.predictions)
             .input("--logs", &self.logs)
-            .output(crate::paths::Output::Folder(self.output.clone()))
+            .output(swe_eval_core::paths::Output::Folder(self.output.clone()))
     }
 }
 
@@ -61,9 +61,8 @@ and named. With no logs at all nothing is written.";
 
 /// Grades every prediction from its log, writes the files, prints the counts.
 pub fn run(args: Args) -> CliResult {
+    let dataset = crate::hub::load_dataset_split(&args.dataset.dataset, &args.dataset.split)?;
     let opts = RegradeOptions {
-        dataset: args.dataset.dataset.clone(),
-        split: args.dataset.split.clone(),
         predictions: args.predictions.clone(),
         logs: args.logs.clone(),
         mode: if args.strict {
@@ -73,7 +72,7 @@ pub fn run(args: Args) -> CliResult {
         },
         run_id: args.run_id.clone(),
     };
-    let graded = report::regrade(&opts)?;
+    let graded = report::regrade(&opts, dataset)?;
     let groups = graded.write(&args.output)?;
     super::print_problems("", &graded.problems);
     let total = |f: fn(&Group) -> usize| groups.iter().map(f).sum::<usize>();

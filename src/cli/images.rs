@@ -198,8 +198,8 @@ pub struct ImportArgs {
 
 impl Args {
     /// What the command reads and writes, for the clobber check.
-    pub fn io(&self) -> crate::paths::IoPlan {
-        use crate::paths::{IoPlan, Output};
+    pub fn io(&self) -> swe_eval_core::paths::IoPlan {
+        use swe_eval_core::paths::{IoPlan, Output};
         let select = |s: &Selection, plan: IoPlan| {
             let plan = match &s.data.dataset {
                 Some(d) => plan.input("--dataset", d),

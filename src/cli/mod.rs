@@ -31,7 +31,7 @@ mod values;
 pub use crate::orchestrate::Outcome;
 pub use command::{dispatch, Cli, Command};
 pub use exit::{
-    exit_code, with_exit_codes, CliError, CliResult, Failed, NothingComputable, UsageError,
+    exit_code, failed, with_exit_codes, CliError, CliResult, Failed, NothingComputable, UsageError,
     EXIT_CODES,
 };
 pub use problems::{print_problems, PROBLEMS_SHOWN};

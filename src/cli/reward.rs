@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use super::args::DatasetFile;
 use super::CliResult;
 use crate::orchestrate::{outcome, Troubles};
-use crate::paths::is_stdout;
-use crate::repos::RepoSources;
-use crate::reward::{self, RewardRecord};
+use swe_eval_core::paths::is_stdout;
+use swe_eval_core::repos::RepoSources;
+use swe_eval_core::reward::{self, RewardRecord};
 
 /// Which reward, by the form of the predictions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -67,8 +67,8 @@ pub struct Args {
 
 impl Args {
     /// What the command reads and writes, for the clobber check.
-    pub fn io(&self) -> crate::paths::IoPlan {
-        use crate::paths::{is_stdout, IoPlan, Output};
+    pub fn io(&self) -> swe_eval_core::paths::IoPlan {
+        use swe_eval_core::paths::{is_stdout, IoPlan, Output};
         IoPlan::new()
             .input("--dataset", &self.dataset.dataset)
             .input_spec("--predictions", &self.predictions)
@@ -128,11 +128,11 @@ pub fn run(args: Args) -> CliResult {
 fn run_in_pool(args: Args) -> CliResult {
     // A file's rows must carry the gold patch; a hub split always does.
     let (dataset, ds_problems) = if args.dataset.dataset.exists() {
-        crate::dataset::load_with_gold(&args.dataset.dataset)?
+        swe_eval_core::dataset::load_with_gold(&args.dataset.dataset)?
     } else {
         args.dataset.load()?
     };
-    let loaded = crate::predictions::load(&args.predictions, Some(&dataset))?;
+    let loaded = swe_eval_core::predictions::load(&args.predictions, Some(&dataset))?;
     let mut problems: Vec<String> = ds_problems.iter().map(ToString::to_string).collect();
     problems.extend(loaded.problems.iter().map(ToString::to_string));
     let preds = loaded.items;
@@ -173,7 +173,7 @@ fn run_in_pool(args: Args) -> CliResult {
         out.write_all(&bytes)?;
         out.flush()?;
     } else {
-        crate::fsutil::write_atomic(&args.output, &bytes)?;
+        swe_eval_core::fsutil::write_atomic(&args.output, &bytes)?;
     }
     super::print_problems("problem: ", &problems);
     eprintln!(

@@ -47,7 +47,7 @@ pub struct Args {
     pub predictions: Option<String>,
     /// Run id: names the log folder and the summaries, and is the key for resuming
     /// [default: `mini` for the mini benchmark's rows, else `run-<UTC time>`].
-    #[arg(long, visible_alias = "run_id", value_parser = crate::paths::run_id_arg)]
+    #[arg(long, visible_alias = "run_id", value_parser = swe_eval_core::paths::run_id_arg)]
     pub run_id: Option<String>,
     /// Strict mode: before the tests, remove files the patch adds that change test collection
     /// (conftest.py, ...) and restore edited ones; summaries use strict grading. The strict
@@ -70,7 +70,7 @@ pub struct Args {
 
 impl Args {
     /// What the command reads and writes, for the clobber check.
-    pub fn io(&self) -> crate::paths::IoPlan {
+    pub fn io(&self) -> swe_eval_core::paths::IoPlan {
         let plan = self.exec.io(self.dataset.dataset.as_deref());
         let plan = match &self.flaky {
             Some(f) => plan.input("--flaky", f),

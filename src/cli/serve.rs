@@ -66,7 +66,7 @@ pub struct Args {
     /// Most requests accepted and not done; more are answered 429 with Retry-After
     /// [allowed: 1 to 1000000].
     #[arg(long, default_value_t = evaluator::DEFAULT_MAX_QUEUE, value_name = "N",
-          value_parser = super::values::serve(crate::bounds::SERVE_QUEUE))]
+          value_parser = super::values::serve(swe_eval_core::bounds::SERVE_QUEUE))]
     pub max_queue: usize,
     /// The deadline of a request that names none (deadline_s), in seconds
     /// [allowed: 1 to 604800].
@@ -75,7 +75,7 @@ pub struct Args {
     pub deadline: u64,
     /// The largest patch a request may carry, in bytes (413 beyond) [allowed: 1 to 268435456].
     #[arg(long, default_value_t = Bounds::default().max_patch_bytes, value_name = "BYTES",
-          value_parser = super::values::serve(crate::bounds::SERVE_PATCH_BYTES))]
+          value_parser = super::values::serve(swe_eval_core::bounds::SERVE_PATCH_BYTES))]
     pub max_patch_bytes: usize,
     /// The server's CPU priority, -20 (first) to 19 (last): its nice value and, where the
     /// kernel groups CPU time by session (autogroup), its session's group, which is what
@@ -120,15 +120,15 @@ pub struct ExportArgs {
 
 impl Args {
     /// What the command reads and writes, for the clobber check.
-    pub fn io(&self) -> crate::paths::IoPlan {
+    pub fn io(&self) -> swe_eval_core::paths::IoPlan {
         match &self.action {
             Some(Action::Export(a)) => {
                 let to =
                     a.to.clone()
                         .unwrap_or_else(|| a.output.join("serve").join("export"));
-                crate::paths::IoPlan::new()
+                swe_eval_core::paths::IoPlan::new()
                     .input("--output", a.output.join("serve").join("serve.sqlite"))
-                    .output(crate::paths::Output::Folder(to))
+                    .output(swe_eval_core::paths::Output::Folder(to))
             }
             None => {
                 let plan = self.exec.io(self.dataset.dataset.as_deref());
@@ -148,7 +148,7 @@ pub fn run(args: Args) -> CliResult {
         None => {
             // Before any thread starts: each takes the nice of the thread that made it.
             if let Some(n) = args.nice {
-                let set = crate::priority::set_nice(n).map_err(crate::failure::Failed)?;
+                let set = crate::priority::set_nice(n).map_err(swe_eval_core::failure::Failed)?;
                 eprintln!("swe-eval serve: {set}");
             }
             // Two runtimes: the HTTP answers on threads of their own, the evaluator (its
@@ -278,8 +278,8 @@ fn export(a: &ExportArgs) -> CliResult {
     store.close();
     let (rewards, outcomes) = evaluator::export(&rows);
     let to = a.to.clone().unwrap_or_else(|| state.join("export"));
-    crate::fsutil::write_atomic(&to.join("rewards.jsonl"), &rewards)?;
-    crate::fsutil::write_atomic(&to.join("outcomes.jsonl"), &outcomes)?;
+    swe_eval_core::fsutil::write_atomic(&to.join("rewards.jsonl"), &rewards)?;
+    swe_eval_core::fsutil::write_atomic(&to.join("outcomes.jsonl"), &outcomes)?;
     println!(
         "{} request(s) exported to {} (rewards.jsonl, outcomes.jsonl): swe-eval correlate --rewards {} --results {}",
         rows.len(),

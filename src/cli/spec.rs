@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 
 use super::args::DatasetFile;
 use super::CliResult;
-use crate::dataset;
-use crate::fsutil::write_atomic;
 use crate::orchestrate::{outcome, Troubles};
-use crate::repos::RepoSources;
-use crate::spec::{Flavour, GitRepoFiles, RepoFiles, SpecOptions, TestSpec};
+use swe_eval_core::dataset;
+use swe_eval_core::fsutil::write_atomic;
+use swe_eval_core::repos::RepoSources;
+use swe_eval_core::spec::{Flavour, GitRepoFiles, RepoFiles, SpecOptions, TestSpec};
 
 /// `swe-eval spec`: the dataset rows and where their specs go.
 #[derive(Debug, clap::Args)]
@@ -24,7 +24,7 @@ pub struct Args {
     #[arg(long, short = 'o')]
     pub output: PathBuf,
     /// `official` (conda, as the official images) or `debian` (Debian's Python, offline).
-    #[arg(long, value_enum, default_value_t = Flavour::Official)]
+    #[arg(long, value_parser = super::values::flavour(), default_value_t = Flavour::Official)]
     pub flavour: Flavour,
     /// Only these instances (space- or comma-separated, or repeated).
     #[arg(long, short = 'i', visible_alias = "instance_ids", num_args = 1.., value_delimiter = ',')]
@@ -55,27 +55,14 @@ pub struct Args {
 
 impl Args {
     /// What the command reads and writes, for the clobber check.
-    pub fn io(&self) -> crate::paths::IoPlan {
-        let mut plan = crate::paths::IoPlan::new()
+    pub fn io(&self) -> swe_eval_core::paths::IoPlan {
+        let mut plan = swe_eval_core::paths::IoPlan::new()
             .input("--dataset", &self.dataset.dataset)
-            .output(crate::paths::Output::Folder(self.output.clone()));
+            .output(swe_eval_core::paths::Output::Folder(self.output.clone()));
         if let Some(ca) = &self.ca_cert {
             plan = plan.input("--ca-cert", ca);
         }
         plan
-    }
-}
-
-impl clap::ValueEnum for Flavour {
-    fn value_variants<'a>() -> &'a [Self] {
-        &[Flavour::Official, Flavour::Debian]
-    }
-    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-        let v = clap::builder::PossibleValue::new(self.as_str());
-        Some(match self {
-            Flavour::Official => v.alias("conda").help("conda, as the official images"),
-            Flavour::Debian => v.help("Debian's own Python, offline base image"),
-        })
     }
 }
 
@@ -94,7 +81,10 @@ pub fn run(args: Args) -> CliResult {
         format!("{} row {}: {e}", args.dataset.dataset.display(), i + 1)
     };
     let ca = match &args.ca_cert {
-        Some(p) => Some(std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?),
+        Some(p) => Some(
+            std::fs::read(p)
+                .map_err(|e| super::failed(format!("cannot read {}: {e}", p.display())))?,
+        ),
         None => None,
     };
     let mut sources = RepoSources {
@@ -145,8 +135,11 @@ pub fn run(args: Args) -> CliResult {
                 .iter()
                 .map(|w| (spec.instance_id.clone(), w.clone())),
         );
-        let dir = match crate::paths::join_component(&args.output, "instance_id", &inst.instance_id)
-        {
+        let dir = match swe_eval_core::paths::join_component(
+            &args.output,
+            "instance_id",
+            &inst.instance_id,
+        ) {
             Ok(dir) => dir,
             Err(e) => {
                 row_problems.push(row_problem(i, &e));
@@ -155,7 +148,7 @@ pub fn run(args: Args) -> CliResult {
         };
         // The output folder refusing a file stops the command (exit 1): every later row
         // would fail the same way. The folder of this instance goes if this run made it.
-        let made = crate::fsutil::first_missing(&dir);
+        let made = swe_eval_core::fsutil::first_missing(&dir);
         if let Err(e) = write_spec(&dir, &spec, ca.as_deref()) {
             if let Some(made) = made {
                 let _ = std::fs::remove_dir_all(made);
@@ -176,7 +169,7 @@ pub fn run(args: Args) -> CliResult {
     }
     super::print_problems("", &row_problems);
     problems += row_problems.len();
-    let grouped: Vec<String> = crate::spec::group_warnings(&spec_warnings)
+    let grouped: Vec<String> = swe_eval_core::spec::group_warnings(&spec_warnings)
         .into_iter()
         .map(|w| w.to_string())
         .collect();
@@ -187,7 +180,7 @@ pub fn run(args: Args) -> CliResult {
         args.flavour
     );
     if args.check_env {
-        let chosen: Vec<&crate::dataset::Instance> = loaded
+        let chosen: Vec<&swe_eval_core::dataset::Instance> = loaded
             .items
             .iter()
             .filter(|i| wanted.is_empty() || wanted.contains(&i.instance_id.as_str()))
@@ -201,7 +194,7 @@ pub fn run(args: Args) -> CliResult {
 /// `check_env.json`; returns the number of problems (environments not checked, bad rows).
 fn check_env(
     args: &Args,
-    chosen: &[&crate::dataset::Instance],
+    chosen: &[&swe_eval_core::dataset::Instance],
     ca: Option<Vec<u8>>,
 ) -> Result<usize, super::CliError> {
     use crate::orchestrate::{check_envs_with, CheckEnvOptions};
@@ -235,7 +228,7 @@ fn check_env(
         o.mean_env_match_percent
     );
     let json = serde_json::json!({ "overall": o, "report": report });
-    crate::fsutil::write_json_atomic(&args.output.join("check_env.json"), &json)?;
+    swe_eval_core::fsutil::write_json_atomic(&args.output.join("check_env.json"), &json)?;
     Ok(report.problems())
 }
 
@@ -297,7 +290,7 @@ fn write_spec(
     dir: &Path,
     spec: &TestSpec,
     ca: Option<&[u8]>,
-) -> Result<(), crate::fsutil::WriteError> {
+) -> Result<(), swe_eval_core::fsutil::WriteError> {
     write_atomic(&dir.join("eval.sh"), spec.eval_script.as_bytes())?;
     if spec.env_dockerfile.is_empty() {
         return Ok(());
@@ -340,5 +333,5 @@ fn write_spec(
             "substituted": p.substituted.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
         })),
     });
-    crate::fsutil::write_json_atomic(&dir.join("spec.json"), &meta)
+    swe_eval_core::fsutil::write_json_atomic(&dir.join("spec.json"), &meta)
 }

@@ -3,11 +3,11 @@
 
 use std::path::PathBuf;
 
-use super::{CliError, CliResult, Outcome};
-use crate::dataset;
-use crate::predictions;
-use crate::report::SavedLogs;
+use super::{failed, CliResult, Outcome};
 use crate::submit::{self, Logs, Metadata, Options, Source};
+use swe_eval_core::dataset;
+use swe_eval_core::predictions;
+use swe_eval_core::report::SavedLogs;
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
@@ -104,13 +104,13 @@ pub struct Args {
 /// Builds the package (or verifies one) and prints the results and warnings.
 pub fn run(args: Args) -> CliResult {
     // A Hugging Face dataset name loads its `test` split, the one the leaderboard grades.
-    let (ds, ds_problems) = dataset::load_dataset_split(&args.dataset, "test")?;
+    let (ds, ds_problems) = crate::hub::load_dataset_split(&args.dataset, "test")?;
     super::print_problems("warning: skipped dataset row: ", &ds_problems);
     if let Some(pkg) = &args.verify {
         return verify(&ds, pkg);
     }
     let (Some(run), Some(output)) = (args.run.clone(), args.output.clone()) else {
-        return Err("RUN and --output are needed (or --verify PACKAGE)".into());
+        return Err(failed("RUN and --output are needed (or --verify PACKAGE)"));
     };
     let mut inputs: Vec<PathBuf> = vec![run.clone(), args.dataset.clone()];
     inputs.extend(args.logs.clone());
@@ -136,11 +136,10 @@ pub fn run(args: Args) -> CliResult {
         }
     };
     if predictions.is_empty() {
-        return Err(format!(
+        return Err(failed(format!(
             "no predictions: {} has no patch.diff files; pass --predictions",
             run.display()
-        )
-        .into());
+        )));
     }
     let logs = match (&args.logs, tree_logs) {
         (None, Some(tree)) => tree,
@@ -189,12 +188,11 @@ pub fn run(args: Args) -> CliResult {
     let check = submit::verify(&ds, &output)?;
     if !check.mismatches.is_empty() {
         super::print_problems("mismatch: ", &check.mismatches);
-        return Err(format!(
+        return Err(failed(format!(
             "the package written to {} does not verify ({} difference(s))",
             output.display(),
             check.mismatches.len()
-        )
-        .into());
+        )));
     }
     Ok(if pkg.warnings.is_empty() {
         Outcome::Clean
@@ -208,7 +206,7 @@ fn verify(ds: &dataset::Dataset, pkg: &std::path::Path) -> CliResult {
     super::print_problems("warning: ", &v.warnings);
     if !v.mismatches.is_empty() {
         super::print_problems("mismatch: ", &v.mismatches);
-        return Err(CliError::from(format!(
+        return Err(failed(format!(
             "{} does not verify: {} difference(s) between its files and its own logs graded again",
             pkg.display(),
             v.mismatches.len()

@@ -42,7 +42,7 @@ pub struct Args {
         long,
         visible_alias = "run_id",
         default_value = VALIDATE_RUN_ID,
-        value_parser = crate::paths::run_id_arg
+        value_parser = swe_eval_core::paths::run_id_arg
     )]
     pub run_id: String,
     /// Every reachable instance.
@@ -55,7 +55,7 @@ pub struct Args {
 
 impl Args {
     /// What the command reads and writes, for the clobber check.
-    pub fn io(&self) -> crate::paths::IoPlan {
+    pub fn io(&self) -> swe_eval_core::paths::IoPlan {
         self.exec.io(self.dataset.dataset.as_deref())
     }
 }

@@ -1,11 +1,11 @@
-//! Value parsers of the numeric flags, one per documented range of `crate::bounds`: a value
+//! Value parsers of the numeric flags, one per documented range of `swe_eval_core::bounds`: a value
 //! outside its range is refused by the command line (exit code 2) with the range. Every
 //! numeric flag of every command takes one of these, and its help states the same range
 //! (`bounds::Range::describe`); a test holds both for every command, new ones included.
 
 use clap::builder::{RangedU64ValueParser, TypedValueParser};
 
-use crate::bounds::{self, Range};
+use swe_eval_core::bounds::{self, Range};
 
 fn ranged<T>(r: Range<T>) -> RangedU64ValueParser<T>
 where
@@ -73,4 +73,22 @@ pub fn serve(range: Range<usize>) -> RangedU64ValueParser<usize> {
 /// `serve export --since`, [`bounds::REQUEST_NUMBER`].
 pub fn request_number() -> RangedU64ValueParser<u64> {
     ranged(bounds::REQUEST_NUMBER)
+}
+
+/// `--flavour`: `official` (alias `conda`) or `debian`, each with its help, as the type's own
+/// names say them ([`swe_eval_core::spec::Flavour`]).
+pub fn flavour() -> impl TypedValueParser<Value = swe_eval_core::spec::Flavour> {
+    use clap::builder::{PossibleValue, PossibleValuesParser};
+    use swe_eval_core::spec::Flavour;
+    PossibleValuesParser::new([
+        PossibleValue::new(Flavour::Official.as_str())
+            .alias("conda")
+            .help("conda, as the official images"),
+        PossibleValue::new(Flavour::Debian.as_str())
+            .help("Debian's own Python, offline base image"),
+    ])
+    .map(|s| {
+        s.parse::<Flavour>()
+            .expect("the parser accepts only the flavours' names")
+    })
 }

@@ -67,9 +67,9 @@ pub enum ChoiceError {
     CpuWeightRange(u32),
 }
 
-impl crate::failure::Classify for ChoiceError {
-    fn kind(&self) -> crate::failure::ErrorKind {
-        crate::failure::ErrorKind::Usage
+impl swe_eval_core::failure::Classify for ChoiceError {
+    fn kind(&self) -> swe_eval_core::failure::ErrorKind {
+        swe_eval_core::failure::ErrorKind::Usage
     }
 }
 
@@ -107,12 +107,12 @@ pub enum ConnectError {
     CpuWeight(String),
 }
 
-impl crate::failure::Classify for ConnectError {
-    fn kind(&self) -> crate::failure::ErrorKind {
+impl swe_eval_core::failure::Classify for ConnectError {
+    fn kind(&self) -> swe_eval_core::failure::ErrorKind {
         match self {
             ConnectError::Choice(e) => e.kind(),
             ConnectError::Engine(e) => e.kind(),
-            ConnectError::CpuWeight(_) => crate::failure::ErrorKind::Usage,
+            ConnectError::CpuWeight(_) => swe_eval_core::failure::ErrorKind::Usage,
         }
     }
 }

@@ -187,12 +187,12 @@ pub enum EngineError {
     },
 }
 
-impl crate::failure::Classify for EngineError {
-    fn kind(&self) -> crate::failure::ErrorKind {
+impl swe_eval_core::failure::Classify for EngineError {
+    fn kind(&self) -> swe_eval_core::failure::ErrorKind {
         match self {
             // The command asked for a cluster where there is none: the message says what to change.
-            EngineError::NotSwarmManager { .. } => crate::failure::ErrorKind::Usage,
-            _ => crate::failure::ErrorKind::Failed,
+            EngineError::NotSwarmManager { .. } => swe_eval_core::failure::ErrorKind::Usage,
+            _ => swe_eval_core::failure::ErrorKind::Failed,
         }
     }
 }

@@ -88,11 +88,11 @@ pub fn authorized(token: Option<&str>, header: Option<&[u8]>) -> bool {
     diff == 0
 }
 
-impl crate::failure::Classify for AccessError {
-    fn kind(&self) -> crate::failure::ErrorKind {
+impl swe_eval_core::failure::Classify for AccessError {
+    fn kind(&self) -> swe_eval_core::failure::ErrorKind {
         // An address that needs a token, a token file that names nothing readable, a short
         // token: the command line has to change.
-        crate::failure::ErrorKind::Usage
+        swe_eval_core::failure::ErrorKind::Usage
     }
 }
 

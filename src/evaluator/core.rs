@@ -24,18 +24,18 @@ use tokio::sync::{mpsc, oneshot, watch, Notify};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::dataset::{Dataset, Instance};
 use crate::engine::Engine;
 use crate::images::{self, hold_labels, reap_dead_holds, Holding, StopFlag};
 use crate::orchestrate::{
     instance_setup, instance_specs, prepare_streaming, release_and_clean, Event, Preparing, Specs,
 };
-use crate::predictions::Prediction;
-use crate::reward::Oracle;
 use crate::runner::{
     self, Arrive, Delivery, NewSetup, Plan, RunEvent, RunReport, Submission, Submit, Submitted,
 };
-use crate::spec::TestSpec;
+use swe_eval_core::dataset::{Dataset, Instance};
+use swe_eval_core::predictions::Prediction;
+use swe_eval_core::reward::Oracle;
+use swe_eval_core::spec::TestSpec;
 
 use super::evaluation::{Evaluation, Outcome, State, Status};
 use super::key::{KeySettings, Recipe};
@@ -247,9 +247,11 @@ impl<E: Engine> Evaluator<E> {
         let store = Store::open(&opts.state)?;
         let info = engine.info().await?;
         // The dispatcher runs at most one job per CPU of the engine, as in `run`.
-        let workers =
-            crate::bounds::bound_workers(Some(opts.run.workers), info.cpus.unwrap_or(usize::MAX))
-                .used;
+        let workers = swe_eval_core::bounds::bound_workers(
+            Some(opts.run.workers),
+            info.cpus.unwrap_or(usize::MAX),
+        )
+        .used;
         let (notices, notices_rx) = mpsc::unbounded_channel();
         let owner = crate::owner::owner_id();
         let run_id = run_id_of(&opts.state);
@@ -1252,9 +1254,9 @@ async fn prepare_batch<E: Engine>(shared: &Arc<Shared<E>>, batch: Vec<(Instance,
         .extend(prepared.created);
 }
 
-impl crate::failure::Classify for StartError {
-    fn kind(&self) -> crate::failure::ErrorKind {
-        use crate::failure::ErrorKind;
+impl swe_eval_core::failure::Classify for StartError {
+    fn kind(&self) -> swe_eval_core::failure::ErrorKind {
+        use swe_eval_core::failure::ErrorKind;
         match self {
             // Another live server holds the state folder: choose another --output, or stop it.
             StartError::Lock(runner::LockError::Busy { .. }) => ErrorKind::Usage,

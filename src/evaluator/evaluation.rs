@@ -4,8 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::grading::{Category, ErrorReason};
 use crate::runner::{Finished, Verdict};
+use swe_eval_core::grading::{Category, ErrorReason};
 
 /// How an executed prediction ended, for a trainer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -60,7 +60,7 @@ pub fn export(rows: &[Row]) -> (Vec<u8>, Vec<u8>) {
             similarity: r.similarity,
             reward: r.reward,
             format: &r.format,
-            format_version: crate::wire::REWARDS_VERSION,
+            format_version: swe_eval_core::wire::REWARDS_VERSION,
             request_id: r.id(),
             requested_sample: r.sample,
         };

@@ -6,7 +6,7 @@
 use sha2::{Digest, Sha256};
 
 use crate::engine::Limits;
-use crate::spec::TestSpec;
+use swe_eval_core::spec::TestSpec;
 
 /// What the job's settings add to a key (the same for every request of a server).
 #[derive(Debug, Clone, PartialEq)]
@@ -26,7 +26,7 @@ pub fn harness_version() -> String {
     format!(
         "swe-eval {} verdict {}",
         env!("CARGO_PKG_VERSION"),
-        crate::wire::VERDICT_VERSION
+        swe_eval_core::wire::VERDICT_VERSION
     )
 }
 

@@ -11,9 +11,9 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use super::core::{Evaluator, StartError};
 use super::options::EvaluatorOptions;
 use super::request::Bounds;
-use crate::dataset::{self, Dataset, LoadError};
 use crate::engine::{AnyEngine, ConnectError};
 use crate::orchestrate::{OptionsError, RunOptions, DEFAULT_SPLIT};
+use swe_eval_core::dataset::{Dataset, LoadError};
 
 /// The dataset a server evaluates against.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -140,12 +140,12 @@ fn load(
         Some(d) => (d.clone(), None),
         None => {
             let dir = state.join("mini");
-            let bench =
-                crate::mini::materialize(&dir).map_err(|source| OpenError::Mini { dir, source })?;
+            let bench = swe_eval_core::mini::materialize(&dir)
+                .map_err(|source| OpenError::Mini { dir, source })?;
             (bench.dataset, Some(bench.mirrors))
         }
     };
-    let (ds, skipped) = dataset::load_dataset_split(&path, &source.split)?;
+    let (ds, skipped) = crate::hub::load_dataset_split(&path, &source.split)?;
     let mut problems: Vec<String> = skipped.iter().map(ToString::to_string).collect();
     let ds = if source.instance_ids.is_empty() {
         ds
@@ -176,9 +176,9 @@ fn load(
     Ok((ds, problems, mirrors))
 }
 
-impl crate::failure::Classify for OpenError {
-    fn kind(&self) -> crate::failure::ErrorKind {
-        use crate::failure::ErrorKind;
+impl swe_eval_core::failure::Classify for OpenError {
+    fn kind(&self) -> swe_eval_core::failure::ErrorKind {
+        use swe_eval_core::failure::ErrorKind;
         match self {
             OpenError::Load(e) => e.kind(),
             OpenError::Options(e) => e.kind(),

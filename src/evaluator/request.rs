@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::dataset::kind_of as kind;
+use swe_eval_core::dataset::kind_of as kind;
 
 /// One prediction to evaluate.
 #[derive(Debug, Clone, PartialEq)]

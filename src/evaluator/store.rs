@@ -752,12 +752,12 @@ fn outcome_json(o: &Outcome) -> String {
     serde_json::to_string(o).expect("an outcome serializes")
 }
 
-impl crate::failure::Classify for StoreError {
-    fn kind(&self) -> crate::failure::ErrorKind {
+impl swe_eval_core::failure::Classify for StoreError {
+    fn kind(&self) -> swe_eval_core::failure::ErrorKind {
         match self {
             // A newer swe-eval's state: the message says to use it, or another folder.
-            StoreError::Newer { .. } => crate::failure::ErrorKind::Usage,
-            _ => crate::failure::ErrorKind::Failed,
+            StoreError::Newer { .. } => swe_eval_core::failure::ErrorKind::Usage,
+            _ => swe_eval_core::failure::ErrorKind::Failed,
         }
     }
 }

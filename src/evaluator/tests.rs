@@ -12,16 +12,16 @@ use crate::engine::{exited, FakeEngine};
 use crate::engine::{EngineError, JobSpec};
 use crate::images::base_image_name;
 use crate::orchestrate::{load_inputs, PrepareOptions};
-use crate::repos::RepoSources;
 use crate::runner::RunConfig;
-use crate::spec::{DebianRelease, Flavour};
+use swe_eval_core::repos::RepoSources;
+use swe_eval_core::spec::{DebianRelease, Flavour};
 
 const CALC: &str = "swe-eval-mini__calc-1";
 const WRAP: &str = "swe-eval-mini__strutils-1";
 
 /// The mini benchmark's dataset and evaluator options in `dir` (the serve tests use it too).
 pub(crate) struct Mini {
-    pub dataset: crate::dataset::Dataset,
+    pub dataset: swe_eval_core::dataset::Dataset,
     pub opts: EvaluatorOptions,
 }
 
@@ -104,7 +104,7 @@ fn answer(
 }
 
 /// A fake daemon with the base images whose jobs answer as [`answer`] says.
-pub(crate) fn engine(ds: &crate::dataset::Dataset) -> FakeEngine {
+pub(crate) fn engine(ds: &swe_eval_core::dataset::Dataset) -> FakeEngine {
     let e = FakeEngine::new();
     for r in [
         DebianRelease::Bullseye,
@@ -411,7 +411,8 @@ fn a_recipe_made_once_keys_like_the_whole_content_and_changes_with_any_of_it() {
         .map(|id| m.dataset.get(id).unwrap())
         .collect();
     let made = crate::orchestrate::instance_specs(&insts, &m.opts.prepare);
-    let specs: Vec<crate::spec::TestSpec> = made.ready.into_iter().map(|(_, s)| s).collect();
+    let specs: Vec<swe_eval_core::spec::TestSpec> =
+        made.ready.into_iter().map(|(_, s)| s).collect();
     let (calc, wrap) = (&specs[0], &specs[1]);
     let settings = KeySettings {
         strict: false,

@@ -18,7 +18,7 @@ pub enum ArchiveError {
     Engine(#[from] EngineError),
     /// The archive file could not be written.
     #[error(transparent)]
-    Write(#[from] crate::fsutil::WriteError),
+    Write(#[from] swe_eval_core::fsutil::WriteError),
     /// The archive file could not be read.
     #[error("cannot read {}: {source}", path.display())]
     Read {
@@ -33,9 +33,9 @@ pub enum ArchiveError {
     Empty,
 }
 
-impl crate::failure::Classify for ArchiveError {
-    fn kind(&self) -> crate::failure::ErrorKind {
-        use crate::failure::ErrorKind;
+impl swe_eval_core::failure::Classify for ArchiveError {
+    fn kind(&self) -> swe_eval_core::failure::ErrorKind {
+        use swe_eval_core::failure::ErrorKind;
         match self {
             ArchiveError::Engine(e) => e.kind(),
             ArchiveError::Write(e) => e.kind(),
@@ -84,7 +84,7 @@ pub async fn export_images<E: Engine>(
     let (tx, rx) = std::sync::mpsc::sync_channel::<bytes::Bytes>(8);
     let (target, compress) = (path.to_path_buf(), zstd_path(path));
     let writer = tokio::task::spawn_blocking(move || {
-        crate::fsutil::write_atomic_with(&target, |file| {
+        swe_eval_core::fsutil::write_atomic_with(&target, |file| {
             use std::io::Write;
             let mut sink: Box<dyn Write> = if compress {
                 Box::new(zstd::Encoder::new(&mut *file, 3)?.auto_finish())

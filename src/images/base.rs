@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::{labels_for, ImageError, Layer};
 use crate::engine::Engine;
-use crate::spec::DebianRelease;
+use swe_eval_core::spec::DebianRelease;
 
 /// The bootstrap recipe, run as `bash bootstrap.sh RELEASE DIR MIRROR`.
 pub const BOOTSTRAP_SCRIPT: &str = include_str!("../../harness-images/base/bootstrap.sh");
@@ -438,7 +438,7 @@ pub(crate) fn write_log(path: &Path, text: &str) -> Result<(), String> {
     if let Some(p) = path.parent() {
         std::fs::create_dir_all(p).map_err(|e| format!("{}: {e}", p.display()))?;
     }
-    crate::fsutil::write_atomic(path, text.as_bytes()).map_err(|e| e.to_string())
+    swe_eval_core::fsutil::write_atomic(path, text.as_bytes()).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

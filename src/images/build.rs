@@ -337,8 +337,8 @@ mod plan_tests {
     use crate::engine::{Call, FakeEngine};
     use crate::images::{base_image_name, BaseOptions, BaseRecipe, RepoCache};
     use crate::images::{cleanup, CacheLevel, EnvRecipe, InstanceRecipe};
-    use crate::repos::RepoSources;
-    use crate::spec::DebianRelease;
+    use swe_eval_core::repos::RepoSources;
+    use swe_eval_core::spec::DebianRelease;
 
     fn chain(env: &str, inst: &str, needs_repo: bool) -> BuildChain {
         BuildChain {

@@ -45,11 +45,11 @@ pub enum ImageError {
     CacheLevel(String),
 }
 
-impl crate::failure::Classify for ImageError {
-    fn kind(&self) -> crate::failure::ErrorKind {
+impl swe_eval_core::failure::Classify for ImageError {
+    fn kind(&self) -> swe_eval_core::failure::ErrorKind {
         match self {
-            ImageError::CacheLevel(_) => crate::failure::ErrorKind::Usage,
-            _ => crate::failure::ErrorKind::Failed,
+            ImageError::CacheLevel(_) => swe_eval_core::failure::ErrorKind::Usage,
+            _ => swe_eval_core::failure::ErrorKind::Failed,
         }
     }
 }

@@ -277,10 +277,10 @@ pub struct LayerCounts {
 }
 
 /// `swe-eval images list --json`: a [`Listing`] as written, version
-/// [`crate::wire::IMAGE_LISTING_VERSION`] (docs/formats.md, "Image listing").
+/// [`swe_eval_core::wire::IMAGE_LISTING_VERSION`] (docs/formats.md, "Image listing").
 #[derive(Debug, Clone, Serialize)]
 pub struct ListingFile<'a> {
-    /// [`crate::wire::IMAGE_LISTING_VERSION`].
+    /// [`swe_eval_core::wire::IMAGE_LISTING_VERSION`].
     pub format_version: u32,
     /// Instances selected (those without a test spec included).
     pub instances_selected: usize,
@@ -326,7 +326,7 @@ impl Listing {
     /// The listing as written (`without_spec`: selected instances that have no test spec).
     pub fn file(&self, without_spec: Vec<NoSpec>, disk: Option<Disk>) -> ListingFile<'_> {
         ListingFile {
-            format_version: crate::wire::IMAGE_LISTING_VERSION,
+            format_version: swe_eval_core::wire::IMAGE_LISTING_VERSION,
             instances_selected: self.instances.len() + without_spec.len(),
             ready: self.ready(),
             layers: self.layer_counts(),

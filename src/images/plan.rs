@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::engine::TarEntry;
-use crate::spec::{DebianRelease, Flavour, TestSpec};
+use swe_eval_core::spec::{DebianRelease, Flavour, TestSpec};
 
 use super::with_namespace;
 
@@ -113,7 +113,7 @@ impl InstanceImages {
     /// The images of `spec`'s instance.
     pub fn from_spec(spec: &TestSpec, opts: &PlanOptions) -> InstanceImages {
         let ns = opts.namespace.as_deref();
-        let files = |fs: Vec<crate::spec::ContextFile>| -> Vec<TarEntry> {
+        let files = |fs: Vec<swe_eval_core::spec::ContextFile>| -> Vec<TarEntry> {
             fs.into_iter()
                 .map(|f| TarEntry {
                     path: f.path,
@@ -145,7 +145,7 @@ impl InstanceImages {
             },
             _ => BaseRecipe::Dockerfile {
                 tag: spec.base_image_tag.clone(),
-                dockerfile: crate::spec::official_base_dockerfile(
+                dockerfile: swe_eval_core::spec::official_base_dockerfile(
                     opts.arch.as_deref().unwrap_or("x86_64"),
                 ),
             },

@@ -42,9 +42,9 @@ pub enum PruneError {
     },
 }
 
-impl crate::failure::Classify for PruneError {
-    fn kind(&self) -> crate::failure::ErrorKind {
-        crate::failure::ErrorKind::Usage
+impl swe_eval_core::failure::Classify for PruneError {
+    fn kind(&self) -> swe_eval_core::failure::ErrorKind {
+        swe_eval_core::failure::ErrorKind::Usage
     }
 }
 

@@ -1,6 +1,6 @@
 //! The host-side bare cache of each repository, for the history images of instance images
 //! (see [`super::history`]). Everything git does happens on the host, so the image builds need
-//! no network: a source (chosen by [`crate::repos::RepoSources`]) is fetched once into a bare
+//! no network: a source (chosen by [`swe_eval_core::repos::RepoSources`]) is fetched once into a bare
 //! cache, and the history images' packs are made from it.
 
 use std::collections::HashMap;
@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::ImageError;
-use crate::repos::git;
+use swe_eval_core::repos::git;
 #[cfg(test)]
-pub(crate) use crate::repos::git_ok;
-pub use crate::repos::RepoSources;
+pub(crate) use swe_eval_core::repos::git_ok;
+pub use swe_eval_core::repos::RepoSources;
 
 /// A host-side cache of bare repositories, one per `owner/name`, fetched from their sources.
 #[derive(Debug, Clone)]

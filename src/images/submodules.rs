@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::RepoCache;
-use crate::repos::{git, git_input};
+use swe_eval_core::repos::{git, git_input};
 
 /// One gitlink of a commit and what the history image does with it.
 #[derive(Debug, Clone, PartialEq)]

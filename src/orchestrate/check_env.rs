@@ -9,12 +9,12 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::dataset::Instance;
 use crate::engine::{Engine, JobSpec, Limits, LABEL_OWNER, LABEL_TOOL};
 use crate::images::{self, BaseOptions, BuildOptions, PlanOptions, Prepared, RepoCache};
-use crate::repos::RepoSources;
-use crate::spec::{compare_freeze, EnvCheck};
-use crate::spec::{Flavour, SpecOptions, TestSpec};
+use swe_eval_core::dataset::Instance;
+use swe_eval_core::repos::RepoSources;
+use swe_eval_core::spec::{compare_freeze, EnvCheck};
+use swe_eval_core::spec::{Flavour, SpecOptions, TestSpec};
 
 /// Where environment images are built and what they trust.
 #[derive(Debug, Clone)]
@@ -258,7 +258,7 @@ pub async fn check_spec<E: Engine>(
         name: format!(
             "swe-eval.check-env.{}.{}",
             std::process::id(),
-            &crate::spec::sha256_hex(&spec.env_image_tag, 12)
+            &swe_eval_core::spec::sha256_hex(&spec.env_image_tag, 12)
         ),
         labels: BTreeMap::from([
             (LABEL_TOOL.to_string(), "1".to_string()),

@@ -26,11 +26,11 @@ pub enum WorkflowError {
     Findings(#[from] super::findings::FindingsError),
     /// A result file could not be written.
     #[error(transparent)]
-    Write(#[from] crate::fsutil::WriteError),
+    Write(#[from] swe_eval_core::fsutil::WriteError),
 }
 
-impl crate::failure::Classify for WorkflowError {
-    fn kind(&self) -> crate::failure::ErrorKind {
+impl swe_eval_core::failure::Classify for WorkflowError {
+    fn kind(&self) -> swe_eval_core::failure::ErrorKind {
         match self {
             WorkflowError::Input(e) => e.kind(),
             WorkflowError::Options(e) => e.kind(),

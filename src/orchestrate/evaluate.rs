@@ -47,12 +47,12 @@ pub async fn evaluate(
     // Git and the image builder run in other folders: relative paths must not change meaning.
     opts.output = super::options::absolute(&opts.output)?;
     // An unwritable or full output folder fails now, not after hours of image builds.
-    crate::fsutil::ready_folder(&opts.output)?;
+    swe_eval_core::fsutil::ready_folder(&opts.output)?;
     let mut inputs = load_inputs(source, &opts.output)?;
     let flaky_map = match &source.flaky {
         Some(p) => Some((
             p.clone(),
-            crate::report::read_flaky_map(p).map_err(InputError::from)?,
+            swe_eval_core::report::read_flaky_map(p).map_err(InputError::from)?,
         )),
         None => None,
     };
@@ -82,7 +82,7 @@ pub async fn evaluate(
     // Only the bundled predictions have expected verdicts; a user's own patches on the mini
     // tasks get the mini settings and no check.
     let bundled = if mini {
-        crate::mini::bundled_keys(&inputs.predictions)
+        swe_eval_core::mini::bundled_keys(&inputs.predictions)
     } else {
         Default::default()
     };
@@ -106,7 +106,7 @@ pub async fn evaluate(
             let layout = Layout::new(&opts.output, &run_id);
             let marks = flaky_marks(map, path, &layout, &inputs.instance_ids)?;
             let file = opts.output.join(flaky_marks_name(&run_id));
-            crate::fsutil::write_json_atomic(&file, &marks)?;
+            swe_eval_core::fsutil::write_json_atomic(&file, &marks)?;
             Some((marks, file))
         }
         None => None,

@@ -8,10 +8,10 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::dataset::{Dataset, Instance};
-use crate::report::{FlakyRow, TestFlip, MISSING};
 use crate::runner::{Category, Layout, Verdict};
-use crate::wire::FLAKY_MAP_VERSION;
+use swe_eval_core::dataset::{Dataset, Instance};
+use swe_eval_core::report::{FlakyRow, TestFlip, MISSING};
+use swe_eval_core::wire::FLAKY_MAP_VERSION;
 
 /// How many times a validation runs each instance's gold patch and its empty patch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,10 +129,10 @@ pub fn test_flips(
 /// The statuses of `tests` in the test log of the run whose folder is `dir` (`MISSING` for a
 /// test not in it), read with `parser`; `None` when there is no log or it does not parse.
 fn run_statuses(dir: &Path, parser: &str, tests: &[String]) -> Option<Vec<String>> {
-    let bytes = std::fs::read(dir.join(crate::report::TEST_OUTPUT_FILE)).ok()?;
+    let bytes = std::fs::read(dir.join(swe_eval_core::report::TEST_OUTPUT_FILE)).ok()?;
     let log = String::from_utf8_lossy(&bytes);
-    match crate::logparse::parse_test_log(parser, &log) {
-        Ok(crate::logparse::LogReading::Parsed { statuses, .. }) => Some(
+    match swe_eval_core::logparse::parse_test_log(parser, &log) {
+        Ok(swe_eval_core::logparse::LogReading::Parsed { statuses, .. }) => Some(
             tests
                 .iter()
                 .map(|t| statuses.get(t).map_or(MISSING, |s| s.as_str()).to_string())
@@ -147,7 +147,7 @@ fn parser_of(inst: &Instance) -> String {
     inst.log_parser
         .clone()
         .or_else(|| {
-            crate::spec::table()
+            swe_eval_core::spec::table()
                 .log_parser(&inst.repo)
                 .map(str::to_string)
         })
@@ -181,9 +181,9 @@ pub enum FindingsError {
     },
 }
 
-impl crate::failure::Classify for FindingsError {
-    fn kind(&self) -> crate::failure::ErrorKind {
-        crate::failure::ErrorKind::Failed
+impl swe_eval_core::failure::Classify for FindingsError {
+    fn kind(&self) -> swe_eval_core::failure::ErrorKind {
+        swe_eval_core::failure::ErrorKind::Failed
     }
 }
 
@@ -331,10 +331,10 @@ mod tests {
 
     #[test]
     fn a_test_whose_status_changes_between_runs_of_one_patch_makes_the_instance_flaky() {
-        use crate::logparse::{END_TEST_OUTPUT, START_TEST_OUTPUT};
+        use swe_eval_core::logparse::{END_TEST_OUTPUT, START_TEST_OUTPUT};
         let dir = tempfile::tempdir().unwrap();
         let layout = Layout::new(dir.path(), "v");
-        let rows: Vec<Instance> = crate::mini::DATASET
+        let rows: Vec<Instance> = swe_eval_core::mini::DATASET
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
@@ -374,7 +374,7 @@ mod tests {
         for (model, sample, category, text) in &runs {
             let d = layout.prediction_dir(model, id, *sample);
             std::fs::create_dir_all(&d).unwrap();
-            std::fs::write(d.join(crate::report::TEST_OUTPUT_FILE), text).unwrap();
+            std::fs::write(d.join(swe_eval_core::report::TEST_OUTPUT_FILE), text).unwrap();
             lines.push(verdict_line(id, model, *sample, category, false));
         }
         std::fs::write(layout.jsonl_path(), lines.join("\n") + "\n").unwrap();

@@ -10,14 +10,14 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::findings::{read_verdicts, FindingsError};
-use crate::report::FlakyMap;
 use crate::runner::{Category, Layout};
-use crate::wire::FLAKY_MARKS_VERSION;
+use swe_eval_core::report::FlakyMap;
+use swe_eval_core::wire::FLAKY_MARKS_VERSION;
 
 /// A run's predictions on flaky instances.
 #[derive(Debug, Clone, Serialize)]
 pub struct FlakyMarks {
-    /// [`crate::wire::FLAKY_MARKS_VERSION`], first in the file.
+    /// [`swe_eval_core::wire::FLAKY_MARKS_VERSION`], first in the file.
     pub format_version: u32,
     /// The flaky map read.
     pub map: PathBuf,

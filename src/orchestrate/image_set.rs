@@ -20,13 +20,13 @@ use super::workflow::{
     forward_interrupts, notice, prepare_streaming, reap_dead_images, release_and_clean,
     unless_killed, Event, Level, Preparing,
 };
-use crate::dataset::{Dataset, Instance};
 use crate::engine::{Engine, EngineError};
 use crate::images::{
     self, hold_labels, CacheLevel, Holding, ImagePlan, InstanceNames, Listing, NoSpec, PlanOptions,
     RepoCache, StopFlag,
 };
-use crate::spec::Flavour;
+use swe_eval_core::dataset::{Dataset, Instance};
+use swe_eval_core::spec::Flavour;
 
 /// The run id the holds of `swe-eval images build` carry.
 const BUILD_HOLD_RUN: &str = "images-build";

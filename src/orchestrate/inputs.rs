@@ -6,9 +6,9 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use super::run_options::Source;
-use crate::dataset::{self, Dataset, Instance, LoadError};
-use crate::predictions::{self, Prediction};
-use crate::repos::RepoSources;
+use swe_eval_core::dataset::{Dataset, Instance, LoadError};
+use swe_eval_core::predictions::{self, Prediction};
+use swe_eval_core::repos::RepoSources;
 
 /// The run's inputs, loaded and checked.
 pub struct Inputs {
@@ -21,7 +21,7 @@ pub struct Inputs {
     /// Rows and predictions skipped, with file and line.
     pub problems: Vec<String>,
     /// Mirrors of the mini benchmark, when its rows are the dataset (bundled, or read from any
-    /// file holding them unchanged: see [`crate::mini::holds`]).
+    /// file holding them unchanged: see [`swe_eval_core::mini::holds`]).
     pub mini_mirrors: Option<PathBuf>,
 }
 
@@ -147,9 +147,9 @@ pub enum InputError {
     NoneReachable(Reach),
 }
 
-impl crate::failure::Classify for InputError {
-    fn kind(&self) -> crate::failure::ErrorKind {
-        use crate::failure::ErrorKind;
+impl swe_eval_core::failure::Classify for InputError {
+    fn kind(&self) -> swe_eval_core::failure::ErrorKind {
+        use swe_eval_core::failure::ErrorKind;
         match self {
             InputError::Mini { .. } => ErrorKind::Failed,
             InputError::PredictionsWithoutDataset | InputError::DatasetWithoutPredictions => {
@@ -163,7 +163,7 @@ impl crate::failure::Classify for InputError {
 
 /// Loads the dataset and predictions `source` names (or, with neither, materializes the mini
 /// benchmark into `output/mini`). A dataset that is a Hugging Face name is read from the
-/// source's split (see [`dataset::load_dataset_split`]).
+/// source's split (see [`crate::hub::load_dataset_split`]).
 pub fn load_inputs(source: &Source, output: &Path) -> Result<Inputs, InputError> {
     let split = source.split.as_str();
     let instance_ids = &source.instance_ids;
@@ -172,10 +172,11 @@ pub fn load_inputs(source: &Source, output: &Path) -> Result<Inputs, InputError>
         match (source.dataset.as_deref(), source.predictions.as_deref()) {
             (None, None) => {
                 let dir = output.join("mini");
-                let bench = crate::mini::materialize(&dir).map_err(|source| InputError::Mini {
-                    dir: dir.clone(),
-                    source,
-                })?;
+                let bench =
+                    swe_eval_core::mini::materialize(&dir).map_err(|source| InputError::Mini {
+                        dir: dir.clone(),
+                        source,
+                    })?;
                 (
                     bench.dataset,
                     bench.predictions.to_string_lossy().into_owned(),
@@ -186,14 +187,14 @@ pub fn load_inputs(source: &Source, output: &Path) -> Result<Inputs, InputError>
             (None, Some(_)) => return Err(InputError::PredictionsWithoutDataset),
             (Some(_), None) => return Err(InputError::DatasetWithoutPredictions),
         };
-    let (ds, ds_problems) = dataset::load_dataset_split(&ds_path, split)?;
+    let (ds, ds_problems) = crate::hub::load_dataset_split(&ds_path, split)?;
     // The rows decide, not the file's name: the mini benchmark's rows get its settings and
     // its repositories wherever they were read from.
     let mini_mirrors = match mini_mirrors {
-        None if crate::mini::holds(&ds.instances) => {
+        None if swe_eval_core::mini::holds(&ds.instances) => {
             let dir = output.join("mini").join("mirrors");
             Some(
-                crate::mini::materialize_mirrors(&dir)
+                swe_eval_core::mini::materialize_mirrors(&dir)
                     .map_err(|source| InputError::Mini { dir, source })?,
             )
         }
@@ -247,7 +248,10 @@ mod tests {
         let inputs = load_inputs(&Source::default(), dir.path()).unwrap();
         assert!(inputs.problems.is_empty(), "{:?}", inputs.problems);
         assert!(inputs.instance_ids.len() >= 8);
-        assert_eq!(inputs.predictions.len(), crate::mini::expected().len());
+        assert_eq!(
+            inputs.predictions.len(),
+            swe_eval_core::mini::expected().len()
+        );
         assert!(inputs.mini_mirrors.unwrap().is_dir());
         let only = Source {
             instance_ids: vec!["swe-eval-mini__calc-1".into()],
@@ -272,7 +276,7 @@ mod tests {
     #[test]
     fn the_mini_rows_get_the_mini_settings_from_any_file_and_other_rows_never_do() {
         use crate::orchestrate::{RunOptions, DEFAULT_TIMEOUT, MINI_TIMEOUT};
-        use crate::spec::Flavour;
+        use swe_eval_core::spec::Flavour;
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out");
         let settings = |inputs: &Inputs| {
@@ -292,23 +296,25 @@ mod tests {
         );
         // The same rows under names that say nothing about the mini benchmark, in JSON Lines
         // and as a JSON list, with the bundled predictions and with `gold`.
-        let rows: Vec<serde_json::Value> = crate::mini::DATASET
+        let rows: Vec<serde_json::Value> = swe_eval_core::mini::DATASET
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
         let jsonl = dir.path().join("rows.jsonl");
-        std::fs::write(&jsonl, crate::mini::DATASET).unwrap();
+        std::fs::write(&jsonl, swe_eval_core::mini::DATASET).unwrap();
         let list = dir.path().join("verified-subset.json");
         std::fs::write(&list, serde_json::to_vec(&rows).unwrap()).unwrap();
         let preds = dir.path().join("p.jsonl");
-        std::fs::write(&preds, crate::mini::PREDICTIONS).unwrap();
+        std::fs::write(&preds, swe_eval_core::mini::PREDICTIONS).unwrap();
         for (d, p) in [(&jsonl, preds.to_str().unwrap()), (&list, "gold")] {
             let inputs = load_inputs(&source(d.to_str(), Some(p)), &out).unwrap();
             assert!(inputs.is_mini(), "{}", d.display());
             assert_eq!(settings(&inputs), settings(&bare), "{}", d.display());
             let mirrors = inputs.mini_mirrors.unwrap();
-            for (name, _) in crate::mini::REPOS {
-                assert!(mirrors.join(crate::mini::mirror_file_name(name)).is_file());
+            for (name, _) in swe_eval_core::mini::REPOS {
+                assert!(mirrors
+                    .join(swe_eval_core::mini::mirror_file_name(name))
+                    .is_file());
             }
         }
         // One field changed in one row, or a row that is not the mini's: the general defaults.
@@ -345,7 +351,7 @@ mod tests {
         // nowhere local; strutils-2 made incomplete.
         let mirrors = dir.path().join("some-mirrors");
         std::fs::create_dir_all(&mirrors).unwrap();
-        let calc = crate::mini::mirror_file_name("calc");
+        let calc = swe_eval_core::mini::mirror_file_name("calc");
         std::fs::copy(
             inputs.mini_mirrors.as_ref().unwrap().join(&calc),
             mirrors.join(&calc),

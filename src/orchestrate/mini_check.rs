@@ -1,5 +1,5 @@
 //! The mini benchmark's check: a run's verdicts held against the ones the benchmark
-//! expects (`datasets/mini/expected.json`, embedded in `crate::mini`).
+//! expects (`datasets/mini/expected.json`, embedded in `swe_eval_core::mini`).
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -46,7 +46,7 @@ pub struct MiniCheck {
 /// Reads the run's per-prediction JSONL back and compares each verdict (official and strict,
 /// with the error kind) with the one the benchmark expects. Predictions the run did not cover
 /// (`--instance-ids`) and predictions not in `bundled` (a user's own patches on the mini tasks,
-/// see [`crate::mini::bundled_keys`]) are left out of the count. A `--strict` run is held to the
+/// see [`swe_eval_core::mini::bundled_keys`]) are left out of the count. A `--strict` run is held to the
 /// strict verdicts.
 pub fn check_mini(
     report: &RunReport,
@@ -77,7 +77,7 @@ pub fn check_mini(
         got.insert(key, row);
     }
     let expected: Vec<serde_json::Value> =
-        serde_json::from_str(crate::mini::EXPECTED).map_err(MiniCheckError::Expected)?;
+        serde_json::from_str(swe_eval_core::mini::EXPECTED).map_err(MiniCheckError::Expected)?;
     let (mut checked, mut mismatches) = (0, Vec::new());
     for e in &expected {
         let key = (

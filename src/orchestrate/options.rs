@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use super::prepare::PrepareOptions;
-use crate::repos::{RepoFlagError, RepoSources};
-use crate::spec::Flavour;
+use swe_eval_core::repos::{RepoFlagError, RepoSources};
+use swe_eval_core::spec::Flavour;
 
 /// The image and repository choices of `run` and `validate`, as given.
 #[derive(Debug, Clone, Default)]
@@ -48,7 +48,7 @@ pub enum OptionsError {
         #[source]
         source: std::io::Error,
     },
-    /// A count or duration outside its documented range (`crate::bounds`): a zero timeout,
+    /// A count or duration outside its documented range (`swe_eval_core::bounds`): a zero timeout,
     /// a worker count beyond the maximum.
     #[error("{0}")]
     OutOfRange(String),
@@ -71,9 +71,9 @@ pub(super) fn absolute(path: &Path) -> Result<PathBuf, OptionsError> {
     })
 }
 
-impl crate::failure::Classify for OptionsError {
-    fn kind(&self) -> crate::failure::ErrorKind {
-        use crate::failure::ErrorKind;
+impl swe_eval_core::failure::Classify for OptionsError {
+    fn kind(&self) -> swe_eval_core::failure::ErrorKind {
+        use swe_eval_core::failure::ErrorKind;
         match self {
             OptionsError::RepoFlag(_) | OptionsError::OutOfRange(_) => ErrorKind::Usage,
             OptionsError::CaCert { source, .. }

@@ -9,14 +9,14 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::dataset::Instance;
 use crate::engine::Engine;
 use crate::engine::TarEntry;
 use crate::images::{
     self, BaseOptions, BuildHooks, BuildOptions, ImageFailure, PlanOptions, Prepared, RepoCache,
 };
-use crate::repos::RepoSources;
-use crate::spec::{Flavour, SpecOptions, TestSpec};
+use swe_eval_core::dataset::Instance;
+use swe_eval_core::repos::RepoSources;
+use swe_eval_core::spec::{Flavour, SpecOptions, TestSpec};
 
 use crate::runner::Setup;
 
@@ -79,7 +79,8 @@ pub fn specs(instances: &[&Instance], opts: &PrepareOptions) -> Specs {
                         instance: (*inst).clone(),
                         image: Err(format!("no test spec: {e}")),
                         eval_script: String::new(),
-                        log_parser: crate::logparse::parser_for_repo(&inst.repo).to_string(),
+                        log_parser: swe_eval_core::logparse::parser_for_repo(&inst.repo)
+                            .to_string(),
                         cpus: None,
                     }),
                 );
@@ -87,7 +88,7 @@ pub fn specs(instances: &[&Instance], opts: &PrepareOptions) -> Specs {
         }
     }
     out.warnings
-        .extend(crate::spec::group_warnings(&spec_warnings));
+        .extend(swe_eval_core::spec::group_warnings(&spec_warnings));
     out
 }
 

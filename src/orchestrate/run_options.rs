@@ -19,7 +19,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
 
 /// The mini benchmark's timeout: every task's tests run in well under 2 s, and its
 /// infinite-loop prediction has to time out without holding up the run.
-pub const MINI_TIMEOUT: Duration = Duration::from_secs(crate::mini::DEFAULT_TIMEOUT_SECS);
+pub const MINI_TIMEOUT: Duration = Duration::from_secs(swe_eval_core::mini::DEFAULT_TIMEOUT_SECS);
 
 /// The run id of the mini benchmark when none is given.
 pub const MINI_RUN_ID: &str = "mini";
@@ -133,10 +133,10 @@ impl RunOptions {
         prepare_options(&self.output, &self.images, mini_mirrors)
     }
 
-    /// The chosen counts and timeout against their ranges ([`crate::bounds`]), whichever face
+    /// The chosen counts and timeout against their ranges ([`swe_eval_core::bounds`]), whichever face
     /// set them: a zero timeout would time out every job before it starts.
     pub fn check(&self) -> Result<(), OptionsError> {
-        use crate::bounds::{BUILD_JOBS, TIMEOUT_SECS, WORKERS};
+        use swe_eval_core::bounds::{BUILD_JOBS, TIMEOUT_SECS, WORKERS};
         let out = |what: &str, v: String, range: String| {
             Err(OptionsError::OutOfRange(format!("{what} {v}: {range}")))
         };
@@ -250,8 +250,8 @@ mod range_tests {
             let e = opts.check().unwrap_err();
             assert_eq!(e.to_string(), want);
             assert_eq!(
-                crate::failure::Classify::kind(&e),
-                crate::failure::ErrorKind::Usage
+                swe_eval_core::failure::Classify::kind(&e),
+                swe_eval_core::failure::ErrorKind::Usage
             );
         }
     }

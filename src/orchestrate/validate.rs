@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
-use crate::predictions::Prediction;
 use crate::runner::{Layout, RunReport};
+use swe_eval_core::predictions::Prediction;
 
 use super::error::WorkflowError;
 use super::findings::{findings, Finding, Repeats, EMPTY, GOLD};
@@ -65,7 +65,7 @@ pub async fn validate(
 ) -> Result<Validated, WorkflowError> {
     let mut opts = opts.clone();
     opts.output = super::options::absolute(&opts.output)?;
-    crate::fsutil::ready_folder(&opts.output)?;
+    swe_eval_core::fsutil::ready_folder(&opts.output)?;
     let source = Source {
         predictions: source.dataset.as_ref().map(|_| "gold".to_string()),
         ..source.clone()
@@ -105,7 +105,7 @@ pub async fn validate(
     let layout = Layout::new(&opts.output, &run_id);
     let findings = findings(&layout, &inputs.dataset, &inputs.instance_ids, repeats)?;
     let file = opts.output.join(format!("validate.{run_id}.json"));
-    crate::fsutil::write_json_atomic(&file, &findings)?;
+    swe_eval_core::fsutil::write_json_atomic(&file, &findings)?;
     let rows: Vec<_> = findings
         .iter()
         .filter(|f| f.runs_missing == 0 || f.flaky)
@@ -115,7 +115,10 @@ pub async fn validate(
         })
         .collect();
     let flaky_map = opts.output.join(flaky_map_name(&run_id));
-    crate::fsutil::write_atomic(&flaky_map, crate::report::flaky_map_text(&rows).as_bytes())?;
+    swe_eval_core::fsutil::write_atomic(
+        &flaky_map,
+        swe_eval_core::report::flaky_map_text(&rows).as_bytes(),
+    )?;
     let flagged = findings.iter().filter(|f| f.flagged()).count();
     let troubles = Troubles::of_run(inputs.problems.len(), &report).with_failed_checks(flagged);
     Ok(Validated {

@@ -13,13 +13,13 @@ use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 use super::inputs::needed;
 use super::prep_times::{self, PrepTimes};
 use super::prepare::{self, PrepareOptions};
-use crate::dataset::Dataset;
 use crate::engine::Engine;
 use crate::images::{self, BuildEvent, BuildHooks, CacheLevel, StopFlag};
 use crate::images::{hold_labels, reap_dead_holds, release_holds, Holding};
-use crate::predictions::Prediction;
 use crate::runner::{self, Arrivals, Plan, RunConfig, RunError, RunEvent, RunReport, Setup};
-use crate::spec::Flavour;
+use swe_eval_core::dataset::Dataset;
+use swe_eval_core::predictions::Prediction;
+use swe_eval_core::spec::Flavour;
 
 /// What the workflow tells its caller, in order.
 #[derive(Debug, Clone)]
@@ -285,7 +285,13 @@ pub async fn prepare_streaming<E: Engine>(
         return images::Prepared::default();
     }
     let started = tokio::time::Instant::now();
-    let by_id: HashMap<&str, &(crate::dataset::Instance, crate::spec::TestSpec)> = specs
+    let by_id: HashMap<
+        &str,
+        &(
+            swe_eval_core::dataset::Instance,
+            swe_eval_core::spec::TestSpec,
+        ),
+    > = specs
         .ready
         .iter()
         .map(|s| (s.0.instance_id.as_str(), s))
@@ -508,7 +514,7 @@ pub fn with_stand_ins(
                     instance: inst.clone(),
                     image: Err("image not prepared: the instance had nothing left to run".into()),
                     eval_script: String::new(),
-                    log_parser: crate::logparse::parser_for_repo(&inst.repo).to_string(),
+                    log_parser: swe_eval_core::logparse::parser_for_repo(&inst.repo).to_string(),
                     cpus: None,
                 }),
             );

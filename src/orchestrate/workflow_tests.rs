@@ -13,9 +13,9 @@ use super::{load_inputs, Inputs, PrepTimes, PrepareOptions};
 use crate::engine::Engine;
 use crate::engine::{exited, Call, FakeEngine};
 use crate::images::{base_image_name, BuildEvent, CacheLevel, Phase, Stage};
-use crate::repos::RepoSources;
 use crate::runner::{Category, RunConfig, RunEvent, RunReport};
-use crate::spec::{DebianRelease, Flavour};
+use swe_eval_core::repos::RepoSources;
+use swe_eval_core::spec::{DebianRelease, Flavour};
 
 const BUILD: Duration = Duration::from_secs(10);
 

@@ -12,8 +12,8 @@ use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::engine::{Engine, StartGate, LABEL_OWNER, LABEL_RUN_ID, LABEL_TOOL};
-use crate::grading::Mode;
-use crate::predictions::Prediction;
+use swe_eval_core::grading::Mode;
+use swe_eval_core::predictions::Prediction;
 
 use super::arrivals::Arrivals;
 use super::intake::{self, Pending, Submission, Submissions};
@@ -73,7 +73,7 @@ pub async fn dispatch<E: Engine>(
     // At most one job per CPU the engine runs jobs on (each is given one CPU): more at once
     // would only share them and make timeouts likelier.
     let workers =
-        crate::bounds::bound_workers(Some(config.workers), info.cpus.unwrap_or(usize::MAX));
+        swe_eval_core::bounds::bound_workers(Some(config.workers), info.cpus.unwrap_or(usize::MAX));
     if let Some(message) = workers.note("jobs at once", "the engine's CPUs, one per job") {
         emit(RunEvent::Note { message });
     }
@@ -817,7 +817,7 @@ fn panicked(job: &job::Job, run_id: &str, message: &str) -> job::JobDone {
                 run_id,
             );
             v.category = Category::InfraError;
-            v.error_reason = Some(crate::grading::ErrorReason::Infra);
+            v.error_reason = Some(swe_eval_core::grading::ErrorReason::Infra);
             v.strict_category = Category::InfraError;
             v.reason = Some(format!("job failed: {message}"));
             (m.dir.clone(), v)

@@ -2,7 +2,7 @@
 //! reading of what it printed.
 //!
 //! The driver applies the patch in `/testbed` exactly as the official harness v4.1.0 does (the
-//! version whose grading [`crate::grading`] reproduces and whose reports the shared data hold):
+//! version whose grading [`swe_eval_core::grading`] reproduces and whose reports the shared data hold):
 //! the commands of [`APPLY_COMMANDS`] in order, each on the tree the one before left (no reset
 //! in between), the first that exits 0 wins. The effects that follow are the official ones: a
 //! failed `git apply --reject` leaves the hunks that applied (and `.rej` files) in the tree, and

@@ -183,12 +183,12 @@ pub enum RunError {
     Engine(#[from] EngineError),
     /// The closing files could not be written.
     #[error(transparent)]
-    Write(#[from] crate::report::ReportError),
+    Write(#[from] swe_eval_core::report::ReportError),
 }
 
-impl crate::failure::Classify for RunError {
-    fn kind(&self) -> crate::failure::ErrorKind {
-        use crate::failure::ErrorKind;
+impl swe_eval_core::failure::Classify for RunError {
+    fn kind(&self) -> swe_eval_core::failure::ErrorKind {
+        use swe_eval_core::failure::ErrorKind;
         match self {
             RunError::Write(e) => e.kind(),
             // Another live process holds the run: choose another run id, or wait.

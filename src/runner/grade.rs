@@ -3,8 +3,8 @@
 //! is shaped from the result.
 
 use crate::engine::JobOutput;
-use crate::grading::{self, ErrorReason, GradeInput, Mode, RunOutcome};
-use crate::report::{self, InstanceReport};
+use swe_eval_core::grading::{self, ErrorReason, GradeInput, Mode, RunOutcome};
+use swe_eval_core::report::{self, InstanceReport};
 
 use super::driver::{Apply, Parsed, PatchMode};
 use super::job_config::JobConfig;

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 
-use crate::predictions::Prediction;
+use swe_eval_core::predictions::Prediction;
 
 use super::store::Verdict;
 use super::Setup;

@@ -329,7 +329,7 @@ fn job_spec(
         });
     }
     if cfg.strict {
-        let remove: String = crate::grading::collection_files(&job.patch)
+        let remove: String = swe_eval_core::grading::collection_files(&job.patch)
             .into_iter()
             .map(|f| format!("{}\t{}\n", if f.added { 'A' } else { 'M' }, f.path))
             .collect();
@@ -436,7 +436,7 @@ fn write_logs(
     g: &Graded,
 ) -> Result<(), String> {
     let w = |name: &str, bytes: &[u8]| {
-        crate::fsutil::write_atomic(&m.dir.join(name), bytes).map_err(|e| e.to_string())
+        swe_eval_core::fsutil::write_atomic(&m.dir.join(name), bytes).map_err(|e| e.to_string())
     };
     if job.mode == PatchMode::Apply {
         w("patch.diff", job.patch.as_bytes())?;
@@ -445,7 +445,7 @@ fn write_logs(
     w("test_output.txt", test_output.as_bytes())?;
     w("run_instance.log", log.as_bytes())?;
     if let Some(report) = &g.report_json {
-        w(crate::report::REPORT_FILE, report.as_bytes())?;
+        w(swe_eval_core::report::REPORT_FILE, report.as_bytes())?;
     }
     Ok(())
 }

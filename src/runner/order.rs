@@ -98,7 +98,7 @@ impl Durations {
     pub fn remember(
         path: &Path,
         observed: &[(String, f64)],
-    ) -> Result<(), crate::fsutil::WriteError> {
+    ) -> Result<(), swe_eval_core::fsutil::WriteError> {
         if observed.is_empty() {
             return Ok(());
         }
@@ -111,7 +111,7 @@ impl Durations {
             .iter()
             .map(|(k, v)| (k, (v * 1000.0).round() / 1000.0))
             .collect();
-        crate::fsutil::write_json_atomic(path, &rounded)
+        swe_eval_core::fsutil::write_json_atomic(path, &rounded)
     }
 }
 
@@ -181,11 +181,12 @@ mod tests {
     use crate::runner::{PatchMode, Setup};
 
     fn job(seq: usize, id: &str) -> Arc<Job> {
-        let instance: crate::dataset::Instance = serde_json::from_value(serde_json::json!({
-            "instance_id": id, "repo": "o/r", "base_commit": "c", "patch": "",
-            "FAIL_TO_PASS": [], "PASS_TO_PASS": [],
-        }))
-        .unwrap();
+        let instance: swe_eval_core::dataset::Instance =
+            serde_json::from_value(serde_json::json!({
+                "instance_id": id, "repo": "o/r", "base_commit": "c", "patch": "",
+                "FAIL_TO_PASS": [], "PASS_TO_PASS": [],
+            }))
+            .unwrap();
         Arc::new(Job {
             seq,
             setup: Arc::new(Setup {

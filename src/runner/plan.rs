@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::dataset::Instance;
 use crate::engine::Limits;
-use crate::predictions::Prediction;
+use swe_eval_core::dataset::Instance;
+use swe_eval_core::predictions::Prediction;
 
 use super::store::{self, Layout};
 

@@ -25,13 +25,13 @@ use serde::{Deserialize, Serialize};
 
 // Re-exported where they used to live, for callers not yet moved to `crate::owner`.
 pub use crate::owner::{owner_id, owner_is_dead};
-use crate::predictions::model_dir_name;
+use swe_eval_core::predictions::model_dir_name;
 
 /// File name of the verdict record in a prediction's log folder.
 pub const VERDICT_FILE: &str = "verdict.json";
 
 /// How a prediction ended: grading's category, the one of the whole crate.
-pub use crate::grading::Category;
+pub use swe_eval_core::grading::Category;
 
 /// The verdict of one prediction: `verdict.json`, and one row of the per-prediction files.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -74,7 +74,7 @@ pub struct Verdict {
     pub timed_out: bool,
     /// The grading module's error kind, for errors and infra errors.
     #[serde(default)]
-    pub error_reason: Option<crate::grading::ErrorReason>,
+    pub error_reason: Option<swe_eval_core::grading::ErrorReason>,
     /// Why the prediction is an error or infra error, or what strict grading objected to.
     pub reason: Option<String>,
     /// Unresolved only because every failing required test failed with a network error
@@ -150,16 +150,17 @@ impl Layout {
     pub fn prediction_dir(&self, model: &str, instance_id: &str, sample: u32) -> PathBuf {
         self.run_dir()
             .join(model_dir_name(model))
-            .join(crate::predictions::sample_name(instance_id, sample))
+            .join(swe_eval_core::predictions::sample_name(instance_id, sample))
     }
 
     /// The official run summary of one model's sample.
     pub fn summary_path(&self, model: &str, sample: u32) -> PathBuf {
-        self.output.join(crate::predictions::summary_file_name(
-            model,
-            &self.run_id,
-            sample,
-        ))
+        self.output
+            .join(swe_eval_core::predictions::summary_file_name(
+                model,
+                &self.run_id,
+                sample,
+            ))
     }
 
     /// `<run_id>.predictions.jsonl`: every verdict of the run, one a line.
@@ -179,13 +180,13 @@ impl Layout {
     }
 }
 
-/// A verdict as written: the verdict wire format, version [`crate::wire::VERDICT_VERSION`]
+/// A verdict as written: the verdict wire format, version [`swe_eval_core::wire::VERDICT_VERSION`]
 /// (docs/formats.md), the version first, then the verdict's fields. `verdict.json` is one;
 /// each row of a run's `<run_id>.predictions.jsonl` is one (the CSV has the same columns, the
 /// version last). Files written before the version field are read as version 1.
 #[derive(Debug, Serialize)]
 pub struct VerdictFile<'a> {
-    /// [`crate::wire::VERDICT_VERSION`].
+    /// [`swe_eval_core::wire::VERDICT_VERSION`].
     pub format_version: u32,
     /// The verdict's fields, at the top level of the object.
     #[serde(flatten)]
@@ -205,15 +206,18 @@ impl<'a> VerdictFile<'a> {
     /// `verdict` in the current verdict format.
     pub fn new(verdict: &'a Verdict) -> Self {
         VerdictFile {
-            format_version: crate::wire::VERDICT_VERSION,
+            format_version: swe_eval_core::wire::VERDICT_VERSION,
             verdict,
         }
     }
 }
 
 /// Writes `dir/verdict.json` atomically in the current verdict format.
-pub fn write_verdict(dir: &Path, verdict: &Verdict) -> Result<(), crate::fsutil::WriteError> {
-    crate::fsutil::write_json_atomic(&dir.join(VERDICT_FILE), &VerdictFile::new(verdict))
+pub fn write_verdict(
+    dir: &Path,
+    verdict: &Verdict,
+) -> Result<(), swe_eval_core::fsutil::WriteError> {
+    swe_eval_core::fsutil::write_json_atomic(&dir.join(VERDICT_FILE), &VerdictFile::new(verdict))
 }
 
 /// Why a verdict could not be had.
@@ -224,7 +228,7 @@ pub enum VerdictError {
     Json(#[from] serde_json::Error),
     /// Of a format version this build does not read.
     #[error(transparent)]
-    Version(#[from] crate::wire::VersionError),
+    Version(#[from] swe_eval_core::wire::VersionError),
     /// The file could not be read.
     #[error("{}: {source}", path.display())]
     Read {
@@ -250,9 +254,9 @@ pub enum VerdictError {
 /// format version).
 pub fn parse_verdict(text: &[u8]) -> Result<Verdict, VerdictError> {
     let file: VerdictFileIn = serde_json::from_slice(text)?;
-    crate::wire::check(
+    swe_eval_core::wire::check(
         file.format_version.as_ref(),
-        crate::wire::VERDICT_VERSION,
+        swe_eval_core::wire::VERDICT_VERSION,
         "a verdict",
     )?;
     Ok(file.verdict)
@@ -452,7 +456,7 @@ mod tests {
         let path = dir.path().join(VERDICT_FILE);
         let text = std::fs::read_to_string(&path).unwrap();
         let obj: serde_json::Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(obj["format_version"], crate::wire::VERDICT_VERSION);
+        assert_eq!(obj["format_version"], swe_eval_core::wire::VERDICT_VERSION);
         assert!(
             text.trim_start().starts_with("{\n  \"format_version\""),
             "{text}"
@@ -468,7 +472,7 @@ mod tests {
 
         // A newer format is refused (and a resume runs the prediction again).
         let mut newer = obj;
-        newer["format_version"] = (crate::wire::VERDICT_VERSION + 1).into();
+        newer["format_version"] = (swe_eval_core::wire::VERDICT_VERSION + 1).into();
         std::fs::write(&path, newer.to_string()).unwrap();
         let err = read_verdict(&path).unwrap_err().to_string();
         assert!(

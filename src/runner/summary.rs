@@ -8,9 +8,9 @@ use std::path::PathBuf;
 
 use super::store::{Category, Layout, Verdict, VerdictFile};
 use super::{Key, Plan};
-use crate::fsutil::write_atomic;
-use crate::grading::{self, ErrorReason, Mode};
-use crate::report::{self, ReportError, RunSummary, Submitted};
+use swe_eval_core::fsutil::write_atomic;
+use swe_eval_core::grading::{self, ErrorReason, Mode};
+use swe_eval_core::report::{self, ReportError, RunSummary, Submitted};
 
 /// The grading module's view of a stored verdict, enough for the run summary (the test lists
 /// are not kept in memory; they are in each prediction's `report.json`).
@@ -106,10 +106,10 @@ pub fn write_all(
         path: layout.csv_path(),
         source,
     };
-    w.write_record(CSV_HEADER.iter().chain([&crate::wire::FIELD]))
+    w.write_record(CSV_HEADER.iter().chain([&swe_eval_core::wire::FIELD]))
         .map_err(csv_err)?;
     for v in verdicts.values() {
-        w.serialize((v, crate::wire::VERDICT_VERSION))
+        w.serialize((v, swe_eval_core::wire::VERDICT_VERSION))
             .map_err(csv_err)?;
     }
     let bytes = w.into_inner().map_err(|e| csv_err(e.into_error().into()))?;
@@ -128,7 +128,7 @@ pub fn write_report_html(
     verdicts: &BTreeMap<Key, Verdict>,
     mode: Mode,
 ) -> Result<PathBuf, ReportError> {
-    use crate::report::{self, Heading, Record, Text};
+    use swe_eval_core::report::{self, Heading, Record, Text};
     let patches: std::collections::HashMap<Key, &str> = plan
         .predictions
         .iter()
@@ -158,7 +158,7 @@ pub fn write_report_html(
                 .unwrap_or_default();
             let similarity = match (setup, patches.get(key)) {
                 (Some(s), Some(pred)) if !pred.trim().is_empty() => {
-                    Some(crate::reward::unidiff_reward(&s.instance.patch, pred).similarity)
+                    Some(swe_eval_core::reward::unidiff_reward(&s.instance.patch, pred).similarity)
                 }
                 _ => None,
             };
@@ -278,7 +278,8 @@ mod tests {
         let mut w = csv::WriterBuilder::new()
             .has_headers(false)
             .from_writer(Vec::new());
-        w.serialize((&v, crate::wire::VERDICT_VERSION)).unwrap();
+        w.serialize((&v, swe_eval_core::wire::VERDICT_VERSION))
+            .unwrap();
         let row = String::from_utf8(w.into_inner().unwrap()).unwrap();
         assert_eq!(
             row.trim_end().split(',').count(),

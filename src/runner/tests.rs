@@ -8,11 +8,11 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use super::*;
-use crate::dataset::Instance;
 use crate::engine::{exited, timed_out, FakeEngine};
 use crate::engine::{EngineError, LABEL_RUN_ID, LABEL_TOOL};
 use crate::engine::{JobSpec, Resource};
-use crate::predictions::Prediction;
+use swe_eval_core::dataset::Instance;
+use swe_eval_core::predictions::Prediction;
 
 const IMAGE: &str = "img:1";
 
@@ -249,7 +249,7 @@ async fn every_category_is_reached_and_written() {
         let row: serde_json::Value = serde_json::from_str(line).unwrap();
         assert_eq!(
             row["format_version"],
-            crate::wire::VERDICT_VERSION,
+            swe_eval_core::wire::VERDICT_VERSION,
             "{line}"
         );
     }

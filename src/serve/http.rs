@@ -109,11 +109,11 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
     let _ = stop.wait_for(|s| *s).await;
 }
 
-impl crate::failure::Classify for ServeError {
-    fn kind(&self) -> crate::failure::ErrorKind {
+impl swe_eval_core::failure::Classify for ServeError {
+    fn kind(&self) -> swe_eval_core::failure::ErrorKind {
         match self {
             ServeError::Access(e) => e.kind(),
-            ServeError::Bind { .. } => crate::failure::ErrorKind::Failed,
+            ServeError::Bind { .. } => swe_eval_core::failure::ErrorKind::Failed,
         }
     }
 }

@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use crate::fsutil::WriteError;
-use crate::report::ReportError;
+use swe_eval_core::fsutil::WriteError;
+use swe_eval_core::report::ReportError;
 
 /// Why a package could not be built or verified.
 #[derive(Debug, thiserror::Error)]
@@ -33,9 +33,9 @@ pub enum SubmitError {
     Input(String),
 }
 
-impl crate::failure::Classify for SubmitError {
-    fn kind(&self) -> crate::failure::ErrorKind {
-        use crate::failure::ErrorKind;
+impl swe_eval_core::failure::Classify for SubmitError {
+    fn kind(&self) -> swe_eval_core::failure::ErrorKind {
+        use swe_eval_core::failure::ErrorKind;
         match self {
             SubmitError::Usage(_) => ErrorKind::Usage,
             SubmitError::Input(_) => ErrorKind::NothingComputable,

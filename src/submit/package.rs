@@ -5,12 +5,12 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-use crate::dataset::Dataset;
-use crate::fsutil::{self};
-use crate::grading::{self, GradeInput, Mode};
-use crate::predictions::{model_dir_name, Prediction};
-use crate::report::SavedLog;
-use crate::report::{self, InstanceReport, TEST_OUTPUT_FILE};
+use swe_eval_core::dataset::Dataset;
+use swe_eval_core::fsutil::{self};
+use swe_eval_core::grading::{self, GradeInput, Mode};
+use swe_eval_core::predictions::{model_dir_name, Prediction};
+use swe_eval_core::report::SavedLog;
+use swe_eval_core::report::{self, InstanceReport, TEST_OUTPUT_FILE};
 
 use super::error::SubmitError;
 use super::layout::{METADATA_FILE, PREDS_FILE, README_FILE, TRAJS_DIR};

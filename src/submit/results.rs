@@ -18,10 +18,10 @@ use serde_json::{json, Map, Value};
 
 use super::SubmitError;
 
-use crate::dataset::{Dataset, Instance};
-use crate::grading::{self, GradeInput, Mode};
-use crate::report::SavedLog;
-use crate::report::{to_python_json_indent, TEST_OUTPUT_FILE};
+use swe_eval_core::dataset::{Dataset, Instance};
+use swe_eval_core::grading::{self, GradeInput, Mode};
+use swe_eval_core::report::SavedLog;
+use swe_eval_core::report::{to_python_json_indent, TEST_OUTPUT_FILE};
 
 /// The folder of the computed results.
 pub const RESULTS_DIR: &str = "results";
@@ -483,8 +483,11 @@ mod tests {
             },
         );
         for (name, text) in r.files() {
-            crate::fsutil::write_atomic(&dir.path().join(RESULTS_DIR).join(name), text.as_bytes())
-                .unwrap();
+            swe_eval_core::fsutil::write_atomic(
+                &dir.path().join(RESULTS_DIR).join(name),
+                text.as_bytes(),
+            )
+            .unwrap();
         }
         assert!(compare_files(dir.path(), &r).is_empty());
         let mut other = r.clone();

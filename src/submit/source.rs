@@ -4,8 +4,8 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-use crate::predictions::Prediction;
-use crate::report::{SavedLog, SavedLogs};
+use swe_eval_core::predictions::Prediction;
+use swe_eval_core::report::{SavedLog, SavedLogs};
 
 use super::error::SubmitError;
 use super::results;
@@ -50,7 +50,7 @@ impl Logs {
                     p.instance_id.clone(),
                 );
                 match dirs.get(&key) {
-                    Some(dir) => Ok(crate::report::read_instance_dir(dir)?),
+                    Some(dir) => Ok(swe_eval_core::report::read_instance_dir(dir)?),
                     None => Ok(SavedLog::Missing),
                 }
             }
@@ -111,7 +111,7 @@ pub fn predictions_from_tree(
             continue;
         }
         runs.insert(this_run);
-        let (id, sample) = match crate::predictions::parse_sample_name(&leaf) {
+        let (id, sample) = match swe_eval_core::predictions::parse_sample_name(&leaf) {
             (id, Some(k)) => (id, k),
             (_, None) => (leaf.clone(), 0),
         };

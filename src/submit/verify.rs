@@ -4,8 +4,8 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
-use crate::dataset::Dataset;
-use crate::report::{self};
+use swe_eval_core::dataset::Dataset;
+use swe_eval_core::report::{self};
 
 use super::error::SubmitError;
 use super::layout::{KEPT_BY_SCRIPT, METADATA_FILE, PREDS_FILE, README_FILE, TRAJS_DIR};

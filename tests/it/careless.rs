@@ -375,7 +375,7 @@ proptest! {
         bootstrap in prop_oneof![0usize..=1000, 90_000usize..=100_000],
     ) {
         let d = tempfile::tempdir().unwrap();
-        let cores = swe_eval::bounds::cores();
+        let cores = swe_eval_core::bounds::cores();
         let rewards = d.path().join("rewards.jsonl");
         let outs = d.path().join("outcomes.jsonl");
         let rows: Vec<_> = (0..40).map(|i| json!({"instance_id": format!("a__x-{i}"), "sample": 0, "similarity": i as f64 / 40.0, "reward": i as f64 / 40.0})).collect();
@@ -668,7 +668,7 @@ fn the_mini_rows_under_any_file_name_get_the_mini_settings_and_check() {
     assert!(
         found
             .iter()
-            .all(|(_, v)| v.timeout_secs == Some(swe_eval::mini::DEFAULT_TIMEOUT_SECS)),
+            .all(|(_, v)| v.timeout_secs == Some(swe_eval_core::mini::DEFAULT_TIMEOUT_SECS)),
         "{found:?}"
     );
 }

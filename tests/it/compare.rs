@@ -80,12 +80,12 @@ fn every_statistic_matches_scipy_and_statsmodels() {
     let fx = fixture("stats.json");
     let u = |v: &Value| v.as_u64().unwrap() as usize;
     for c in fx["wilson"].as_array().unwrap() {
-        let [lo, hi] = swe_eval::compare::wilson(u(&c["k"]), u(&c["n"])).unwrap();
+        let [lo, hi] = swe_eval_core::compare::wilson(u(&c["k"]), u(&c["n"])).unwrap();
         close(lo, c["ci"][0].as_f64().unwrap(), &format!("wilson {c}"));
         close(hi, c["ci"][1].as_f64().unwrap(), &format!("wilson {c}"));
     }
     for c in fx["mcnemar"].as_array().unwrap() {
-        let got = swe_eval::compare::mcnemar_exact(u(&c["b"]), u(&c["c"]));
+        let got = swe_eval_core::compare::mcnemar_exact(u(&c["b"]), u(&c["c"]));
         let want = c["p"].as_f64().unwrap();
         close(got, want, &format!("mcnemar {c}"));
         assert!(
@@ -96,18 +96,18 @@ fn every_statistic_matches_scipy_and_statsmodels() {
     let pk = fx["pass_at_k"].as_array().unwrap();
     assert!(pk.len() > 100);
     for c in pk {
-        let got = swe_eval::compare::pass_at_k(u(&c["n"]), u(&c["c"]), u(&c["k"])).unwrap();
+        let got = swe_eval_core::compare::pass_at_k(u(&c["n"]), u(&c["c"]), u(&c["k"])).unwrap();
         close(got, c["value"].as_f64().unwrap(), &format!("pass@k {c}"));
     }
     for c in fx["sd"].as_array().unwrap() {
         let v: Vec<f64> = serde_json::from_value(c["values"].clone()).unwrap();
         close(
-            swe_eval::compare::sd(&v, 1).unwrap(),
+            swe_eval_core::compare::sd(&v, 1).unwrap(),
             c["ddof1"].as_f64().unwrap(),
             "sd ddof 1",
         );
         close(
-            swe_eval::compare::sd(&v, 0).unwrap(),
+            swe_eval_core::compare::sd(&v, 0).unwrap(),
             c["ddof0"].as_f64().unwrap(),
             "sd ddof 0",
         );
@@ -115,7 +115,7 @@ fn every_statistic_matches_scipy_and_statsmodels() {
     for c in fx["bootstrap"].as_array().unwrap() {
         let v: Vec<f64> = serde_json::from_value(c["values"].clone()).unwrap();
         let (b, seed) = (u(&c["resamples"]), c["seed"].as_u64().unwrap());
-        let [lo, hi] = swe_eval::compare::bootstrap_mean_ci(&v, b, seed).unwrap();
+        let [lo, hi] = swe_eval_core::compare::bootstrap_mean_ci(&v, b, seed).unwrap();
         let name = c["name"].as_str().unwrap();
         // Exactly the same-seed reimplementation.
         close(lo, c["same_seed"][0].as_f64().unwrap(), name);
@@ -133,7 +133,7 @@ fn every_statistic_matches_scipy_and_statsmodels() {
     }
     for c in fx["group_seed"].as_array().unwrap() {
         assert_eq!(
-            swe_eval::compare::group_seed(
+            swe_eval_core::compare::group_seed(
                 c["seed"].as_u64().unwrap(),
                 c["label"].as_str().unwrap()
             ),

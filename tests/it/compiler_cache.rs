@@ -11,7 +11,7 @@ use swe_eval::images::{
     compiler_cache_volume, ensure, BaseRecipe, BuildChain, EnvRecipe, InstanceRecipe,
     COMPILER_CACHE_DIR, MAX_CHAIN,
 };
-use swe_eval::spec::DebianRelease;
+use swe_eval_core::spec::DebianRelease;
 
 use crate::common::git;
 use crate::engine::{base_image, engine, job, run_id};

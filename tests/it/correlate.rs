@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{json, Value};
-use swe_eval::study::{self, Observation, Options, Outcome};
+use swe_eval_core::study::{self, Observation, Options, Outcome};
 
 fn fixture(name: &str) -> Value {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -414,7 +414,7 @@ fn input_formats_and_the_join() {
         csv.starts_with("instance_id,sample,repo,difficulty,similarity,reward,format,resolved,verdict,format_version\n"),
         "{csv}"
     );
-    let version = swe_eval::wire::STUDY_ROWS_VERSION;
+    let version = swe_eval_core::wire::STUDY_ROWS_VERSION;
     assert!(
         csv.lines()
             .nth(3)
@@ -592,7 +592,10 @@ fn pydantic_deep_similarity_auroc_is_0_7704() {
     ]);
     assert!(ok, "{stderr}");
     let s = summary_of(&out);
-    assert_eq!(s["format_version"], swe_eval::wire::STUDY_SUMMARY_VERSION);
+    assert_eq!(
+        s["format_version"],
+        swe_eval_core::wire::STUDY_SUMMARY_VERSION
+    );
     assert_eq!(s["n"].as_u64(), Some(486), "all submitted predictions");
     assert_eq!(s["n_resolved"].as_u64(), Some(229));
     assert_eq!(
@@ -688,7 +691,7 @@ fn mini_swe_agent_best_of_seven() {
 fn format_versions_of_the_inputs_are_checked() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
-    let v = swe_eval::wire::REWARDS_VERSION;
+    let v = swe_eval_core::wire::REWARDS_VERSION;
     let rewards = write(
         d,
         "r.jsonl",
@@ -714,7 +717,7 @@ fn format_versions_of_the_inputs_are_checked() {
     );
     assert!(p.message.contains("newer swe-eval"), "{}", p.message);
 
-    let v = swe_eval::wire::VERDICT_VERSION;
+    let v = swe_eval_core::wire::VERDICT_VERSION;
     let rows = write(
         d,
         "run.predictions.jsonl",
@@ -733,7 +736,7 @@ fn format_versions_of_the_inputs_are_checked() {
     );
     // `grade` rows: version 1 said `error` with reason `infra` for a prediction without a log,
     // version 2 says `infra_error`; both read as `infra_error`, a newer version is refused.
-    let v = swe_eval::wire::GRADE_ROWS_VERSION;
+    let v = swe_eval_core::wire::GRADE_ROWS_VERSION;
     assert_eq!(v, 2);
     let grade_row = |id: &str, category: &str, reason: &str, version: Option<u32>| {
         let mut row = json!({"instance_id": id, "resolved": false, "category": category,

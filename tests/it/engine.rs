@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use swe_eval::engine::{DockerEngine, Engine, FileIn, JobSpec, Limits, LABEL_RUN_ID, LABEL_TOOL};
 use swe_eval::images::{ensure_base, BaseOptions};
-use swe_eval::spec::DebianRelease;
+use swe_eval_core::spec::DebianRelease;
 use tokio::sync::OnceCell;
 
 /// The connected engine, or `None` (skip, or failure in CI) carrying the Connect error's advice.

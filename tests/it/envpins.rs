@@ -6,11 +6,11 @@
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-use swe_eval::dataset::Instance;
 use swe_eval::engine::{DockerEngine, Engine};
 use swe_eval::orchestrate::{check_spec, CheckEnvOptions};
-use swe_eval::spec::{DebianRelease, Flavour, SpecOptions, TestSpec};
-use swe_eval::spec::{EnvCheck, FrozenEnv};
+use swe_eval_core::dataset::Instance;
+use swe_eval_core::spec::{DebianRelease, Flavour, SpecOptions, TestSpec};
+use swe_eval_core::spec::{EnvCheck, FrozenEnv};
 
 use crate::common::prerequisite;
 use crate::engine::{base_image, engine};

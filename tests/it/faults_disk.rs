@@ -11,8 +11,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use swe_eval::fsutil::{write_atomic, write_json_atomic};
-use swe_eval::{mini, report};
+use swe_eval_core::fsutil::{write_atomic, write_json_atomic};
+use swe_eval_core::{mini, report};
 
 use swe_eval::runner::Category;
 

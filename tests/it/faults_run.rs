@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use swe_eval::mini;
 use swe_eval::runner::Category;
+use swe_eval_core::mini;
 
 use crate::common::poll_until;
 use crate::tasks::{self, Task};
@@ -362,7 +362,7 @@ fn endless_jobs_stop_at_the_timeout() {
         assert_eq!(v.category, Category::Error, "{v:?}");
         assert_eq!(
             v.error_reason,
-            Some(swe_eval::grading::ErrorReason::Timeout),
+            Some(swe_eval_core::grading::ErrorReason::Timeout),
             "{v:?}"
         );
         assert!(

@@ -18,13 +18,13 @@ use std::time::Duration;
 use proptest::prelude::*;
 use proptest::sample::Index;
 use serde_json::Value;
-use swe_eval::dataset::{self, LoadError, Loaded};
-use swe_eval::grading::{self, GradeInput, RunOutcome};
-use swe_eval::logparse::{self, PARSER_NAMES};
-use swe_eval::report::SavedLogs;
-use swe_eval::reward::{self, Files};
-use swe_eval::unidiff;
-use swe_eval::{mini, predictions, report};
+use swe_eval_core::dataset::{self, LoadError, Loaded};
+use swe_eval_core::grading::{self, GradeInput, RunOutcome};
+use swe_eval_core::logparse::{self, PARSER_NAMES};
+use swe_eval_core::report::SavedLogs;
+use swe_eval_core::reward::{self, Files};
+use swe_eval_core::unidiff;
+use swe_eval_core::{mini, predictions, report};
 
 /// A parser call still running after this long is a hang. Generous: debug build, 2 cores
 /// shared with other jobs; real calls on these inputs take milliseconds.
@@ -474,7 +474,7 @@ fn check_loaded<T>(
     match res {
         Ok(l) => l.problems.iter().try_for_each(check),
         Err(LoadError::Invalid(p)) => check(p),
-        Err(e @ (LoadError::Io { .. } | LoadError::Hub(_))) => Err(TestCaseError::fail(format!(
+        Err(e @ (LoadError::Io { .. } | LoadError::Fetch(_))) => Err(TestCaseError::fail(format!(
             "I/O or hub error on an existing file: {e}"
         ))),
     }

@@ -7,15 +7,15 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
-use swe_eval::dataset;
-use swe_eval::grading::{
+use swe_eval_core::dataset;
+use swe_eval_core::grading::{
     self, collection_files, collection_files_added, Category, ErrorReason, GradeInput, Mode,
     RunOutcome, StrictFinding,
 };
-use swe_eval::logparse::{self, LogReading, StatusMap, TestStatus};
-use swe_eval::predictions;
-use swe_eval::report::SavedLogs;
-use swe_eval::report::{InstanceReport, TestsStatusReport};
+use swe_eval_core::logparse::{self, LogReading, StatusMap, TestStatus};
+use swe_eval_core::predictions;
+use swe_eval_core::report::SavedLogs;
+use swe_eval_core::report::{InstanceReport, TestsStatusReport};
 
 const RUN: &str = "predictions/pydantic-deep_minimax-m2.5";
 const GROUPS: [&str; 4] = [
@@ -730,7 +730,7 @@ diff --git a/a/sitecustomize.py b/a/sitecustomize.py\nnew file mode 100644\nGIT 
 diff --git a/setup.cfg b/setup.cfg\n--- a/setup.cfg\n+++ b/setup.cfg\n@@ -1,2 +1,2 @@\n [tool:pytest]\n+addopts = -p no:x\n\
 diff --git a/pkg/x.pth b/pkg/x.pth\nnew file mode 100644\n--- /dev/null\n+++ b/pkg/x.pth\n@@ -0,0 +1 @@\n+import os\n";
     assert!(
-        swe_eval::unidiff::parse(patch).is_err(),
+        swe_eval_core::unidiff::parse(patch).is_err(),
         "the setup.cfg hunk is one line short of its header"
     );
     assert_eq!(
@@ -906,7 +906,7 @@ fn grade_cli_reads_an_official_logs_tree() {
         serde_json::json!(["inst__c-3"])
     );
     let (id, report) =
-        swe_eval::report::read_instance_report(&out.join("inst__a-1/report.json")).unwrap();
+        swe_eval_core::report::read_instance_report(&out.join("inst__a-1/report.json")).unwrap();
     assert_eq!(id, "inst__a-1");
     assert!(report.resolved && report.patch_successfully_applied);
     assert!(

@@ -15,7 +15,7 @@ use swe_eval::images::{
     cleanup, ensure, BaseOptions, BaseRecipe, BuildChain, BuildOptions, CacheLevel, EnvRecipe,
     ImagePlan, InstanceImages, InstanceRecipe, RepoCache, RepoSources,
 };
-use swe_eval::spec::DebianRelease;
+use swe_eval_core::spec::DebianRelease;
 
 use crate::common::git;
 use crate::engine::{base_image, engine, job, run_id};
@@ -440,9 +440,11 @@ fn calc_with_submodules(
     base: &str,
     h: &[String],
 ) -> (std::path::PathBuf, [String; 2]) {
-    let bench = swe_eval::mini::materialize(&root.join("mini")).unwrap();
+    let bench = swe_eval_core::mini::materialize(&root.join("mini")).unwrap();
     let calc = root.join("calc");
-    let bundle = bench.mirrors.join(swe_eval::mini::mirror_file_name("calc"));
+    let bundle = bench
+        .mirrors
+        .join(swe_eval_core::mini::mirror_file_name("calc"));
     let out = Command::new("git")
         .args(["clone", "-q"])
         .arg(&bundle)
@@ -481,9 +483,9 @@ fn calc_with_submodules(
 /// step to a later gitlink checks it out on its parent's image.
 #[tokio::test]
 async fn submodules_from_the_sources_are_in_the_image_as_git_submodule_update_leaves_them() {
-    use swe_eval::dataset::Instance;
     use swe_eval::images::{plan, PlanOptions};
-    use swe_eval::spec::{Flavour, SpecOptions, TestSpec};
+    use swe_eval_core::dataset::Instance;
+    use swe_eval_core::spec::{Flavour, SpecOptions, TestSpec};
     let Some(e) = engine().await else { return };
     base_image().await;
     // Leftovers of a run that died before its cleanup (this test's own names), cleared first.
@@ -503,7 +505,7 @@ async fn submodules_from_the_sources_are_in_the_image_as_git_submodule_update_le
     }
     let tmp = tempfile::tempdir().unwrap();
     let (helpers, h) = helpers_repo(tmp.path());
-    let row = swe_eval::mini::DATASET
+    let row = swe_eval_core::mini::DATASET
         .lines()
         .find(|l| l.contains("\"swe-eval-mini__calc-1\""))
         .unwrap();

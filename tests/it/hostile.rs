@@ -146,7 +146,7 @@ fn hostile_predictions_on_the_mini_benchmark() {
     let expected: Vec<Expected> =
         serde_json::from_slice(&std::fs::read(fixtures.join("expected.json")).unwrap()).unwrap();
     let dir = TestDir::new();
-    let bench = swe_eval::mini::materialize(&dir.path().join("mini")).unwrap();
+    let bench = swe_eval_core::mini::materialize(&dir.path().join("mini")).unwrap();
     let out = dir.path().join("out");
     let run_id = format!("it-hostile-mini-{}", std::process::id());
     let o = run_command(

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
-use swe_eval::dataset::{self, Dataset};
-use swe_eval::dataset::{fetch_split, HubConfig};
+use swe_eval::hub::{fetch_split, HubConfig};
+use swe_eval_core::dataset::{self, Dataset};
 
 const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
 
@@ -365,7 +365,7 @@ fn the_official_command_line_runs_against_the_stand_in_hub() {
     let _turn = crate::common::mini_images_shared();
     let hub = StandIn::start(hub_repos(), None);
     let dir = tempfile::tempdir().unwrap();
-    let bench = swe_eval::mini::materialize(&dir.path().join("mini")).unwrap();
+    let bench = swe_eval_core::mini::materialize(&dir.path().join("mini")).unwrap();
     let report_dir = dir.path().join("reports");
     let run_id = format!("it-official-{}", std::process::id());
     let ids = ["swe-eval-mini__calc-1", "swe-eval-mini__strutils-1"];
@@ -416,7 +416,8 @@ fn the_official_command_line_runs_against_the_stand_in_hub() {
         })
         .collect();
     got.sort();
-    let expected: Vec<serde_json::Value> = serde_json::from_str(swe_eval::mini::EXPECTED).unwrap();
+    let expected: Vec<serde_json::Value> =
+        serde_json::from_str(swe_eval_core::mini::EXPECTED).unwrap();
     let mut want: Vec<(String, String, u64, String)> = expected
         .iter()
         .filter(|e| ids.contains(&e["instance_id"].as_str().unwrap()))

@@ -513,7 +513,7 @@ fn reachable_selects_the_complete_instances_of_the_repositories_held_locally() {
     let _turn = crate::common::mini_images_turn();
     let work = tempfile::tempdir().unwrap();
     let dir = work.path();
-    let bench = swe_eval::mini::materialize(&dir.join("mini")).unwrap();
+    let bench = swe_eval_core::mini::materialize(&dir.join("mini")).unwrap();
     let mut rows: Vec<String> = std::fs::read_to_string(&bench.dataset)
         .unwrap()
         .lines()
@@ -525,7 +525,7 @@ fn reachable_selects_the_complete_instances_of_the_repositories_held_locally() {
     incomplete["FAIL_TO_PASS"] = Value::Null;
     rows.push(incomplete.to_string());
     std::fs::write(dir.join("rows.jsonl"), rows.join("\n") + "\n").unwrap();
-    let calc = swe_eval::mini::mirror_file_name("calc");
+    let calc = swe_eval_core::mini::mirror_file_name("calc");
     std::fs::create_dir_all(dir.join("mirrors")).unwrap();
     std::fs::copy(bench.mirrors.join(&calc), dir.join("mirrors").join(&calc)).unwrap();
     std::fs::create_dir_all(dir.join("none")).unwrap();

@@ -16,7 +16,7 @@ use swe_eval::images::{
     CacheLevel, EnvRecipe, ImagePlan, InstanceImages, InstanceRecipe, Layer, RepoCache,
     RepoSources, LABEL_LAYER,
 };
-use swe_eval::spec::DebianRelease;
+use swe_eval_core::spec::DebianRelease;
 
 use crate::common::git;
 use crate::engine::{base_image, engine, job, run_id};

@@ -147,11 +147,22 @@ fn is_ident(c: char) -> bool {
 
 /// The top-level modules `code` imports: `crate::x` and `crate::{x, y::z}`.
 fn crate_imports(code: &str) -> BTreeSet<String> {
+    imports_through(code, "crate::")
+}
+
+/// The top-level modules of the core `code` imports from the harness crate:
+/// `swe_eval_core::x` and `swe_eval_core::{x, y::z}`.
+fn core_imports(code: &str) -> BTreeSet<String> {
+    imports_through(code, "swe_eval_core::")
+}
+
+/// The top-level modules `code` names through `prefix` (`crate::`, `swe_eval_core::`).
+fn imports_through(code: &str, prefix: &str) -> BTreeSet<String> {
     let mut found = BTreeSet::new();
     let mut rest = code;
-    while let Some(at) = rest.find("crate::") {
+    while let Some(at) = rest.find(prefix) {
         let before = rest[..at].chars().next_back();
-        rest = &rest[at + "crate::".len()..];
+        rest = &rest[at + prefix.len()..];
         if before.is_some_and(is_ident) {
             continue; // `swe_eval_crate::`, not ours
         }
@@ -222,17 +233,42 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
 /// Module -> (imported module -> files importing it).
 type Graph = BTreeMap<String, BTreeMap<String, BTreeSet<PathBuf>>>;
 
-/// The import graph of the tree under `src`, and the violations of the rules.
+/// The import graph of the tree under `src` (one crate), and the violations of the rules.
 fn check(src: &Path) -> (Graph, Vec<Violation>) {
+    check_crates(&[(Path::new("src"), src)])
+}
+
+/// The import graph of the crates (each its `src` folder: the name shown, and where it is),
+/// and the violations of the rules. Their top-level modules are one graph: a module of the
+/// harness crate importing `swe_eval_core::x` imports the core's module `x`.
+fn check_crates(crates: &[(&Path, &Path)]) -> (Graph, Vec<Violation>) {
     let mut graph: Graph = BTreeMap::new();
     let mut violations = Vec::new();
+    for (shown, src) in crates {
+        check_one(shown, src, &mut graph, &mut violations);
+    }
+    for cycle in cycles(&graph) {
+        let first = &cycle[0];
+        let files = &graph[first][&cycle[1 % cycle.len()]];
+        violations.push(Violation {
+            file: files.iter().next().cloned().unwrap_or_default(),
+            rule: format!("import cycle {} -> {first}", cycle.join(" -> ")),
+        });
+    }
+    violations.sort();
+    violations.dedup();
+    (graph, violations)
+}
+
+/// Adds the crate under `src` (shown as `shown`) to `graph`, and its violations.
+fn check_one(shown: &Path, src: &Path, graph: &mut Graph, violations: &mut Vec<Violation>) {
     for rel in rust_files(src) {
         let Some(module) = module_of(&rel) else {
             continue;
         };
         let text = std::fs::read_to_string(src.join(&rel)).unwrap();
         let code = code_only(&text);
-        let file = Path::new("src").join(&rel);
+        let file = shown.join(&rel);
         for (krate, allowed) in ONLY_IN {
             if names_crate(&code, krate) && !allowed.contains(&module.as_str()) {
                 violations.push(Violation {
@@ -252,7 +288,9 @@ fn check(src: &Path) -> (Graph, Vec<Violation>) {
             });
         }
         let deps = graph.entry(module.clone()).or_default();
-        for dep in crate_imports(&code) {
+        let mut imported = crate_imports(&code);
+        imported.extend(core_imports(&code));
+        for dep in imported {
             if dep == module {
                 continue;
             }
@@ -293,24 +331,13 @@ fn check(src: &Path) -> (Graph, Vec<Violation>) {
             deps.entry(dep).or_default().insert(file.clone());
         }
     }
-    for cycle in cycles(&graph) {
-        let first = &cycle[0];
-        let files = &graph[first][&cycle[1 % cycle.len()]];
-        violations.push(Violation {
-            file: files.iter().next().cloned().unwrap_or_default(),
-            rule: format!("import cycle {} -> {first}", cycle.join(" -> ")),
-        });
-    }
     let files = file_graph(src);
     for cycle in cycles(&files) {
         violations.push(Violation {
-            file: Path::new("src").join(&cycle[0]),
+            file: shown.join(&cycle[0]),
             rule: format!("file import cycle {} -> {}", cycle.join(" -> "), cycle[0]),
         });
     }
-    violations.sort();
-    violations.dedup();
-    (graph, violations)
 }
 
 /// The modules `code` declares public as files of their own (`pub mod x;`; not the inline
@@ -642,10 +669,25 @@ fn describe(graph: &BTreeMap<String, BTreeMap<String, BTreeSet<PathBuf>>>) -> St
         .collect()
 }
 
+/// The crates' `src` folders: the harness crate's and the core's, each as shown in messages
+/// and where it is.
+fn crate_sources() -> Vec<(PathBuf, PathBuf)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    ["src", "crates/core/src"]
+        .iter()
+        .map(|rel| (PathBuf::from(rel), root.join(rel)))
+        .collect()
+}
+
 #[test]
 fn the_crate_keeps_its_layers() {
+    let sources = crate_sources();
+    let crates: Vec<(&Path, &Path)> = sources
+        .iter()
+        .map(|(shown, src)| (shown.as_path(), src.as_path()))
+        .collect();
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let (graph, mut violations) = check(&src);
+    let (graph, mut violations) = check_crates(&crates);
     for known in KNOWN_FILE_CYCLES {
         let before = violations.len();
         violations.retain(|v| v.rule != *known);
@@ -699,23 +741,26 @@ fn architecture_rows(doc: &str) -> BTreeSet<String> {
 #[test]
 fn every_top_level_module_has_a_row_in_architecture_md() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let lib = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
     let doc = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
-    let modules = top_level_modules(&lib);
+    let mut modules = Vec::new();
+    for (_, src) in crate_sources() {
+        let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
+        modules.extend(top_level_modules(&lib));
+    }
     assert!(
         modules.len() >= 10,
-        "too few modules in src/lib.rs: {modules:?}"
+        "too few modules in the crates' lib.rs: {modules:?}"
     );
     let rows = architecture_rows(&doc);
     let missing: Vec<&String> = modules.iter().filter(|m| !rows.contains(*m)).collect();
     assert!(
         missing.is_empty(),
-        "modules of src/lib.rs with no row in ARCHITECTURE.md's module table: {missing:?}"
+        "modules of the crates' lib.rs with no row in ARCHITECTURE.md's module table: {missing:?}"
     );
     let gone: Vec<&String> = rows.iter().filter(|r| !modules.contains(r)).collect();
     assert!(
         gone.is_empty(),
-        "rows of ARCHITECTURE.md's module table for modules src/lib.rs does not declare: {gone:?}"
+        "rows of ARCHITECTURE.md's module table for modules no crate's lib.rs declares: {gone:?}"
     );
 }
 
@@ -881,4 +926,84 @@ fn import_paths_are_read_from_code_only() {
     assert!(names_crate("use bollard::Docker;", "bollard"));
     assert!(names_crate("extern crate bollard;", "bollard"));
     assert!(!names_crate("let not_bollard::x = 1;", "bollard"));
+}
+
+/// The packages `package` depends on, directly or through others, as Cargo.lock records them
+/// (build and dev dependencies included: the lock file does not tell them apart, so this
+/// over-approximates what the package links).
+fn lock_closure(lock: &str, package: &str) -> BTreeSet<String> {
+    let mut deps: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for block in lock.split("[[package]]").skip(1) {
+        let name = block
+            .lines()
+            .find_map(|l| l.strip_prefix("name = \""))
+            .and_then(|l| l.strip_suffix('"'))
+            .unwrap_or_default()
+            .to_string();
+        let list = block
+            .split_once("dependencies = [")
+            .map(|(_, rest)| rest.split_once(']').map_or(rest, |(list, _)| list))
+            .unwrap_or("");
+        let names = list
+            .split(',')
+            .filter_map(|d| {
+                let d = d.trim().trim_matches('"');
+                d.split_whitespace().next().map(str::to_string)
+            })
+            .collect();
+        deps.entry(name).or_default().extend::<Vec<String>>(names);
+    }
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![package.to_string()];
+    while let Some(p) = todo.pop() {
+        for d in deps.get(&p).into_iter().flatten() {
+            if seen.insert(d.clone()) {
+                todo.push(d.clone());
+            }
+        }
+    }
+    seen
+}
+
+/// The pure core runs no container, no async runtime and no HTTP: none of the crates that
+/// could is among its dependencies, however deep, so the compiler holds the rule.
+#[test]
+fn the_core_crate_depends_on_no_runtime_no_docker_and_no_http() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lock = std::fs::read_to_string(root.join("Cargo.lock")).unwrap();
+    let core = lock_closure(&lock, "swe-eval-core");
+    assert!(
+        core.contains("serde_json") && core.contains("parquet"),
+        "the core's dependencies were not read from Cargo.lock: {core:?}"
+    );
+    let harness = lock_closure(&lock, "swe-eval");
+    for forbidden in [
+        "tokio",
+        "bollard",
+        "hyper",
+        "hyper-util",
+        "hf-hub",
+        "ureq",
+        "rusqlite",
+        "mio",
+    ] {
+        assert!(
+            harness.contains(forbidden),
+            "{forbidden} is no dependency of the harness either: the check cannot fail"
+        );
+        assert!(
+            !core.contains(forbidden),
+            "the core (crates/core) depends on {forbidden}"
+        );
+    }
+}
+
+#[test]
+fn the_lock_closure_follows_dependencies_through_packages() {
+    let lock = "version = 4\n\n[[package]]\nname = \"a\"\nversion = \"1\"\ndependencies = [\n \"b\",\n \"c 2.0.0\",\n]\n\n[[package]]\nname = \"b\"\nversion = \"1\"\ndependencies = [\n \"d\",\n]\n\n[[package]]\nname = \"c\"\nversion = \"2.0.0\"\n\n[[package]]\nname = \"d\"\nversion = \"1\"\n\n[[package]]\nname = \"e\"\nversion = \"1\"\n";
+    assert_eq!(
+        lock_closure(lock, "a"),
+        BTreeSet::from(["b".into(), "c".into(), "d".into()])
+    );
+    assert!(lock_closure(lock, "e").is_empty());
 }

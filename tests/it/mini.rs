@@ -6,8 +6,8 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use swe_eval::grading::{Category, ErrorReason};
-use swe_eval::{dataset, mini, predictions};
+use swe_eval_core::grading::{Category, ErrorReason};
+use swe_eval_core::{dataset, mini, predictions};
 
 fn git(dir: &Path, args: &[&str]) -> Output {
     Command::new("git")

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use swe_eval::engine::{DockerEngine, Engine, EngineError, LABEL_RUN_ID};
 use swe_eval::images::{base_image_name, labels_for, Layer};
-use swe_eval::spec::DebianRelease;
+use swe_eval_core::spec::DebianRelease;
 
 use crate::common::{bin, prerequisite};
 use crate::engine as checks;

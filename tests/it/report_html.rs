@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use swe_eval::report::{self, FailingTest, Heading, Record, Text};
+use swe_eval_core::report::{self, FailingTest, Heading, Record, Text};
 
 use crate::common::{chromium, headless_chromium, png_colours};
 

@@ -9,8 +9,8 @@ use std::process::{Command, Stdio};
 
 use proptest::prelude::*;
 use serde_json::{json, Value};
-use swe_eval::reward::{self, Files};
-use swe_eval::unidiff;
+use swe_eval_core::reward::{self, Files};
+use swe_eval_core::unidiff;
 
 use crate::common::{self, git};
 
@@ -31,11 +31,11 @@ fn close(a: f64, b: f64) -> bool {
 fn unidiff_reward_equals_reference_on_486_predictions() {
     let shared = crate::require_shared!();
     let fixtures = read_jsonl(&shared.join("reward-fixtures/swerl_unidiff_rewards.jsonl"));
-    let (ds, _) = swe_eval::dataset::load_dataset(
+    let (ds, _) = swe_eval_core::dataset::load_dataset(
         &shared.join("partial-verified/swebench_verified_partial.jsonl"),
     )
     .unwrap();
-    let preds = swe_eval::predictions::load_path(
+    let preds = swe_eval_core::predictions::load_path(
         &shared.join("predictions/pydantic-deep_minimax-m2.5/all_preds.jsonl"),
     )
     .unwrap();
@@ -441,7 +441,10 @@ fn cli_reports_unknown_instances_and_malformed_lines_and_writes_the_rest() {
     assert_eq!(rows.len(), 2);
     assert_eq!(rows[0]["similarity"], 1.0);
     assert_eq!(rows[0]["format"], "ok");
-    assert_eq!(rows[0]["format_version"], swe_eval::wire::REWARDS_VERSION);
+    assert_eq!(
+        rows[0]["format_version"],
+        swe_eval_core::wire::REWARDS_VERSION
+    );
     assert_eq!(rows[0]["files"][0]["path"], "a.py");
     assert_eq!(rows[1]["sample"], 1);
     assert_eq!(rows[1]["format"], "empty");
@@ -466,7 +469,7 @@ fn cli_reports_unknown_instances_and_malformed_lines_and_writes_the_rest() {
 /// invalid UTF-8 is replaced rather than refused.
 #[test]
 fn git_files_missing_commit_is_an_error_and_missing_files_are_left_out() {
-    use swe_eval::reward::{read_files, GitError};
+    use swe_eval_core::reward::{read_files, GitError};
     if !common::require_program("git") {
         return;
     }

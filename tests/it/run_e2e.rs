@@ -9,8 +9,8 @@ use std::path::Path;
 use std::process::Command;
 
 use swe_eval::engine::{DockerEngine, Engine, LABEL_TOOL};
-use swe_eval::grading::{ErrorReason, Mode};
 use swe_eval::runner::{Category, Layout, Verdict, LABEL_OWNER};
+use swe_eval_core::grading::{ErrorReason, Mode};
 
 use crate::common::bin;
 
@@ -110,7 +110,7 @@ fn containers_of(rt: &tokio::runtime::Runtime, pid: u32) -> Vec<String> {
 /// Checks every verdict against expected.json under `mode` (the category the run reports).
 fn check_verdicts(results: &Path, run_id: &str, mode: Mode) {
     let got = verdicts(&Layout::new(results, run_id).jsonl_path());
-    let expected = swe_eval::mini::expected();
+    let expected = swe_eval_core::mini::expected();
     assert_eq!(
         got.len(),
         expected.len(),
@@ -177,7 +177,7 @@ fn check_official_files(results: &Path, run_id: &str) {
         let report = dir.join("report.json");
         assert_eq!(report.is_file(), v.official_report, "{}", dir.display());
         if v.official_report {
-            let (id, r) = swe_eval::report::read_instance_report(&report).unwrap();
+            let (id, r) = swe_eval_core::report::read_instance_report(&report).unwrap();
             assert_eq!(id, v.instance_id);
             assert_eq!(
                 r.resolved,
@@ -195,7 +195,7 @@ fn check_official_files(results: &Path, run_id: &str) {
         let path = layout.summary_path(model, sample);
         let text =
             std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let s: swe_eval::report::RunSummary = serde_json::from_str(&text).unwrap();
+        let s: swe_eval_core::report::RunSummary = serde_json::from_str(&text).unwrap();
         assert_eq!(s.schema_version, 2);
         assert_eq!(s.total_instances, 8);
         if let Some(n) = resolved {
@@ -321,7 +321,7 @@ fn validate_flags_a_gold_patch_that_does_not_resolve() {
     let _turn = crate::common::mini_images_shared();
     let Some(_rt) = daemon() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let bench = swe_eval::mini::materialize(&dir.path().join("mini")).unwrap();
+    let bench = swe_eval_core::mini::materialize(&dir.path().join("mini")).unwrap();
     let partial = std::fs::read_to_string(&bench.predictions)
         .unwrap()
         .lines()
@@ -432,7 +432,7 @@ fn validate_writes_the_flaky_map_with_the_flipping_test_and_run_marks_it() {
     let _turn = crate::common::mini_images_shared();
     let Some(_rt) = daemon() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let bench = swe_eval::mini::materialize(&dir.path().join("mini")).unwrap();
+    let bench = swe_eval_core::mini::materialize(&dir.path().join("mini")).unwrap();
     let id = "swe-eval-mini__calc-1";
     let flip = "tests/test_flip.py::test_sees_only_loopback";
     let rows: Vec<String> = std::fs::read_to_string(&bench.dataset)
@@ -499,7 +499,7 @@ fn validate_writes_the_flaky_map_with_the_flipping_test_and_run_marks_it() {
         text.contains(&format!("test status changes between runs: {flip}")),
         "{text}"
     );
-    let map = swe_eval::report::read_flaky_map(&map_path).unwrap();
+    let map = swe_eval_core::report::read_flaky_map(&map_path).unwrap();
     let row = &map.rows[id];
     assert!(row.flaky, "{row:?}");
     assert_eq!(row.repo, "swe-eval-mini/calc");
@@ -575,13 +575,13 @@ fn validate_writes_the_flaky_map_with_the_flipping_test_and_run_marks_it() {
 #[test]
 fn the_first_jobs_run_while_later_instance_images_build() {
     use std::sync::Arc;
-    use swe_eval::dataset::Dataset;
     use swe_eval::images::{BuildEvent, CacheLevel, Phase, Stage};
     use swe_eval::orchestrate::{
         execute, load_inputs, prepare_options, Event, ImageChoices, ImagePolicy, Work,
     };
-    use swe_eval::predictions::Prediction;
     use swe_eval::runner::{RunConfig, RunEvent};
+    use swe_eval_core::dataset::Dataset;
+    use swe_eval_core::predictions::Prediction;
 
     let _turn = crate::common::mini_images_shared();
     let Some(rt) = daemon() else { return };

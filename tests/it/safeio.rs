@@ -1096,7 +1096,7 @@ proptest! {
         let c = code(&o);
         prop_assert!([0, 2, 3].contains(&c), "{:?}: exit {}: {}", args, c, stderr(&o));
         let after = snapshot(&root);
-        let out_abs = swe_eval::paths::resolve(&work.join(&out));
+        let out_abs = swe_eval_core::paths::resolve(&work.join(&out));
         for (p, bytes) in &before {
             let abs = root.join(p);
             let now = after.get(p);
@@ -1106,7 +1106,7 @@ proptest! {
             // Changed or gone: never an input, and only under the output path.
             prop_assert!(!input_paths.contains(p), "{:?} changed input {}", args, p.display());
             prop_assert!(
-                out != "-" && swe_eval::paths::resolve(&abs).starts_with(&out_abs),
+                out != "-" && swe_eval_core::paths::resolve(&abs).starts_with(&out_abs),
                 "{:?} changed {} outside {}", args, abs.display(), out_abs.display()
             );
         }
@@ -1114,7 +1114,7 @@ proptest! {
         for p in after.keys().filter(|p| !before.contains_key(*p)) {
             let abs = root.join(p);
             prop_assert!(
-                out != "-" && swe_eval::paths::resolve(&abs).starts_with(&out_abs),
+                out != "-" && swe_eval_core::paths::resolve(&abs).starts_with(&out_abs),
                 "{:?} wrote {} outside {}", args, abs.display(), out_abs.display()
             );
         }

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::Value;
-use swe_eval::dataset::{self, Instance};
-use swe_eval::spec::{self, table, DebianRelease, Flavour, RepoFiles, SpecOptions, TestSpec};
+use swe_eval_core::dataset::{self, Instance};
+use swe_eval_core::spec::{self, table, DebianRelease, Flavour, RepoFiles, SpecOptions, TestSpec};
 
 use crate::common;
 

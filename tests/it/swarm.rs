@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use swe_eval::engine::{Engine, FileIn, JobSpec, Limits, SwarmEngine, SwarmOptions};
 use swe_eval::images::base_image_name;
-use swe_eval::spec::DebianRelease;
+use swe_eval_core::spec::DebianRelease;
 
 use crate::common::{
     assert_mini_ok, assert_mini_verdicts, bin, finish, poll, prerequisite, require, run_files,

@@ -21,7 +21,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use swe_eval::images::base_image_name;
-use swe_eval::spec::DebianRelease;
+use swe_eval_core::spec::DebianRelease;
 
 use crate::common::bin;
 use crate::common::{assert_mini_ok, finish, poll, run_files, verdict_files, wait_for, Finished};

@@ -43,8 +43,8 @@ pub enum Target {
 
 impl Args {
     /// What the chosen benchmark reads and writes, for the clobber check.
-    pub fn io(&self) -> crate::paths::IoPlan {
-        use crate::paths::{IoPlan, Output};
+    pub fn io(&self) -> swe_eval_core::paths::IoPlan {
+        use swe_eval_core::paths::{IoPlan, Output};
         match &self.target {
             Target::Reward(a) => {
                 let mut plan = IoPlan::new().output_file(a.json.as_deref());

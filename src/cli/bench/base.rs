@@ -7,7 +7,7 @@ use std::time::Instant;
 use crate::cli::{CliResult, Outcome, UsageError};
 use crate::engine::Engine;
 use crate::images::{build_base, BaseOptions};
-use crate::spec::DebianRelease;
+use swe_eval_core::spec::DebianRelease;
 
 /// `swe-eval bench base`: which release.
 #[derive(Debug, clap::Args)]

@@ -6,14 +6,14 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::cli::{CliResult, Outcome};
-use crate::study::{self, Joined, Observation, Options};
+use swe_eval_core::study::{self, Joined, Observation, Options};
 
 /// `swe-eval bench correlate`: the study's statistics timed on synthetic predictions.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Synthetic predictions (5 samples per instance, 40 repositories, 4 difficulties)
     /// [allowed: 2 to 1000000].
-    #[arg(long, default_value_t = 100_000, value_parser = crate::cli::values::bench(crate::bounds::BENCH_PREDICTIONS))]
+    #[arg(long, default_value_t = 100_000, value_parser = crate::cli::values::bench(swe_eval_core::bounds::BENCH_PREDICTIONS))]
     pub n: usize,
     /// Bootstrap resamples [allowed: 0 to 100000].
     #[arg(long, default_value_t = 1000, value_parser = crate::cli::values::bootstrap())]
@@ -124,7 +124,7 @@ pub fn run(args: Args) -> CliResult {
             "analyze_seconds": analyze_s,
             "write_seconds": write_s,
         });
-        crate::fsutil::write_json_atomic(path, &v)?;
+        swe_eval_core::fsutil::write_json_atomic(path, &v)?;
     }
     Ok(Outcome::Clean)
 }

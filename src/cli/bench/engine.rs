@@ -113,7 +113,7 @@ pub fn run(args: Args) -> CliResult {
             all.push(f);
         }
         if let Some(path) = &args.json {
-            crate::fsutil::write_json_atomic(path, &all)?;
+            swe_eval_core::fsutil::write_json_atomic(path, &all)?;
         }
         Ok(Outcome::Clean)
     })

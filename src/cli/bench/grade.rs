@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::cli::CliResult;
 use crate::orchestrate::{outcome, Troubles};
-use crate::report::{grade_all, load_inputs, read_logs, SavedLogs};
+use swe_eval_core::report::{grade_all, load_inputs, read_logs, SavedLogs};
 
 const SHARED: &str = "../shared/datasets";
 
@@ -24,7 +24,7 @@ pub struct Args {
     #[arg(long)]
     pub logs: Option<PathBuf>,
     /// Timed passes over all logs [allowed: 1 to 1000].
-    #[arg(long, default_value_t = 5, value_parser = crate::cli::values::bench(crate::bounds::BENCH_PASSES))]
+    #[arg(long, default_value_t = 5, value_parser = crate::cli::values::bench(swe_eval_core::bounds::BENCH_PASSES))]
     pub repeat: usize,
     /// Also write the figures as JSON here.
     #[arg(long)]
@@ -48,14 +48,18 @@ pub fn run(args: Args) -> CliResult {
 
     let t = Instant::now();
     let mut problems = Vec::new();
-    let (ds, preds) = load_inputs(&dataset, "test", &predictions, &mut problems)?;
+    let (ds, preds) = load_inputs(
+        swe_eval_core::dataset::load_dataset(&dataset)?,
+        &predictions,
+        &mut problems,
+    )?;
     let logs = SavedLogs::open(&logs_path)?;
     let saved = read_logs(&preds, &logs, None, &mut problems);
     let load = t.elapsed();
     let log_bytes: usize = saved
         .iter()
         .map(|s| match s {
-            crate::report::SavedLog::Output(o) => o.len(),
+            swe_eval_core::report::SavedLog::Output(o) => o.len(),
             _ => 0,
         })
         .sum();
@@ -92,7 +96,7 @@ pub fn run(args: Args) -> CliResult {
             "parse_grade_median_ms": median.as_secs_f64() * 1e3,
             "passes": passes.len(),
         });
-        crate::fsutil::write_json_atomic(&path, &figures)?;
+        swe_eval_core::fsutil::write_json_atomic(&path, &figures)?;
     }
     crate::cli::print_problems("", &problems);
     Ok(outcome(&Troubles::of_inputs(problems.len())))

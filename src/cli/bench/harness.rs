@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
-use crate::cli::{CliError, CliResult, Outcome};
+use crate::cli::{failed, CliError, CliResult, Outcome};
 use crate::engine::Engine;
 use crate::orchestrate::{run_plan, Event};
 use crate::runner::{self, Plan, RunConfig, RunEvent, RunReport};
@@ -25,17 +25,17 @@ use crate::trivial;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Predictions timed on the real engine [allowed: 0 to 100000].
-    #[arg(long, default_value_t = 50, value_parser = crate::cli::values::bench(crate::bounds::BENCH_JOBS))]
+    #[arg(long, default_value_t = 50, value_parser = crate::cli::values::bench(swe_eval_core::bounds::BENCH_JOBS))]
     pub predictions: usize,
     /// Containers at once [allowed: 1 to 1024]; at most the engine's CPUs are used.
     #[arg(long, short = 'j', default_value_t = 2, value_parser = crate::cli::values::workers())]
     pub workers: usize,
     /// Predictions queued for the memory measurement [allowed: 0 to 100000].
-    #[arg(long, default_value_t = 5000, value_parser = crate::cli::values::bench(crate::bounds::BENCH_JOBS))]
+    #[arg(long, default_value_t = 5000, value_parser = crate::cli::values::bench(swe_eval_core::bounds::BENCH_JOBS))]
     pub queued: usize,
     /// How many of the queued predictions run on the real engine before a graceful stop
     /// (0 skips that phase) [allowed: 0 to 100000].
-    #[arg(long, default_value_t = 40, value_parser = crate::cli::values::bench(crate::bounds::BENCH_JOBS))]
+    #[arg(long, default_value_t = 40, value_parser = crate::cli::values::bench(swe_eval_core::bounds::BENCH_JOBS))]
     pub queued_run: usize,
     /// Skip the fake-engine run of all queued predictions.
     #[arg(long)]
@@ -134,7 +134,9 @@ async fn timed<E: Engine>(
     drop(etx);
     let report = report?;
     let wall = t.elapsed().as_secs_f64();
-    let (done, job_secs) = watcher.await?;
+    let (done, job_secs) = watcher
+        .await
+        .map_err(|e| failed(format!("the job watcher stopped: {e}")))?;
     let (peak, rss) = memory_mib();
     let phase = Phase {
         name: name.to_string(),
@@ -209,11 +211,10 @@ fn official(
         .output()?;
     let wall = t.elapsed().as_secs_f64();
     if !out.status.success() {
-        return Err(format!(
+        return Err(failed(format!(
             "official harness failed: {}",
             String::from_utf8_lossy(&out.stderr)
-        )
-        .into());
+        )));
     }
     let summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.path().join("bench.bench.json"))?)?;
@@ -321,7 +322,7 @@ async fn run_async(args: Args) -> CliResult {
     }
 
     if let Some(path) = &args.json {
-        crate::fsutil::write_json_atomic(path, &phases)?;
+        swe_eval_core::fsutil::write_json_atomic(path, &phases)?;
     }
     Ok(Outcome::Clean)
 }

@@ -9,9 +9,9 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
-use crate::cli::{CliResult, Outcome};
-use crate::grading::Mode;
-use crate::report::{grade_all, load_inputs, read_logs, SavedLogs};
+use crate::cli::{failed, CliResult, Outcome};
+use swe_eval_core::grading::Mode;
+use swe_eval_core::report::{grade_all, load_inputs, read_logs, SavedLogs};
 
 const SHARED: &str = "../shared/datasets";
 
@@ -19,7 +19,7 @@ const SHARED: &str = "../shared/datasets";
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Predictions (rows) in the page [allowed: 1 to 100000].
-    #[arg(long, default_value_t = 5000, value_parser = crate::cli::values::bench(crate::bounds::BENCH_ROWS))]
+    #[arg(long, default_value_t = 5000, value_parser = crate::cli::values::bench(swe_eval_core::bounds::BENCH_ROWS))]
     pub count: usize,
     /// Folder for the page (default: a temporary folder, removed after).
     #[arg(long, short = 'o')]
@@ -28,7 +28,7 @@ pub struct Args {
     #[arg(long, default_value = "/usr/bin/chromium")]
     pub chromium: PathBuf,
     /// Times the page is opened (the best and the median are reported) [allowed: 1 to 1000].
-    #[arg(long, default_value_t = 3, value_parser = crate::cli::values::bench(crate::bounds::BENCH_PASSES))]
+    #[arg(long, default_value_t = 3, value_parser = crate::cli::values::bench(swe_eval_core::bounds::BENCH_PASSES))]
     pub repeat: usize,
 }
 
@@ -40,8 +40,7 @@ pub fn run(args: Args) -> CliResult {
     ));
     let mut problems = Vec::new();
     let (ds, preds) = load_inputs(
-        &dataset,
-        "test",
+        swe_eval_core::dataset::load_dataset(&dataset)?,
         &format!("{run_dir}/all_preds.jsonl"),
         &mut problems,
     )?;
@@ -50,9 +49,10 @@ pub fn run(args: Args) -> CliResult {
     )))?;
     let saved = read_logs(&preds, &logs, None, &mut problems);
     let verdicts = grade_all(&ds, &preds, &saved, &mut problems);
-    let base = crate::report::records_for_grading(&ds, &preds, &verdicts, &saved, Mode::Official);
+    let base =
+        swe_eval_core::report::records_for_grading(&ds, &preds, &verdicts, &saved, Mode::Official);
     if base.is_empty() {
-        return Err("no records to repeat".into());
+        return Err(failed("no records to repeat"));
     }
     let mut records = Vec::with_capacity(args.count);
     for i in 0..args.count {
@@ -68,9 +68,9 @@ pub fn run(args: Args) -> CliResult {
         .unwrap_or_else(|| tmp.path().to_path_buf());
     let page = dir.join("report.html");
     let t = Instant::now();
-    crate::report::write_html(
+    swe_eval_core::report::write_html(
         &page,
-        &crate::report::Heading {
+        &swe_eval_core::report::Heading {
             title: format!("bench: {} predictions", records.len()),
             notes: vec![],
         },
@@ -106,7 +106,7 @@ pub fn run(args: Args) -> CliResult {
             .arg(format!("--user-data-dir={}", profile.display()))
             .arg(format!("file://{}", std::path::absolute(target)?.display()))
             .output()
-            .map_err(|e| format!("cannot start {}: {e}", args.chromium.display()))?;
+            .map_err(|e| failed(format!("cannot start {}: {e}", args.chromium.display())))?;
         if k % 2 == 0 {
             baseline.push(t.elapsed().as_secs_f64());
             continue;
@@ -118,14 +118,19 @@ pub fn run(args: Args) -> CliResult {
             .nth(1)
             .and_then(|s| s.split('"').next())
             .and_then(|s| s.parse::<f64>().ok())
-            .ok_or("the page did not finish rendering (no data-render-ms in the DOM)")?;
+            .ok_or_else(|| {
+                failed("the page did not finish rendering (no data-render-ms in the DOM)")
+            })?;
         let shown = dom
             .split("<span id=\"shown\">")
             .nth(1)
             .and_then(|s| s.split('<').next())
             .unwrap_or("?");
         if shown != records.len().to_string() {
-            return Err(format!("the page shows {shown} rows, not {}", records.len()).into());
+            return Err(failed(format!(
+                "the page shows {shown} rows, not {}",
+                records.len()
+            )));
         }
         scripts.push(ms);
     }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::cli::{CliResult, Outcome};
-use crate::reward::{self, RewardRecord};
+use swe_eval_core::reward::{self, RewardRecord};
 
 fn shared() -> PathBuf {
     std::env::var_os("SWE_EVAL_SHARED")
@@ -29,7 +29,7 @@ pub struct Args {
     #[arg(long, short = 'p')]
     pub predictions: Option<PathBuf>,
     /// Timed runs of the Rust side; the best and the median are reported [allowed: 1 to 1000].
-    #[arg(long, default_value_t = 5, value_parser = crate::cli::values::bench(crate::bounds::BENCH_PASSES))]
+    #[arg(long, default_value_t = 5, value_parser = crate::cli::values::bench(swe_eval_core::bounds::BENCH_PASSES))]
     pub iterations: usize,
     /// Python interpreter for the baseline.
     #[arg(long, default_value = "python3")]
@@ -38,7 +38,7 @@ pub struct Args {
     #[arg(long)]
     pub no_python: bool,
     /// Size of each pathological patch, in KB (0 skips it) [allowed: 0 to 10240].
-    #[arg(long, default_value_t = 300, value_parser = crate::cli::values::bench(crate::bounds::BENCH_PATCH_KB))]
+    #[arg(long, default_value_t = 300, value_parser = crate::cli::values::bench(swe_eval_core::bounds::BENCH_PATCH_KB))]
     pub pathological_kb: usize,
     /// Worker threads [default: every core] [allowed: 1 to 1024]; at most the cores are used.
     #[arg(long, short = 'j', visible_alias = "jobs", value_parser = crate::cli::values::workers())]
@@ -71,10 +71,10 @@ fn rust_once(
 ) -> Result<(Vec<f64>, Steps), crate::cli::CliError> {
     let mut steps = Steps::default();
     let t = Instant::now();
-    let (ds, _) = crate::dataset::load_dataset(dataset)?;
+    let (ds, _) = swe_eval_core::dataset::load_dataset(dataset)?;
     steps.load_dataset = t.elapsed();
     let t = Instant::now();
-    let loaded = crate::predictions::load_path(preds)?;
+    let loaded = swe_eval_core::predictions::load_path(preds)?;
     steps.load_predictions = t.elapsed();
     let t = Instant::now();
     let results = reward::unidiff_rewards(&ds, &loaded.items);
@@ -88,7 +88,7 @@ fn rust_once(
             sims.push(r.similarity);
         }
     }
-    crate::fsutil::write_atomic(out, &reward::rewards_jsonl(&records))?;
+    swe_eval_core::fsutil::write_atomic(out, &reward::rewards_jsonl(&records))?;
     steps.write = t.elapsed();
     Ok((sims, steps))
 }
@@ -133,7 +133,8 @@ fn secs(d: Duration) -> f64 {
 /// Times both implementations on the same files, checks they agree, and prints the figures.
 pub fn run(args: Args) -> CliResult {
     // At most the cores, as `reward` itself.
-    let workers = crate::bounds::bound_workers(args.workers, crate::bounds::cores());
+    let workers =
+        swe_eval_core::bounds::bound_workers(args.workers, swe_eval_core::bounds::cores());
     if let Some(note) = workers.note("worker threads", "its cores") {
         eprintln!("note: {note}");
     }
@@ -213,8 +214,8 @@ pub fn run(args: Args) -> CliResult {
     }
 
     // One core, one prediction at a time: the total, and where the time goes.
-    let (ds, _) = crate::dataset::load_dataset(&dataset)?;
-    let loaded = crate::predictions::load_path(&preds)?;
+    let (ds, _) = swe_eval_core::dataset::load_dataset(&dataset)?;
+    let loaded = swe_eval_core::predictions::load_path(&preds)?;
     let mut each: Vec<(Duration, &str)> = Vec::new();
     for p in &loaded.items {
         if let Some(inst) = ds.get(&p.instance_id) {
@@ -370,7 +371,7 @@ pub fn run(args: Args) -> CliResult {
                 "rewards": secs(b.rewards), "write": secs(b.write)},
             "python": python, "pathological": patho, "peak_rss_kb": peak,
         });
-        crate::fsutil::write_json_atomic(path, &doc)?;
+        swe_eval_core::fsutil::write_json_atomic(path, &doc)?;
     }
     Ok(Outcome::Clean)
 }

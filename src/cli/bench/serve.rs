@@ -211,7 +211,7 @@ const SUBMIT: &str = "swe_eval_http_submit_latency_seconds";
 pub fn run(args: Args) -> CliResult {
     // Before the runtime's threads start: each takes the nice of the thread that made it.
     if let Some(n) = args.nice {
-        let set = crate::priority::set_nice(n).map_err(crate::failure::Failed)?;
+        let set = crate::priority::set_nice(n).map_err(swe_eval_core::failure::Failed)?;
         eprintln!("swe-eval bench serve: {set}");
     }
     // One thread: the generator shares the machine with the server it measures, so it takes
@@ -222,7 +222,7 @@ pub fn run(args: Args) -> CliResult {
     let token = std::env::var("SWE_EVAL_TOKEN").ok();
     let preds = mini_predictions()?;
     if args.mode == Mode::Restart && args.latencies.is_some() {
-        return Err(crate::failure::Failed(
+        return Err(swe_eval_core::failure::Failed(
             "--latencies keeps a load's requests; `restart` makes no load to keep".into(),
         )
         .into());
@@ -251,7 +251,7 @@ pub fn run(args: Args) -> CliResult {
     };
     println!("{printed}");
     if let Some(path) = &args.json {
-        crate::fsutil::write_json_atomic(path, &json)?;
+        swe_eval_core::fsutil::write_json_atomic(path, &json)?;
     }
     Ok(if ok {
         Outcome::Clean
@@ -262,7 +262,7 @@ pub fn run(args: Args) -> CliResult {
 
 /// The mini benchmark's predictions.
 fn mini_predictions() -> Result<Vec<Value>, serde_json::Error> {
-    crate::mini::PREDICTIONS
+    swe_eval_core::mini::PREDICTIONS
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(serde_json::from_str)
@@ -402,12 +402,12 @@ async fn load(
         rate: (args.rate > 0.0).then_some(args.rate),
     };
     let report = run_load(load).await.map_err(|e| {
-        crate::failure::Failed(format!(
+        swe_eval_core::failure::Failed(format!(
             "{e} (is `swe-eval serve` listening there? start it first)"
         ))
     })?;
     if let Some(path) = &args.latencies {
-        crate::fsutil::write_atomic(path, samples_csv(&report.samples).as_bytes())?;
+        swe_eval_core::fsutil::write_atomic(path, samples_csv(&report.samples).as_bytes())?;
     }
     Ok(report)
 }
@@ -478,9 +478,10 @@ async fn wait_all(
             .map_err(io)?;
         let v: Value = serde_json::from_slice(&got)?;
         if status != 200 {
-            return Err(
-                crate::failure::Failed(format!("the server answered {status}: {v}")).into(),
-            );
+            return Err(swe_eval_core::failure::Failed(format!(
+                "the server answered {status}: {v}"
+            ))
+            .into());
         }
         done.extend(v["done"].as_array().cloned().unwrap_or_default());
         pending = v["pending"]
@@ -503,7 +504,9 @@ async fn metrics(
     let mut client = Client::connect(addr, token).await.map_err(io)?;
     let (status, _, body) = client.request("GET", "/metrics", None).await.map_err(io)?;
     if status != 200 {
-        return Err(crate::failure::Failed(format!("GET /metrics answered {status}")).into());
+        return Err(
+            swe_eval_core::failure::Failed(format!("GET /metrics answered {status}")).into(),
+        );
     }
     let mut m: BTreeMap<String, f64> = String::from_utf8_lossy(&body)
         .lines()
@@ -570,7 +573,7 @@ fn rate(s: &str) -> Result<f64, String> {
 }
 
 fn io(e: crate::serve::ClientError) -> crate::cli::CliError {
-    crate::failure::Failed(e.to_string()).into()
+    swe_eval_core::failure::Failed(e.to_string()).into()
 }
 
 #[cfg(test)]

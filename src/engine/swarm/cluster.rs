@@ -212,8 +212,8 @@ mod tests {
             assert!(!text.contains("cannot reach"), "{text}");
             assert!(!e.is_transient(), "{text}");
             assert_eq!(
-                crate::failure::Classify::kind(&e),
-                crate::failure::ErrorKind::Usage,
+                swe_eval_core::failure::Classify::kind(&e),
+                swe_eval_core::failure::ErrorKind::Usage,
                 "{text}"
             );
         }

@@ -213,7 +213,7 @@ mod tests {
     use super::super::fixtures::upstream;
     use super::super::node::MAX_CHAIN;
     use crate::images::RepoCache;
-    use crate::repos::RepoSources;
+    use swe_eval_core::repos::RepoSources;
 
     #[tokio::test]
     async fn instance_images_are_named_after_what_their_history_holds_not_its_chain_and_every_image_used_is_held(
@@ -224,7 +224,7 @@ mod tests {
             base_image_name, ensure, BaseOptions, BaseRecipe, BuildChain, BuildOptions, EnvRecipe,
             ImagePlan, InstanceImages, InstanceRecipe,
         };
-        use crate::spec::DebianRelease;
+        use swe_eval_core::spec::DebianRelease;
         let tmp = tempfile::tempdir().unwrap();
         let (up, c) = upstream(tmp.path());
         let mut s = RepoSources::default();

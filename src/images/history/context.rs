@@ -7,7 +7,7 @@ use super::node::{repo_error, HistoryNode};
 use super::pack::{revs, split_objects};
 use crate::images::submodules;
 use crate::images::{ImageError, RepoCache};
-use crate::repos::git_input;
+use swe_eval_core::repos::git_input;
 
 /// Where the repository lives in every image (the official `/testbed`).
 pub(super) const REPO_DIR: &str = "/testbed";
@@ -138,7 +138,7 @@ mod tests {
     use super::super::node::MAX_CHAIN;
     use super::super::plan::plan_chains;
     use super::*;
-    use crate::repos::{git, git_ok, RepoSources};
+    use swe_eval_core::repos::{git, git_ok, RepoSources};
 
     #[test]
     fn submodules_the_sources_give_are_checked_out_at_their_gitlink_with_nothing_newer() {

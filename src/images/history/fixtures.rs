@@ -8,7 +8,7 @@ use std::path::Path;
 use super::context::{dockerfile, write_context, REPO_DIR};
 use super::node::HistoryNode;
 use crate::images::RepoCache;
-use crate::repos::git_ok;
+use swe_eval_core::repos::git_ok;
 
 /// main: c1 (v0) - c2 (v1, annotated) - c3 - c4 (v2) - c5 (v9); release: c2 - r1 (vr).
 pub(super) fn upstream(root: &Path) -> (std::path::PathBuf, BTreeMap<&'static str, String>) {

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::node::HistoryNode;
-use crate::repos::{git_input, git_input_bytes};
+use swe_eval_core::repos::{git_input, git_input_bytes};
 
 /// The objects a history image adds to its parent's, as `git rev-list --objects` lines
 /// (`<id> [<path>]`, the path guiding `pack-objects`' choice of deltas), in two parts.
@@ -133,7 +133,7 @@ mod tests {
     use super::super::plan::plan_chains;
     use super::*;
     use crate::images::RepoCache;
-    use crate::repos::{git_ok, RepoSources};
+    use swe_eval_core::repos::{git_ok, RepoSources};
 
     #[test]
     fn trees_a_setup_commit_rewrites_get_a_pack_of_their_own() {

@@ -10,7 +10,7 @@ use super::node::{repo_error, HistoryNode, LAYOUT};
 use super::pack::{revs, split_objects};
 use crate::images::submodules;
 use crate::images::{content_hash, ImageError, RepoCache};
-use crate::repos::git;
+use swe_eval_core::repos::git;
 
 /// The history images of one repository on one environment image, parents first; commits
 /// that could not be planned are reported by commit.
@@ -172,7 +172,7 @@ mod tests {
     use super::super::context::write_context;
     use super::super::fixtures::upstream;
     use super::*;
-    use crate::repos::{git_ok, RepoSources};
+    use swe_eval_core::repos::{git_ok, RepoSources};
 
     #[test]
     fn chains_follow_ancestry_branch_at_release_lines_and_reroot_when_full() {

@@ -14,8 +14,8 @@ use serde_json::{json, Value};
 use super::{metric, metrics, record, variant, wait_all, Args, STARTED};
 use crate::cli::CliError;
 use crate::engine::{Engine, EngineChoice, LABEL_HOLD, LABEL_OWNER};
-use crate::failure::Failed;
 use crate::serve::Client;
+use swe_eval_core::failure::Failed;
 
 /// What `restart` measured.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -362,7 +362,7 @@ fn unexpected(
     by_id: &BTreeMap<&str, &Value>,
     preds: &[Value],
 ) -> Result<Vec<String>, CliError> {
-    let expected: Vec<Value> = serde_json::from_str(crate::mini::EXPECTED)?;
+    let expected: Vec<Value> = serde_json::from_str(swe_eval_core::mini::EXPECTED)?;
     let want = |p: &Value| {
         let e = expected.iter().find(|e| {
             e["instance_id"] == p["instance_id"]

@@ -92,7 +92,7 @@ fn mirror_candidates(dir: &Path, repo: &str) -> Vec<PathBuf> {
 }
 
 /// Runs git (in `cwd` when given), never prompting; its standard output, or the failure.
-pub(crate) fn git(args: &[&str], cwd: Option<&Path>) -> Result<String, String> {
+pub fn git(args: &[&str], cwd: Option<&Path>) -> Result<String, String> {
     let mut cmd = Command::new("git");
     if let Some(d) = cwd {
         cmd.current_dir(d);
@@ -117,16 +117,12 @@ fn git_outcome(args: &[&str], out: &std::process::Output) -> Result<String, Stri
 }
 
 /// [`git`] with `input` on its standard input (`pack-objects --revs`, `fetch --stdin`).
-pub(crate) fn git_input(args: &[&str], cwd: Option<&Path>, input: &[u8]) -> Result<String, String> {
+pub fn git_input(args: &[&str], cwd: Option<&Path>, input: &[u8]) -> Result<String, String> {
     git_input_bytes(args, cwd, input).map(|out| String::from_utf8_lossy(&out).into_owned())
 }
 
 /// [`git_input`] whose standard output is bytes (`cat-file --batch`: objects are binary).
-pub(crate) fn git_input_bytes(
-    args: &[&str],
-    cwd: Option<&Path>,
-    input: &[u8],
-) -> Result<Vec<u8>, String> {
+pub fn git_input_bytes(args: &[&str], cwd: Option<&Path>, input: &[u8]) -> Result<Vec<u8>, String> {
     use std::io::Write;
     use std::process::Stdio;
     let mut cmd = Command::new("git");
@@ -154,10 +150,10 @@ pub(crate) fn git_input_bytes(
     Ok(out.stdout)
 }
 
-/// [`git`] in `dir` with a throwaway identity, failing the test on error (tests that make
-/// repositories).
-#[cfg(test)]
-pub(crate) fn git_ok(dir: &Path, args: &[&str]) -> String {
+/// [`git`] in `dir` with a throwaway identity, panicking on error: for tests that make
+/// repositories (this crate's and the harness's).
+#[doc(hidden)]
+pub fn git_ok(dir: &Path, args: &[&str]) -> String {
     let args = [&["-c", "user.name=t", "-c", "user.email=t@t"], args].concat();
     git(&args, Some(dir)).unwrap().trim().to_string()
 }

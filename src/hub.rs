@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 
 use hf_hub::api::sync::ApiBuilder;
 use hf_hub::{Cache, Repo, RepoType};
+use swe_eval_core::dataset::{self, Dataset, InputProblem, LoadError};
 
 /// The branch datasets are kept on.
 const MAIN: &str = "main";
@@ -329,6 +330,23 @@ fn hint(cfg: &HubConfig, name: &str, split: &str) -> String {
             .join(&file)
             .display()
     )
+}
+
+/// Loads `--dataset` as the commands take it: a file, or else a Hugging Face dataset name
+/// (`SWE-bench/SWE-bench_Verified`) whose `split` is fetched once into the Hugging Face cache
+/// (settings from the environment, [`HubConfig::from_env`]) and read as Parquet, its files in
+/// order ([`swe_eval_core::dataset::load_dataset_files`]).
+pub fn load_dataset_split(
+    arg: &Path,
+    split: &str,
+) -> Result<(Dataset, Vec<InputProblem>), LoadError> {
+    let name = arg.to_string_lossy();
+    if arg.exists() || !is_repo_id(&name) {
+        return dataset::load_dataset(arg);
+    }
+    let files = fetch_split(&HubConfig::from_env(), &name, split)
+        .map_err(|e| LoadError::Fetch(Box::new(e)))?;
+    dataset::load_dataset_files(&files)
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::dataset::{self, Dataset, LoadError};
+use crate::dataset::{Dataset, InputProblem, LoadError};
 use crate::grading::{self, GradeInput, Mode, Verdict};
 use crate::predictions::{self, Prediction};
 
@@ -27,10 +27,6 @@ use super::{InstanceReport, PredictionRow, ReportError, RunSummary, Submitted, T
 /// What to grade.
 #[derive(Debug, Clone)]
 pub struct RegradeOptions {
-    /// Dataset rows with FAIL_TO_PASS and PASS_TO_PASS, or a Hugging Face dataset name.
-    pub dataset: PathBuf,
-    /// The split of a Hugging Face dataset name.
-    pub split: String,
     /// Predictions: a file, or `gold`.
     pub predictions: String,
     /// The saved logs: a folder (official layout, or above one) or a JSON Lines file.
@@ -127,14 +123,14 @@ pub fn log_key(p: &Prediction) -> String {
     predictions::sample_name(&p.instance_id, p.sample)
 }
 
-/// Loads the dataset and predictions, reporting row problems.
+/// Loads the predictions against a loaded dataset (with the problems of its rows), reporting
+/// row problems.
 pub fn load_inputs(
-    dataset: &Path,
-    split: &str,
+    dataset: (Dataset, Vec<InputProblem>),
     predictions: &str,
     problems: &mut Vec<String>,
 ) -> Result<(Dataset, Vec<Prediction>), LoadError> {
-    let (ds, ds_problems) = dataset::load_dataset_split(dataset, split)?;
+    let (ds, ds_problems) = dataset;
     problems.extend(
         ds_problems
             .iter()
@@ -236,10 +232,14 @@ pub fn grade_all(
         .collect()
 }
 
-/// Loads, reads the logs and grades (nothing written).
-pub fn regrade(opts: &RegradeOptions) -> Result<Regraded, RegradeError> {
+/// Loads the predictions against `dataset` (loaded, with its rows' problems: rows with
+/// FAIL_TO_PASS and PASS_TO_PASS), reads the logs and grades (nothing written).
+pub fn regrade(
+    opts: &RegradeOptions,
+    dataset: (Dataset, Vec<InputProblem>),
+) -> Result<Regraded, RegradeError> {
     let mut problems = Vec::new();
-    let (ds, preds) = load_inputs(&opts.dataset, &opts.split, &opts.predictions, &mut problems)?;
+    let (ds, preds) = load_inputs(dataset, &opts.predictions, &mut problems)?;
     let logs = SavedLogs::open(&opts.logs).map_err(RegradeError::Logs)?;
     if logs.is_empty() && preds.iter().any(|p| !p.patch().is_empty()) {
         return Err(RegradeError::NoLogs {
@@ -378,7 +378,8 @@ mod tests {
     fn two_models_in_one_tree_are_graded_apart_and_counted_once() {
         let d = tempfile::tempdir().unwrap();
         let bench = crate::mini::materialize(&d.path().join("mini")).unwrap();
-        let (ds, _) = dataset::load_dataset_split(&bench.dataset, "test").unwrap();
+        let (ds, _) = crate::dataset::load_dataset(&bench.dataset).unwrap();
+        let loaded = || crate::dataset::load_dataset(&bench.dataset).unwrap();
         let mut preds = Vec::new();
         for (k, inst) in ds.instances.iter().enumerate() {
             for (model, pass) in [("model-a", k < 2), ("model-b", k < 6)] {
@@ -398,14 +399,12 @@ mod tests {
         let preds_path = d.path().join("preds.jsonl");
         jsonl(&preds_path, &preds);
         let opts = RegradeOptions {
-            dataset: bench.dataset.clone(),
-            split: "test".into(),
             predictions: preds_path.to_string_lossy().into_owned(),
             logs: d.path().join("logs"),
             mode: Mode::Official,
             run_id: None,
         };
-        let g = regrade(&opts).unwrap();
+        let g = regrade(&opts, loaded()).unwrap();
         assert!(g.problems.is_empty(), "{:?}", g.problems);
         assert_eq!(g.run_id, "r1");
         let groups = g.write(&d.path().join("out")).unwrap();
@@ -425,10 +424,13 @@ mod tests {
         assert_eq!(rows.matches("\"resolved\":true").count(), 8);
 
         // A run id the logs do not hold is bad usage, not another run's logs.
-        let err = regrade(&RegradeOptions {
-            run_id: Some("r9".into()),
-            ..opts.clone()
-        })
+        let err = regrade(
+            &RegradeOptions {
+                run_id: Some("r9".into()),
+                ..opts.clone()
+            },
+            loaded(),
+        )
         .err()
         .unwrap();
         assert!(matches!(err, RegradeError::UnknownRun { .. }), "{err}");
@@ -441,10 +443,13 @@ mod tests {
                 "model_patch": ds.instances[0].patch,
             })],
         );
-        let g = regrade(&RegradeOptions {
-            predictions: one.to_string_lossy().into_owned(),
-            ..opts
-        })
+        let g = regrade(
+            &RegradeOptions {
+                predictions: one.to_string_lossy().into_owned(),
+                ..opts
+            },
+            loaded(),
+        )
         .unwrap();
         assert_eq!(g.verdicts[0].category, grading::Category::InfraError);
         assert!(

@@ -338,7 +338,7 @@ impl TestSpec {
 }
 
 /// The first `n` hex digits of the SHA-256 of `text`.
-pub(crate) fn sha256_hex(text: &str, n: usize) -> String {
+pub fn sha256_hex(text: &str, n: usize) -> String {
     let digest = Sha256::digest(text.as_bytes());
     let mut s = hex::encode(digest);
     s.truncate(n);

@@ -56,7 +56,6 @@ always!(
     Failed: std::io::Error,
     serde_json::Error,
     csv::Error,
-    tokio::task::JoinError,
     rayon::ThreadPoolBuildError,
 );
 

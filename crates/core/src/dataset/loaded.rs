@@ -3,8 +3,6 @@
 
 use std::path::PathBuf;
 
-use super::hub;
-
 /// Where in an input file a problem is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Location {
@@ -73,9 +71,10 @@ pub enum LoadError {
     /// The file is not in a readable format at all.
     #[error("{0}")]
     Invalid(InputProblem),
-    /// A Hugging Face dataset name whose split could not be had.
+    /// A dataset named rather than given as a file (a Hugging Face dataset name) whose files
+    /// could not be had: the fetching side's error.
     #[error(transparent)]
-    Hub(#[from] hub::HubError),
+    Fetch(Box<dyn std::error::Error + Send + Sync + 'static>),
 }
 
 impl crate::failure::Classify for LoadError {

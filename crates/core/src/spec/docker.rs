@@ -7,14 +7,15 @@ use std::fmt;
 
 /// The official conda base image (Ubuntu 22.04, Miniconda `py311_23.11.0-2`).
 pub const OFFICIAL_BASE_TEMPLATE: &str =
-    include_str!("../../harness-images/official/base.Dockerfile.tmpl");
+    include_str!("../../../../harness-images/official/base.Dockerfile.tmpl");
 const OFFICIAL_ENV_TEMPLATE: &str =
-    include_str!("../../harness-images/official/env.Dockerfile.tmpl");
+    include_str!("../../../../harness-images/official/env.Dockerfile.tmpl");
 const OFFICIAL_INSTANCE_TEMPLATE: &str =
-    include_str!("../../harness-images/official/instance.Dockerfile.tmpl");
-const DEBIAN_ENV_TEMPLATE: &str = include_str!("../../harness-images/debian/env.Dockerfile.tmpl");
+    include_str!("../../../../harness-images/official/instance.Dockerfile.tmpl");
+const DEBIAN_ENV_TEMPLATE: &str =
+    include_str!("../../../../harness-images/debian/env.Dockerfile.tmpl");
 const DEBIAN_INSTANCE_TEMPLATE: &str =
-    include_str!("../../harness-images/debian/instance.Dockerfile.tmpl");
+    include_str!("../../../../harness-images/debian/instance.Dockerfile.tmpl");
 
 /// The official base image's defaults (`DEFAULT_DOCKER_SPECS`).
 pub const CONDA_VERSION: &str = "py311_23.11.0-2";

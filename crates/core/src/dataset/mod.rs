@@ -6,16 +6,14 @@
 //! lost when rows are written back out. A malformed row is reported with its file, line and
 //! field and the other rows still load.
 
-mod hub;
 mod instance;
 mod json_rows;
 mod load;
 mod loaded;
 mod parquet_rows;
 
-pub use hub::{fetch_split, HubConfig, HubError};
 pub use instance::Instance;
 pub use json_rows::instance_from_value;
-pub(crate) use json_rows::{json_values, kind_of};
-pub use load::{load, load_dataset, load_dataset_split, load_with_gold, no_rows, Dataset};
+pub use json_rows::{json_values, kind_of};
+pub use load::{load, load_dataset, load_dataset_files, load_with_gold, no_rows, Dataset};
 pub use loaded::{InputProblem, LoadError, Loaded, Location};

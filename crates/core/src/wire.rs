@@ -10,7 +10,7 @@
 //!
 //! The wire types themselves sit beside their writers, apart from the domain types:
 //! [`crate::reward::RewardRecord`], [`crate::report::PredictionRow`],
-//! [`crate::runner::VerdictFile`], [`crate::study::SummaryFile`] and
+//! `swe_eval::runner::VerdictFile` (in the harness crate), [`crate::study::SummaryFile`] and
 //! [`crate::study::PredictionCsvRow`]; readers go through them or through [`check`].
 //! This module imports nothing else of the crate, so every layer may use it. (`swe-eval
 //! compare` versions its own summary.json: `crate::compare::FORMAT_VERSION`.)

@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::hub;
 use super::instance::Instance;
 use super::json_rows::load_json_rows;
 use super::loaded::{InputProblem, LoadError, Loaded};
@@ -131,23 +130,13 @@ pub fn load_dataset(path: &Path) -> Result<(Dataset, Vec<InputProblem>), LoadErr
     Ok((Dataset::new(loaded.items), loaded.problems))
 }
 
-/// Loads `--dataset` as the commands take it: a file, or else a Hugging Face dataset name
-/// (`SWE-bench/SWE-bench_Verified`) whose `split` is fetched once into the Hugging Face cache
-/// (the Hugging Face Hub client, settings from the environment) and read as Parquet. A split in several files is
-/// read in file order, a duplicate id in a later file being a problem like one within a file.
-pub fn load_dataset_split(
-    arg: &Path,
-    split: &str,
-) -> Result<(Dataset, Vec<InputProblem>), LoadError> {
-    let name = arg.to_string_lossy();
-    if arg.exists() || !hub::is_repo_id(&name) {
-        return load_dataset(arg);
-    }
-    let files = hub::fetch_split(&hub::HubConfig::from_env(), &name, split)?;
+/// Loads a dataset kept in several files (a split of a Hugging Face dataset, as the hub keeps
+/// it), read in file order; a duplicate id in a later file is a problem like one within a file.
+pub fn load_dataset_files(files: &[PathBuf]) -> Result<(Dataset, Vec<InputProblem>), LoadError> {
     let mut items: Vec<Instance> = Vec::new();
     let mut problems = Vec::new();
     let mut first: HashMap<String, PathBuf> = HashMap::new();
-    for file in &files {
+    for file in files {
         let loaded = load(file)?;
         problems.extend(loaded.problems);
         for inst in loaded.items {

@@ -75,7 +75,8 @@ pub fn instance_from_value(value: Value) -> Result<Instance, (Option<String>, St
     }
 }
 
-pub(crate) fn kind_of(v: &Value) -> &'static str {
+/// The JSON type of a value, as messages name it (`a string, not a number`).
+pub fn kind_of(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -93,7 +94,7 @@ pub(crate) fn kind_of(v: &Value) -> &'static str {
 /// with the bytes replaced: the patch applied and scored would not be the user's. (SWE-bench's
 /// tools read these files as UTF-8 with Python's strict decoder and stop at such a byte; here
 /// only the row is left out.)
-pub(crate) fn json_values(path: &Path, bytes: &[u8]) -> Result<Located<Value>, LoadError> {
+pub fn json_values(path: &Path, bytes: &[u8]) -> Result<Located<Value>, LoadError> {
     let bad = non_utf8_lines(bytes);
     if bad.is_empty() {
         return json_values_of(path, bytes);

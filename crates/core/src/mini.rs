@@ -29,28 +29,31 @@ pub const VERSION: &str = "0.1";
 pub const DEFAULT_TIMEOUT_SECS: u64 = 30;
 
 /// `datasets/mini/dataset.jsonl`: SWE-bench rows with `FAIL_TO_PASS`/`PASS_TO_PASS` lists.
-pub const DATASET: &str = include_str!("../datasets/mini/dataset.jsonl");
+pub const DATASET: &str = include_str!("../../../datasets/mini/dataset.jsonl");
 /// `datasets/mini/predictions.jsonl`: models `mini-gold` and `mini-demo`, with samples.
-pub const PREDICTIONS: &str = include_str!("../datasets/mini/predictions.jsonl");
+pub const PREDICTIONS: &str = include_str!("../../../datasets/mini/predictions.jsonl");
 /// `datasets/mini/expected.json`: the verdict of every prediction, official and strict.
-pub const EXPECTED: &str = include_str!("../datasets/mini/expected.json");
+pub const EXPECTED: &str = include_str!("../../../datasets/mini/expected.json");
 /// `datasets/mini/README.md`: what each task and prediction is for.
-pub const README: &str = include_str!("../datasets/mini/README.md");
+pub const README: &str = include_str!("../../../datasets/mini/README.md");
 
 /// The repositories as git bundles, by name (without the owner).
 pub const REPOS: &[(&str, &[u8])] = &[
-    ("calc", include_bytes!("../datasets/mini/repos/calc.bundle")),
+    (
+        "calc",
+        include_bytes!("../../../datasets/mini/repos/calc.bundle"),
+    ),
     (
         "iniconf",
-        include_bytes!("../datasets/mini/repos/iniconf.bundle"),
+        include_bytes!("../../../datasets/mini/repos/iniconf.bundle"),
     ),
     (
         "intervals",
-        include_bytes!("../datasets/mini/repos/intervals.bundle"),
+        include_bytes!("../../../datasets/mini/repos/intervals.bundle"),
     ),
     (
         "strutils",
-        include_bytes!("../datasets/mini/repos/strutils.bundle"),
+        include_bytes!("../../../datasets/mini/repos/strutils.bundle"),
     ),
 ];
 

@@ -32,7 +32,7 @@ mod script_parts;
 mod table;
 mod test_spec;
 
-pub(crate) use build::sha256_hex;
+pub use build::sha256_hex;
 pub use debian::BUILD_REQUIREMENTS_READER;
 pub use directives::{modified_files, test_directives};
 pub use docker::official_base_dockerfile;
