@@ -73,6 +73,11 @@ class AsyncClient:
         for _, w in idle:
             _close(w)
 
+    def __del__(self) -> None:
+        # Idle connections of a client never closed: closed with it, not left to the collector.
+        for _, w in getattr(self, "_idle", ()):
+            _close(w)
+
     async def __aenter__(self) -> "AsyncClient":
         return self
 
@@ -99,7 +104,8 @@ class AsyncClient:
         """Sends the request and reads its answer; a kept-alive connection found closed before
         any answer is replaced once at once."""
         s = self.settings
-        head = ["%s %s HTTP/1.1" % (method, s.prefix + path), "Host: %s:%d" % (s.host, s.port)]
+        host = "[%s]" % s.host if ":" in s.host else s.host
+        head = ["%s %s HTTP/1.1" % (method, s.prefix + path), "Host: %s:%d" % (host, s.port)]
         head += ["%s: %s" % kv for kv in s.headers(data is not None).items()]
         if data is not None:
             head.append("Content-Length: %d" % len(data))

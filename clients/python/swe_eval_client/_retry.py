@@ -127,7 +127,9 @@ class Attempts:
             wait = full * (1.0 - p.jitter * self.rand())
         self.retries += 1
         wait = max(0.0, min(wait, until - now))
-        level = logging.INFO if isinstance(e, ServeError) and e.status == 429 else logging.WARNING
+        # A request's first failure is a warning (a full queue only information); its later
+        # ones are information: many waits on one server going away say it once each.
+        level = logging.INFO if self.count > 1 or (isinstance(e, ServeError) and e.status == 429) else logging.WARNING
         log.log(
             level,
             "%s %s: %s%s; attempt %d failed, retrying in %.2f s (retry deadline %.0f s from the first failure)",
