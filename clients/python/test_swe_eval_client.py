@@ -63,7 +63,7 @@ class SyncClient(unittest.TestCase):
         self.assertFalse(s["mask"])
         self.assertEqual(s["status"], "resolved")
         self.assertTrue(s["strict_resolved"])
-        self.assertEqual(s["objections"], [])
+        self.assertEqual(s["objections"], "")
 
     def test_compute_scores_scores_a_batch_in_order(self):
         out = c.compute_scores(["swe-bench"] * 3, [GOLD, WRONG, ""], [INSTANCE] * 3, None, timeout=300)

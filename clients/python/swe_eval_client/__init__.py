@@ -40,7 +40,8 @@ the patch in the answer (the last ```diff block, else from `diff --git`) on the 
 (`extra_info["instance_id"]`, else `ground_truth`) and returns a dict: `score` (the server's:
 1.0 when the verdict it rewards by, strict by default, is resolved; `1.0 if resolved else 0.0`
 from a server that sends none), `mask`, `status`, `strict_status`, `resolved` (official),
-`strict_resolved`, `graded_by`, `objections`, `reason`, `similarity`, `reward`, `cached`, `id`,
+`strict_resolved`, `graded_by`, `objections` (joined by `; `: verl makes an array of each
+key's values, so every value is a scalar), `reason`, `similarity`, `reward`, `cached`, `id`,
 `state`. A result with `mask` true (infrastructure error, deadline passed, or no verdict when
 `timeout` ran out) has `score` 0.0 and must be dropped, not trained on.
 `compute_scores(data_sources, solution_strs, ground_truths, extra_infos, **kw)` submits a whole

@@ -41,12 +41,16 @@ def instance_of(ground_truth: Any, extra_info: Any) -> str:
 
 def _record_of(solution_str: Optional[str], ground_truth: Any, extra_info: Any, kw: Dict[str, Any]) -> Record:
     info = extra_info if isinstance(extra_info, dict) else {}
+    model = info.get("model_name_or_path", kw.get("model_name_or_path"))
+    sample = info.get("sample", kw.get("sample"))
+    deadline = info.get("deadline_s", kw.get("deadline_s"))
+    # Plain types: a dataset's columns may come as numpy scalars, which JSON does not take.
     return record(
         instance_of(ground_truth, extra_info),
-        patch_of(solution_str),
-        model_name_or_path=info.get("model_name_or_path", kw.get("model_name_or_path")),
-        sample=info.get("sample", kw.get("sample")),
-        deadline_s=info.get("deadline_s", kw.get("deadline_s")),
+        patch_of(None if solution_str is None else str(solution_str)),
+        model_name_or_path=None if model is None else str(model),
+        sample=None if sample is None else int(sample),
+        deadline_s=None if deadline is None else float(deadline),
     )
 
 
@@ -55,10 +59,12 @@ def _number(v: Any) -> bool:
 
 
 def result_of(e: Dict[str, Any], timeout: Optional[float] = None) -> Result:
-    """The reward of one evaluation. `score` is the server's (1.0 when the verdict it rewards by
-    is resolved: the strict one by default), or `1.0 if resolved else 0.0` from a server that
-    sends none. `mask` true: the infrastructure decided (an infrastructure error, a deadline
-    passed, or no verdict yet when the wait ended): drop the sample; its `score` is 0.0."""
+    """The reward of one evaluation, every value a scalar (a string, number, bool or None).
+    `score` is the server's (1.0 when the verdict it rewards by is resolved: the strict one by
+    default), or `1.0 if resolved else 0.0` from a server that sends none. `mask` true: the
+    infrastructure decided (an infrastructure error, a deadline passed, or no verdict yet when
+    the wait ended): drop the sample; its `score` is 0.0. `objections`: what the strict grading
+    objected to, joined by `; ` ("" when nothing)."""
     outcome = e.get("status") is not None
     mask = bool(e.get("mask")) or not outcome
     score = float(e["score"]) if _number(e.get("score")) else (1.0 if e.get("resolved") else 0.0)
@@ -77,7 +83,9 @@ def result_of(e: Dict[str, Any], timeout: Optional[float] = None) -> Result:
         "resolved": bool(e.get("resolved")),
         "strict_resolved": bool(e.get("strict_resolved")),
         "graded_by": e.get("graded_by"),
-        "objections": list(objections) if isinstance(objections, list) else [],
+        # One string, not the server's list: verl makes an array of each key's values across a
+        # batch, which lists of different lengths cannot be.
+        "objections": "; ".join(str(o) for o in objections) if isinstance(objections, list) else "",
         "reason": reason,
         "similarity": e.get("similarity"),
         "reward": e.get("reward"),

@@ -25,6 +25,14 @@ KEYS = {"score", "mask", "status", "strict_status", "resolved", "strict_resolved
 logging.getLogger("swe_eval_client").setLevel(logging.ERROR)
 
 
+class Scalar:
+    def __init__(self, v: int) -> None:
+        self.v = v
+
+    def __int__(self) -> int:
+        return self.v
+
+
 def canned(fake: FakeServe) -> None:
     fake.verdicts[("a__b-1", GOLD)] = {
         "status": "resolved", "resolved": True, "strict_status": "resolved", "strict_resolved": True, "score": 1.0,
@@ -67,13 +75,13 @@ class Scores(unittest.TestCase):
             self.assertEqual(s["score"], 0.0, "the strict verdict the server rewards by")
             self.assertTrue(s["resolved"])
             self.assertFalse(s["strict_resolved"])
-            self.assertEqual(s["objections"], ["forged test-status lines"])
+            self.assertEqual(s["objections"], "forged test-status lines")
             self.assertEqual(s["strict_status"], "unresolved")
 
     def test_an_older_server_without_score_falls_back_to_resolved(self) -> None:
         self.fake.send_score = False
         for s in self.both("compute_score", "swe-bench", GOLD, None, {"instance_id": "a__b-1"}, **self.kw):
-            self.assertEqual((s["score"], s["graded_by"], s["objections"]), (1.0, None, []))
+            self.assertEqual((s["score"], s["graded_by"], s["objections"]), (1.0, None, ""))
         for s in self.both("compute_score", "swe-bench", FORGED, "a__b-1", **self.kw):
             self.assertEqual(s["score"], 1.0, "an older server's score is the official verdict")
             self.assertFalse(s["strict_resolved"])
@@ -91,8 +99,14 @@ class Scores(unittest.TestCase):
     def test_a_batch_is_one_request_and_comes_back_in_order(self) -> None:
         answers = (GOLD, FORGED, BROKEN, "", "no patch at all")
         truths = ["a__b-1", {"instance_id": "a__b-1"}, "ignored", None, "a__b-2"]
-        infos = [None, None, {"instance_id": "a__b-1", "sample": 3}, {"instance_id": "a__b-1"}, {}]
-        for out in self.both("compute_scores", ["swe"] * 5, answers, truths, infos, **self.kw):
+        # A dataset's columns may hold numpy scalars: one stands in for them (int() works, JSON not).
+        infos = [None, None, {"instance_id": "a__b-1", "sample": Scalar(3)}, {"instance_id": "a__b-1"}, {}]
+        for out in self.both("compute_scores", ["swe"] * 5, tuple(answers), tuple(truths), tuple(infos), **self.kw):
+            # verl makes an array of each key's values: every value is a scalar.
+            for s in out:
+                self.assertEqual(set(s), KEYS)
+                for k, v in s.items():
+                    self.assertIsInstance(v, (str, int, float, bool, type(None)), k)
             self.assertEqual([s["score"] for s in out], [1.0, 0.0, 0.0, 0.0, 0.0])
             self.assertEqual([s["mask"] for s in out], [False, False, True, False, False])
             self.assertEqual([s["status"] for s in out], ["resolved", "resolved", "infra_error", "empty", "unresolved"])
