@@ -31,7 +31,9 @@ class RetryPolicy:
       it is not noticed by the caller.
     - `backoff`, `backoff_max`: the wait before the n-th retry is `backoff * 2**(n-1)`, at most
       `backoff_max`, less a random part of up to `jitter` of it (so many clients spread out).
-    - `retry_after_max`: a `Retry-After` the server sends is honoured up to this many seconds.
+    - `retry_after_max`: a `Retry-After` the server sends is honoured up to this many seconds,
+      plus up to a tenth of it at random (with `jitter` 0.5), so clients told the same time do
+      not all come back at once.
 
     A wait never goes past the deadline: the last attempt is made at it.
     """
