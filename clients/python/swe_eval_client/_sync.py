@@ -114,6 +114,8 @@ class Client:
             else:
                 conn = http.client.HTTPConnection(s.host, s.port, timeout=timeout)
             self._local.held = _Held(conn)
+        if conn.sock is None:
+            # About to connect (again, after a close): close() closes it too.
             with self._lock:
                 self._conns.add(conn)
         conn.timeout = timeout
