@@ -1,5 +1,7 @@
 """Tests of swe_eval_client against a live `swe-eval serve` on the mini benchmark.
 
+The same without a server (a fake one that misbehaves on request) is in tests/.
+
 Run by the Rust integration test `serve::the_api_and_the_python_client_on_the_real_engine_with_the_mini_benchmark`,
 which starts the server and sets SWE_EVAL_URL, SWE_EVAL_TEST_INSTANCE and SWE_EVAL_TEST_GOLD (an
 instance and its gold patch). By hand: start `swe-eval serve`, set them, run
@@ -60,6 +62,14 @@ class SyncClient(unittest.TestCase):
         self.assertEqual(s["score"], 1.0)
         self.assertFalse(s["mask"])
         self.assertEqual(s["status"], "resolved")
+        self.assertTrue(s["strict_resolved"])
+        self.assertEqual(s["objections"], "")
+
+    def test_compute_scores_scores_a_batch_in_order(self):
+        out = c.compute_scores(["swe-bench"] * 3, [GOLD, WRONG, ""], [INSTANCE] * 3, None, timeout=300)
+        self.assertEqual([s["score"] for s in out], [1.0, 0.0, 0.0])
+        self.assertEqual([s["status"] for s in out], ["resolved", "unresolved", "empty"])
+        self.assertFalse(any(s["mask"] for s in out))
 
 
 class AsyncClient(unittest.TestCase):
@@ -70,12 +80,14 @@ class AsyncClient(unittest.TestCase):
             r, w = await asyncio.gather(a.evaluate(INSTANCE, GOLD, timeout=300),
                                         a.evaluate(INSTANCE, WRONG, timeout=300))
             s = await c.compute_score_async("swe-bench", GOLD, {"instance_id": INSTANCE})
-            return h, r, w, s
-        h, r, w, s = asyncio.run(go())
+            b = await c.compute_scores_async(["swe-bench"] * 2, [WRONG, GOLD], [INSTANCE] * 2)
+            return h, r, w, s, b
+        h, r, w, s, b = asyncio.run(go())
         self.assertTrue(h["accepting"])
         self.assertEqual((r["status"], w["status"]), ("resolved", "unresolved"))
         self.assertEqual(s["score"], 1.0)
         self.assertTrue(s["cached"], "the gold patch was evaluated before")
+        self.assertEqual([x["score"] for x in b], [0.0, 1.0])
 
 
 if __name__ == "__main__":

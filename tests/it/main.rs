@@ -4,6 +4,7 @@ mod apply;
 mod common;
 
 mod careless;
+mod client;
 mod compare;
 mod compiler_cache;
 mod correlate;
