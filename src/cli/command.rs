@@ -114,7 +114,7 @@ impl Command {
 /// none of the folders it created empty (a full disk, an input refused after the output
 /// folder was made): [`swe_eval_core::fsutil::remove_empty_folders`] on each.
 pub fn dispatch(cli: Cli) -> CliResult {
-    use crate::orchestrate::Outcome;
+    use crate::orchestrate::Ending;
     use swe_eval_core::paths::Output;
     let plan = cli.command.io();
     plan.check()?;
@@ -129,7 +129,7 @@ pub fn dispatch(cli: Cli) -> CliResult {
         })
         .collect();
     let result = run_command(cli.command);
-    if !matches!(result, Ok(Outcome::Clean)) {
+    if !matches!(result, Ok(Ending::Clean)) {
         for dir in &fresh {
             swe_eval_core::fsutil::remove_empty_folders(dir);
         }

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use super::args::DatasetArgs;
 use super::CliResult;
-use crate::orchestrate::{outcome, Troubles};
+use crate::orchestrate::{ending, Troubles};
 use swe_eval_core::compare::{self, Options, RunSpec};
 
 const AFTER_HELP: &str = "\
@@ -176,5 +176,5 @@ pub fn run(args: Args) -> CliResult {
         args.output.display(),
         started.elapsed().as_secs_f64()
     );
-    Ok(outcome(&Troubles::of_inputs(lines.len())))
+    Ok(ending(&Troubles::of_inputs(lines.len())))
 }

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use super::args::DatasetArgs;
 use super::CliResult;
-use crate::orchestrate::{outcome, Troubles};
+use crate::orchestrate::{ending, Troubles};
 use swe_eval_core::dataset::InputProblem;
 use swe_eval_core::study::{self, Options, Patches};
 
@@ -188,7 +188,7 @@ pub fn run(args: Args) -> CliResult {
         started.elapsed().as_secs_f64()
     );
     // Unmatched rows are an input problem of their own (exit 3), not only a note.
-    Ok(outcome(&Troubles::of_inputs(
+    Ok(ending(&Troubles::of_inputs(
         problems.len() + written.png_problems.len() + summary.n_unmatched,
     )))
 }

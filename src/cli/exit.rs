@@ -7,17 +7,17 @@
 //! | 2 | bad usage: the argument parser's errors, a numeric flag outside its range, and mistakes found after parsing (an output that is an input, a malformed `--repo`, ...) |
 //! | 3 | done, but some inputs or jobs had problems (listed on stderr), or the input yields nothing to compute |
 //!
-//! A finished command's [`Outcome`] says 0 or 3 (decided by `orchestrate::outcome`); a failed
+//! A finished command's [`Ending`] says 0 or 3 (decided by `orchestrate::ending`); a failed
 //! one's [`CliError`] carries the [`ErrorKind`] its library error gave itself
 //! (`failure::Classify`): no list of error types is looked for here.
 
-use crate::orchestrate::Outcome;
+use crate::orchestrate::Ending;
 use swe_eval_core::failure::{Classify, ErrorKind};
 
 pub use swe_eval_core::failure::{Failed, NothingComputable, UsageError};
 
 /// What every subcommand's `run` returns: how it ended, or the error that stopped it.
-pub type CliResult = Result<Outcome, CliError>;
+pub type CliResult = Result<Ending, CliError>;
 
 /// The error that stopped a command, with its kind. Made from any library error by `?`
 /// (through [`Classify`]); a plain message is a failure (exit code 1).
@@ -63,9 +63,9 @@ pub fn failed(message: impl Into<String>) -> CliError {
 /// The exit code of a command's result: the table above, in one place.
 pub fn exit_code(result: &CliResult) -> i32 {
     match result {
-        Ok(Outcome::Clean) => 0,
-        Ok(Outcome::WithProblems) => 3,
-        Ok(Outcome::OutputFailed) => 1,
+        Ok(Ending::Clean) => 0,
+        Ok(Ending::WithProblems) => 3,
+        Ok(Ending::OutputFailed) => 1,
         Err(e) => match e.kind() {
             ErrorKind::Failed => 1,
             ErrorKind::Usage => 2,
@@ -109,8 +109,8 @@ mod tests {
         assert_eq!(exit_code(&usage), 2);
         assert_eq!(exit_code(&nothing), 3);
         assert_eq!(exit_code(&failed), 1);
-        assert_eq!(exit_code(&Ok(Outcome::Clean)), 0);
-        assert_eq!(exit_code(&Ok(Outcome::WithProblems)), 3);
+        assert_eq!(exit_code(&Ok(Ending::Clean)), 0);
+        assert_eq!(exit_code(&Ok(Ending::WithProblems)), 3);
         // A library error keeps the kind it gives itself.
         let clobber: CliResult = Err(swe_eval_core::paths::UnsafeComponent {
             what: "run id".into(),

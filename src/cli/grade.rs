@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::args::DatasetFile;
 use super::CliResult;
-use crate::orchestrate::{outcome, Troubles};
+use crate::orchestrate::{ending, Troubles};
 use swe_eval_core::grading::Mode;
 use swe_eval_core::report::{self, Group, RegradeOptions};
 
@@ -110,5 +110,5 @@ pub fn run(args: Args) -> CliResult {
             .collect();
         super::print_problems("", &lines);
     }
-    Ok(outcome(&Troubles::of_inputs(graded.problems.len())))
+    Ok(ending(&Troubles::of_inputs(graded.problems.len())))
 }

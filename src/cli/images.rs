@@ -15,7 +15,7 @@ use super::render;
 use super::{CliError, CliResult, NothingComputable};
 use crate::engine::{self, AnyEngine, EngineChoice, EngineKind};
 use crate::images::{self, Disk, InstanceNames, LayerState, ListedLayer, Listing};
-use crate::orchestrate::{self, outcome, ImageSet, Selected, Source, Troubles};
+use crate::orchestrate::{self, ending, ImageSet, Selected, Source, Troubles};
 
 /// `swe-eval images`: one of its actions.
 #[derive(Debug, clap::Args)]
@@ -325,7 +325,7 @@ async fn build(mut a: BuildArgs) -> CliResult {
     let _ = shown.await;
     render::print_preparation(&times);
     println!("  build logs under {}", opts.build_logs.display());
-    Ok(outcome(&Troubles {
+    Ok(ending(&Troubles {
         input_problems: problems + set.specs.failed.len(),
         run_problems: times.failed,
         ..Default::default()
@@ -357,7 +357,7 @@ async fn list(a: ListArgs) -> CliResult {
         }
         print_summary(&listing, disk.as_ref());
     }
-    Ok(outcome(&Troubles {
+    Ok(ending(&Troubles {
         input_problems: problems,
         ..Default::default()
     }))
@@ -551,7 +551,7 @@ async fn prune(a: PruneArgs) -> CliResult {
             v.used.len()
         );
     }
-    Ok(outcome(&Troubles {
+    Ok(ending(&Troubles {
         input_problems: problems,
         run_problems: errors.len(),
         ..Default::default()
@@ -587,7 +587,7 @@ async fn transfer(a: RegistryArgs, push: bool) -> CliResult {
         report.done.len(),
         report.errors.len()
     );
-    Ok(outcome(&Troubles {
+    Ok(ending(&Troubles {
         input_problems: problems,
         run_problems: report.errors.len(),
         ..Default::default()
@@ -625,7 +625,7 @@ async fn export(a: ExportArgs) -> CliResult {
         human_bytes(report.bytes),
         report.took.as_secs_f64()
     );
-    Ok(outcome(&Troubles {
+    Ok(ending(&Troubles {
         input_problems: problems,
         run_problems: missing,
         ..Default::default()
@@ -642,7 +642,7 @@ async fn import(a: ImportArgs) -> CliResult {
         human_bytes(report.bytes),
         report.took.as_secs_f64()
     );
-    Ok(outcome(&Troubles::default()))
+    Ok(ending(&Troubles::default()))
 }
 
 /// How an image of the selection's recipe but for the CA bundle was built.

@@ -27,8 +27,8 @@ mod validate;
 mod values;
 
 /// How a command ended when it did not fail outright (decided by
-/// [`crate::orchestrate::outcome()`], the one rule for every command).
-pub use crate::orchestrate::Outcome;
+/// [`crate::orchestrate::ending()`], the one rule for every command).
+pub use crate::orchestrate::Ending;
 pub use command::{dispatch, Cli, Command};
 pub use exit::{
     exit_code, failed, with_exit_codes, CliError, CliResult, Failed, NothingComputable, UsageError,

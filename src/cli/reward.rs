@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use super::args::DatasetFile;
 use super::CliResult;
-use crate::orchestrate::{outcome, Troubles};
+use crate::orchestrate::{ending, Troubles};
 use swe_eval_core::paths::is_stdout;
 use swe_eval_core::repos::RepoSources;
 use swe_eval_core::reward::{self, RewardRecord};
@@ -198,5 +198,5 @@ fn run_in_pool(args: Args) -> CliResult {
         ))
         .into());
     }
-    Ok(outcome(&Troubles::of_inputs(problems.len())))
+    Ok(ending(&Troubles::of_inputs(problems.len())))
 }

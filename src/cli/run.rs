@@ -107,7 +107,7 @@ pub fn run(args: Args) -> CliResult {
     if let Some((marks, file)) = &done.flaky {
         print_flaky(marks, file);
     }
-    Ok(done.outcome)
+    Ok(done.ending)
 }
 
 /// The closing lines of `--flaky`: how many of the run's instances are flaky, and each

@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::args::{DatasetArgs, ExecArgs};
 use super::{CliResult, UsageError};
 use crate::evaluator::{self, Bounds, DatasetSource, ServeChoices};
-use crate::orchestrate::Outcome;
+use crate::orchestrate::Ending;
 use crate::serve::{listen, ServeConfig};
 
 #[derive(Debug, clap::Args)]
@@ -260,7 +260,7 @@ async fn serve(args: Args, work: tokio::runtime::Handle) -> CliResult {
     let _ = printed_tx.send(());
     let _ = printing.await;
     eprintln!("stopped: {} request(s) left for the next start", done.left);
-    Ok(Outcome::Clean)
+    Ok(Ending::Clean)
 }
 
 fn export(a: &ExportArgs) -> CliResult {
@@ -287,5 +287,5 @@ fn export(a: &ExportArgs) -> CliResult {
         to.join("rewards.jsonl").display(),
         to.join("outcomes.jsonl").display()
     );
-    Ok(Outcome::Clean)
+    Ok(Ending::Clean)
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::args::DatasetFile;
 use super::CliResult;
-use crate::orchestrate::{outcome, Troubles};
+use crate::orchestrate::{ending, Troubles};
 use swe_eval_core::dataset;
 use swe_eval_core::fsutil::write_atomic;
 use swe_eval_core::repos::RepoSources;
@@ -187,7 +187,7 @@ pub fn run(args: Args) -> CliResult {
             .collect();
         problems += check_env(&args, &chosen, ca)?;
     }
-    Ok(outcome(&Troubles::of_inputs(problems)))
+    Ok(ending(&Troubles::of_inputs(problems)))
 }
 
 /// `--check-env`: builds and compares, prints a line per environment and the totals, writes

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use super::{failed, CliResult, Outcome};
+use super::{failed, CliResult, Ending};
 use crate::submit::{self, Logs, Metadata, Options, Source};
 use swe_eval_core::dataset;
 use swe_eval_core::predictions;
@@ -195,9 +195,9 @@ pub fn run(args: Args) -> CliResult {
         )));
     }
     Ok(if pkg.warnings.is_empty() {
-        Outcome::Clean
+        Ending::Clean
     } else {
-        Outcome::WithProblems
+        Ending::WithProblems
     })
 }
 
@@ -244,8 +244,8 @@ fn verify(ds: &dataset::Dataset, pkg: &std::path::Path) -> CliResult {
         }
     );
     Ok(if v.warnings.is_empty() && v.missing.is_empty() {
-        Outcome::Clean
+        Ending::Clean
     } else {
-        Outcome::WithProblems
+        Ending::WithProblems
     })
 }

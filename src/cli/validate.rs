@@ -106,7 +106,7 @@ pub fn run(args: Args) -> CliResult {
         done.flaky_map.display()
     );
     super::print_problems("warning: ", &done.report.problems);
-    Ok(done.outcome)
+    Ok(done.ending)
 }
 
 /// One instance's line: its gold and empty verdicts, and why it is flagged.

@@ -37,7 +37,7 @@ use swe_eval_core::predictions::Prediction;
 use swe_eval_core::reward::Oracle;
 use swe_eval_core::spec::TestSpec;
 
-use super::evaluation::{Evaluation, Outcome, State, Status};
+use super::evaluation::{Evaluation, Executed, State, Status};
 use super::key::{KeySettings, Recipe};
 use super::memo::Memo;
 use super::metrics::{inc, Metrics};
@@ -748,13 +748,13 @@ async fn submit<E: Engine>(
         if r.execute && row.patch.trim().is_empty() {
             // Nothing to run: known at once, as the runner would decide it.
             inc(&shared.metrics.accepted_executed);
-            row.outcome = Some(Outcome::empty());
+            row.outcome = Some(Executed::empty());
             row.done = true;
         } else if r.execute {
             inc(&shared.metrics.accepted_executed);
             match spec {
                 Some(Err(why)) => {
-                    row.outcome = Some(Outcome::masked(Status::InfraError, why));
+                    row.outcome = Some(Executed::masked(Status::InfraError, why));
                     row.done = true;
                 }
                 _ => {
@@ -850,7 +850,7 @@ fn admit<E: Engine>(shared: &Arc<Shared<E>>, rows: Vec<Row>) {
                 None => {
                     book.flights.remove(&key);
                     let why = "not run: the dispatcher takes no more jobs, or the instance has no test spec";
-                    hits.push((seq, Outcome::masked(Status::InfraError, why.into()), false));
+                    hits.push((seq, Executed::masked(Status::InfraError, why.into()), false));
                 }
             }
         }
@@ -965,7 +965,7 @@ async fn delivered<E: Engine>(
                     Some(Image::Ready(image)) => Some(image.clone()),
                     _ => None,
                 };
-                let outcome = Outcome::of(&f, image);
+                let outcome = Executed::of(&f, image);
                 if outcome.status == Status::InfraError
                     && matches!(book.images.get(&id), Some(Image::Ready(_)))
                 {
@@ -1066,7 +1066,7 @@ async fn deadline_loop<E: Engine>(shared: std::sync::Weak<Shared<E>>, added: Arc
 /// already. A job one of them leads goes on (the dispatcher cuts or skips it at the same
 /// deadline).
 async fn expire<E: Engine>(shared: &Arc<Shared<E>>, due: Vec<u64>) {
-    let done: Vec<(u64, Outcome, bool)> = {
+    let done: Vec<(u64, Executed, bool)> = {
         let book = shared.lock();
         due.into_iter()
             .filter_map(|seq| {
@@ -1075,7 +1075,7 @@ async fn expire<E: Engine>(shared: &Arc<Shared<E>>, due: Vec<u64>) {
                 let why = format!(
                     "the request's deadline passed ({secs:.0} s after acceptance) before its result"
                 );
-                Some((seq, Outcome::masked(Status::Timeout, why), false))
+                Some((seq, Executed::masked(Status::Timeout, why), false))
             })
             .collect()
     };
@@ -1091,8 +1091,8 @@ async fn expire<E: Engine>(shared: &Arc<Shared<E>>, due: Vec<u64>) {
 /// waiters. A request already being finished is left alone.
 async fn finish<E: Engine>(
     shared: &Arc<Shared<E>>,
-    done: Vec<(u64, Outcome, bool)>,
-    cache: Option<(String, Outcome)>,
+    done: Vec<(u64, Executed, bool)>,
+    cache: Option<(String, Executed)>,
 ) {
     let mut rows = Vec::with_capacity(done.len());
     {

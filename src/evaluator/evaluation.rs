@@ -94,7 +94,7 @@ pub struct Timings {
 
 /// The executed part of an evaluation: what a content-identical request gets from the cache.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Outcome {
+pub struct Executed {
     /// How it ended.
     pub status: Status,
     /// True where the infrastructure decided: drop the sample rather than score it.
@@ -120,13 +120,13 @@ pub struct Outcome {
     pub timings: Timings,
 }
 
-impl Outcome {
+impl Executed {
     /// The outcome of a verdict the runner delivered, run in `image`.
-    pub fn of(f: &Finished, image: Option<String>) -> Outcome {
+    pub fn of(f: &Finished, image: Option<String>) -> Executed {
         let v: &Verdict = &f.verdict;
         let status = Status::of(v.category, v.error_reason);
         let strict_status = Status::of(v.strict_category, v.error_reason);
-        Outcome {
+        Executed {
             status,
             mask: status.masked(),
             resolved: status == Status::Resolved,
@@ -157,8 +157,8 @@ impl Outcome {
 
     /// A masked outcome decided without a verdict: the request's deadline passed
     /// ([`Status::Timeout`]) or the infrastructure failed ([`Status::InfraError`]).
-    pub fn masked(status: Status, reason: String) -> Outcome {
-        Outcome {
+    pub fn masked(status: Status, reason: String) -> Executed {
+        Executed {
             status,
             mask: true,
             resolved: false,
@@ -174,11 +174,11 @@ impl Outcome {
     }
 
     /// The outcome of an empty patch: nothing to run (the official harness's `empty_patch`).
-    pub fn empty() -> Outcome {
-        Outcome {
+    pub fn empty() -> Executed {
+        Executed {
             mask: false,
             reason: Some("empty patch: nothing was run".into()),
-            ..Outcome::masked(Status::Empty, String::new())
+            ..Executed::masked(Status::Empty, String::new())
         }
     }
 
@@ -222,7 +222,7 @@ pub struct Evaluation {
     pub execute: bool,
     /// The executed outcome, once known (never for `execute: false`).
     #[serde(flatten)]
-    pub outcome: Option<Outcome>,
+    pub outcome: Option<Executed>,
     /// The outcome came from an identical earlier (or simultaneous) request: no container of
     /// its own ran.
     pub cached: bool,

@@ -17,7 +17,7 @@ use super::store::Row;
 
 /// One outcome row.
 #[derive(Debug, Serialize)]
-struct OutcomeRow<'a> {
+struct ExportRow<'a> {
     instance_id: &'a str,
     model_name_or_path: &'a str,
     sample: u32,
@@ -68,7 +68,7 @@ pub fn export(rows: &[Row]) -> (Vec<u8>, Vec<u8>) {
         let Some(o) = r.outcome.as_ref().filter(|_| r.execute) else {
             continue;
         };
-        let outcome = OutcomeRow {
+        let outcome = ExportRow {
             instance_id: &r.instance_id,
             model_name_or_path: &r.model,
             sample,

@@ -30,7 +30,7 @@ pub(crate) mod tests;
 
 pub use access::{authorized, check_listen, token_from, AccessError, MIN_TOKEN_LEN};
 pub use core::{Evaluator, Health, Shutdown, StartError};
-pub use evaluation::{Evaluation, Outcome, Passed, State, Status, Timings};
+pub use evaluation::{Evaluation, Executed, Passed, State, Status, Timings};
 pub use export::export;
 pub use key::{content_key, harness_version, KeySettings, Recipe};
 pub use metrics::{Histogram, Metrics, BUCKETS};

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use rusqlite::{params, Connection, OptionalExtension};
 use tokio::sync::oneshot;
 
-use super::evaluation::{Evaluation, Outcome, State};
+use super::evaluation::{Evaluation, Executed, State};
 use super::memo::Memo;
 use super::metrics::Histogram;
 
@@ -125,7 +125,7 @@ pub struct Row {
     /// The reward's format verdict.
     pub format: String,
     /// The executed outcome, once known.
-    pub outcome: Option<Outcome>,
+    pub outcome: Option<Executed>,
     /// The outcome came from the cache (or a simultaneous identical request).
     pub cached: bool,
     /// The request is done (an outcome, or no execution asked).
@@ -176,8 +176,8 @@ enum Write {
     /// Requests finished: (seq, outcome, cached); and the outcome under its key, when it may
     /// answer identical requests.
     Finish {
-        done: Vec<(u64, Outcome, bool)>,
-        cache: Option<(String, Outcome)>,
+        done: Vec<(u64, Executed, bool)>,
+        cache: Option<(String, Executed)>,
     },
 }
 
@@ -194,7 +194,7 @@ pub struct Store {
     checkpointer: Mutex<Option<std::thread::JoinHandle<()>>>,
     read: Mutex<Connection>,
     /// The last verdicts cached or read, by content key.
-    memo: Mutex<Memo<String, Outcome>>,
+    memo: Mutex<Memo<String, Executed>>,
     /// How long each commit of the writer took.
     commits: Arc<Histogram>,
     /// Pages in the log after the last commit.
@@ -382,8 +382,8 @@ impl Store {
     /// Stores requests' outcomes, and `cache` under its key (committed when this returns).
     pub async fn finish(
         &self,
-        done: Vec<(u64, Outcome, bool)>,
-        cache: Option<(String, Outcome)>,
+        done: Vec<(u64, Executed, bool)>,
+        cache: Option<(String, Executed)>,
     ) -> Result<(), StoreError> {
         let memo = cache.clone();
         self.write(Write::Finish { done, cache }).await?;
@@ -393,7 +393,7 @@ impl Store {
         Ok(())
     }
 
-    fn memo(&self) -> std::sync::MutexGuard<'_, Memo<String, Outcome>> {
+    fn memo(&self) -> std::sync::MutexGuard<'_, Memo<String, Executed>> {
         self.memo.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -402,7 +402,7 @@ impl Store {
     }
 
     /// The cached outcome of content key `key`, if any.
-    pub fn cached(&self, key: &str) -> Result<Option<Outcome>, StoreError> {
+    pub fn cached(&self, key: &str) -> Result<Option<Executed>, StoreError> {
         if let Some(hit) = self.memo().get(key) {
             return Ok(Some(hit));
         }
@@ -413,7 +413,7 @@ impl Store {
                 .map_err(sqlite(&self.path))?
         };
         let Some(text) = text else { return Ok(None) };
-        let outcome: Outcome = serde_json::from_str(&text).map_err(|e| StoreError::Corrupt {
+        let outcome: Executed = serde_json::from_str(&text).map_err(|e| StoreError::Corrupt {
             path: self.path.clone(),
             id: format!("cache {key}"),
             message: e.to_string(),
@@ -748,7 +748,7 @@ fn write_all(st: &mut Statements<'_>, batch: &[Job]) -> rusqlite::Result<()> {
     Ok(())
 }
 
-fn outcome_json(o: &Outcome) -> String {
+fn outcome_json(o: &Executed) -> String {
     serde_json::to_string(o).expect("an outcome serializes")
 }
 
@@ -795,7 +795,7 @@ mod tests {
             .insert(vec![row(1, false), row(2, false)])
             .await
             .unwrap();
-        let outcome = Outcome::masked(Status::InfraError, "daemon gone".into());
+        let outcome = Executed::masked(Status::InfraError, "daemon gone".into());
         store
             .finish(
                 vec![(1, outcome.clone(), false)],
@@ -804,7 +804,7 @@ mod tests {
             .await
             .unwrap();
         // A second finish of a done request changes nothing.
-        let other = Outcome::masked(Status::Timeout, "late".into());
+        let other = Executed::masked(Status::Timeout, "late".into());
         store.finish(vec![(1, other, true)], None).await.unwrap();
         drop(store);
 
@@ -825,7 +825,7 @@ mod tests {
     async fn a_cached_verdict_is_answered_from_memory_in_front_of_the_database() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let outcome = Outcome::masked(Status::Timeout, "slow".into());
+        let outcome = Executed::masked(Status::Timeout, "slow".into());
         store
             .finish(Vec::new(), Some(("k1".into(), outcome.clone())))
             .await
@@ -838,7 +838,7 @@ mod tests {
         assert_eq!(store.cached("k1").unwrap(), Some(outcome.clone()));
         assert_eq!(store.cached("k2").unwrap(), None);
         // One read from the database is kept too.
-        let read = Outcome::masked(Status::InfraError, "gone".into());
+        let read = Executed::masked(Status::InfraError, "gone".into());
         other
             .execute(
                 "INSERT INTO results (key, outcome, created_ms) VALUES ('k3', ?1, 0)",

@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
+use super::ending::{ending, Ending, Troubles};
 use super::error::WorkflowError;
 use super::flaky_marks::{flaky_marks, flaky_marks_name, FlakyMarks};
 use super::inputs::{load_inputs, InputError};
 use super::mini_check::{check_mini, MiniCheck};
-use super::outcome::{outcome, Outcome, Troubles};
 use super::prep_times::PrepTimes;
 use super::run_options::{RunOptions, Source};
 use super::workflow::{execute, notice, Event, ImagePolicy, Level, Work};
@@ -31,7 +31,7 @@ pub struct Evaluated {
     /// file they were written to (`<run_id>.flaky.json`).
     pub flaky: Option<(FlakyMarks, std::path::PathBuf)>,
     /// How the run ended: clean, or with problems to look at.
-    pub outcome: Outcome,
+    pub ending: Ending,
 }
 
 /// Runs the predictions `source` names with `opts`. `interrupts` delivers one message per
@@ -119,6 +119,6 @@ pub async fn evaluate(
         prep,
         mini: check,
         flaky,
-        outcome: outcome(&troubles),
+        ending: ending(&troubles),
     })
 }

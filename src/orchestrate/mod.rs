@@ -11,7 +11,7 @@
 //! - `prepare`: test specs and images for the instances with predictions.
 //! - `workflow`: prepare while executing, release and clean up, as events.
 //! - `prep_times`: where image preparation's time went (per kind of image and phase).
-//! - `outcome`: the one rule that decides a command's exit code.
+//! - `ending`: the one rule that decides a command's exit code.
 //! - `mini_check`, `validate`: the checks `run` (mini benchmark) and `validate` make of the
 //!   verdicts; `findings`: what `validate` found per instance (its flaky map's rows);
 //!   `flaky_marks`: `run --flaky`, a run's predictions on the instances a flaky map marks.
@@ -21,6 +21,7 @@
 //!   images and their names, prepared without running anything.
 
 mod check_env;
+mod ending;
 mod error;
 mod evaluate;
 mod findings;
@@ -29,7 +30,6 @@ mod image_set;
 mod inputs;
 mod mini_check;
 mod options;
-mod outcome;
 mod prep_times;
 mod prepare;
 mod run_options;
@@ -41,6 +41,7 @@ mod workflow_tests;
 pub use check_env::{
     check_envs, check_envs_with, check_spec, CheckEnvOptions, CheckEnvReport, EnvReport, Overall,
 };
+pub use ending::{ending, Ending, Troubles};
 pub use error::WorkflowError;
 pub use evaluate::{evaluate, Evaluated};
 pub use findings::{
@@ -55,7 +56,6 @@ pub use mini_check::{check_mini, MiniCheck, MiniCheckError};
 pub use options::{
     default_build_jobs, durations_file, prepare_options, ImageChoices, OptionsError,
 };
-pub use outcome::{outcome, Outcome, Troubles};
 pub use prep_times::PrepTimes;
 pub use prepare::{setup as instance_setup, specs as instance_specs, PrepareOptions, Specs};
 pub use run_options::{

@@ -11,10 +11,10 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use crate::runner::{Layout, RunReport};
 use swe_eval_core::predictions::Prediction;
 
+use super::ending::{ending, Ending, Troubles};
 use super::error::WorkflowError;
 use super::findings::{findings, Finding, Repeats, EMPTY, GOLD};
 use super::inputs::{load_inputs, Inputs};
-use super::outcome::{outcome, Outcome, Troubles};
 use super::prep_times::PrepTimes;
 use super::run_options::{RunOptions, Source};
 use super::workflow::{execute, notice, Event, ImagePolicy, Level, Work};
@@ -48,7 +48,7 @@ pub struct Validated {
     /// instance, for `run --flaky` and `compare --flaky`.
     pub flaky_map: PathBuf,
     /// How it ended: with problems when an instance is flagged or a job had trouble.
-    pub outcome: Outcome,
+    pub ending: Ending,
 }
 
 /// Validates the instances of `source`'s dataset (its predictions are ignored: the gold patch
@@ -129,7 +129,7 @@ pub async fn validate(
         findings,
         file,
         flaky_map,
-        outcome: outcome(&troubles),
+        ending: ending(&troubles),
     })
 }
 

@@ -13,7 +13,7 @@ use super::Setup;
 
 /// A graded job.
 #[derive(Debug, Clone)]
-pub struct Graded {
+pub struct JobGrade {
     pub category: Category,
     pub strict_category: Category,
     /// FAIL_TO_PASS success/failure, PASS_TO_PASS success/failure (official grading).
@@ -28,10 +28,10 @@ pub struct Graded {
     pub report_json: Option<String>,
 }
 
-impl Graded {
+impl JobGrade {
     /// An infrastructure failure: nothing ran, or the engine gave up.
-    pub fn infra(reason: String) -> Graded {
-        Graded {
+    pub fn infra(reason: String) -> JobGrade {
+        JobGrade {
             category: Category::InfraError,
             strict_category: Category::InfraError,
             counts: [0; 4],
@@ -52,7 +52,7 @@ pub fn grade(
     out: &JobOutput,
     parsed: &Parsed<'_>,
     cfg: &JobConfig,
-) -> Graded {
+) -> JobGrade {
     let JobConfig {
         timeout,
         strict,
@@ -94,11 +94,11 @@ pub fn grade(
     let v = match grading::grade(&input) {
         Ok(v) => v,
         Err(e) => {
-            return Graded {
+            return JobGrade {
                 category: Category::Error,
                 strict_category: Category::Error,
                 error_reason: Some(ErrorReason::NoTestOutput),
-                ..Graded::infra(e.to_string())
+                ..JobGrade::infra(e.to_string())
             }
         }
     };
@@ -134,7 +134,7 @@ pub fn grade(
     let mode = if strict { Mode::Strict } else { Mode::Official };
     let report_json = InstanceReport::from_verdict(&v, mode)
         .map(|r| report::instance_report_json(&inst.instance_id, &r));
-    Graded {
+    JobGrade {
         category: v.category,
         strict_category: v.strict_category,
         counts,

@@ -10,7 +10,7 @@ use std::time::Instant;
 use crate::engine::{Engine, EngineError, FileIn, JobOutput, JobSpec, Ticket};
 
 use super::driver::{self, Apply, PatchMode};
-use super::grade::{self, Graded};
+use super::grade::{self, JobGrade};
 use super::job_config::JobConfig;
 use super::store::{Category, Verdict};
 use super::Setup;
@@ -171,7 +171,7 @@ fn conclude(job: &Job, cfg: &JobConfig, ran: Ran) -> JobDone {
     let (g, test_output, apply) = match graded {
         Some(x) => x,
         None => (
-            Graded::infra(failure.clone().unwrap_or_else(|| "no output".into())),
+            JobGrade::infra(failure.clone().unwrap_or_else(|| "no output".into())),
             String::new(),
             Apply::Unknown,
         ),
@@ -433,7 +433,7 @@ fn write_logs(
     job: &Job,
     log: &str,
     test_output: &str,
-    g: &Graded,
+    g: &JobGrade,
 ) -> Result<(), String> {
     let w = |name: &str, bytes: &[u8]| {
         swe_eval_core::fsutil::write_atomic(&m.dir.join(name), bytes).map_err(|e| e.to_string())

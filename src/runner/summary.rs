@@ -14,7 +14,7 @@ use swe_eval_core::report::{self, ReportError, RunSummary, Submitted};
 
 /// The grading module's view of a stored verdict, enough for the run summary (the test lists
 /// are not kept in memory; they are in each prediction's `report.json`).
-fn to_grading(v: &Verdict) -> grading::Verdict {
+fn to_grading(v: &Verdict) -> grading::Graded {
     // A stored error always says why; one from an older format without a reason is counted
     // as the official harness counts a log it cannot read.
     let error_reason = match v.category {
@@ -22,7 +22,7 @@ fn to_grading(v: &Verdict) -> grading::Verdict {
         Category::InfraError => Some(ErrorReason::Infra),
         _ => None,
     };
-    grading::Verdict {
+    grading::Graded {
         category: v.category,
         error_reason,
         tests: None,
@@ -48,7 +48,7 @@ pub fn write_all(
     // without a verdict (an interrupted run) is left out, so it counts as incomplete rather
     // than as an error of the model.
     // (model, sample) -> (instance id, empty patch, verdict) of each submitted prediction.
-    type Submissions<'a> = BTreeMap<(&'a str, u32), Vec<(&'a str, bool, Option<grading::Verdict>)>>;
+    type Submissions<'a> = BTreeMap<(&'a str, u32), Vec<(&'a str, bool, Option<grading::Graded>)>>;
     let mut submitted: Submissions = BTreeMap::new();
     for p in &plan.predictions {
         if !plan.setups.contains_key(&p.instance_id) {

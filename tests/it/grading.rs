@@ -462,7 +462,7 @@ fn grade_flask(
     patch: Option<&str>,
     exit_code: Option<i32>,
     f2p: &[String],
-) -> grading::Verdict {
+) -> grading::Graded {
     grading::grade(&GradeInput {
         repo: "pallets/flask",
         parser: "parse_log_flask",

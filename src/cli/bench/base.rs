@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use crate::cli::{CliResult, Outcome, UsageError};
+use crate::cli::{CliResult, Ending, UsageError};
 use crate::engine::Engine;
 use crate::images::{build_base, BaseOptions};
 use swe_eval_core::spec::DebianRelease;
@@ -49,6 +49,6 @@ pub fn run(args: Args) -> CliResult {
             out.import.as_secs_f64()
         );
         removed?;
-        Ok(Outcome::Clean)
+        Ok(Ending::Clean)
     })
 }

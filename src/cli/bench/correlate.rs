@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use crate::cli::{CliResult, Outcome};
+use crate::cli::{CliResult, Ending};
 use swe_eval_core::study::{self, Joined, Observation, Options};
 
 /// `swe-eval bench correlate`: the study's statistics timed on synthetic predictions.
@@ -126,5 +126,5 @@ pub fn run(args: Args) -> CliResult {
         });
         swe_eval_core::fsutil::write_json_atomic(path, &v)?;
     }
-    Ok(Outcome::Clean)
+    Ok(Ending::Clean)
 }

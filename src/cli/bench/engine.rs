@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 
 use super::super::args::EngineArgs;
-use crate::cli::{CliResult, Outcome};
+use crate::cli::{CliResult, Ending};
 use crate::engine::{Engine, JobSpec, Limits, LABEL_OWNER, LABEL_RUN_ID, LABEL_TOOL};
 use crate::trivial;
 
@@ -115,6 +115,6 @@ pub fn run(args: Args) -> CliResult {
         if let Some(path) = &args.json {
             swe_eval_core::fsutil::write_json_atomic(path, &all)?;
         }
-        Ok(Outcome::Clean)
+        Ok(Ending::Clean)
     })
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::cli::CliResult;
-use crate::orchestrate::{outcome, Troubles};
+use crate::orchestrate::{ending, Troubles};
 use swe_eval_core::report::{grade_all, load_inputs, read_logs, SavedLogs};
 
 const SHARED: &str = "../shared/datasets";
@@ -99,5 +99,5 @@ pub fn run(args: Args) -> CliResult {
         swe_eval_core::fsutil::write_json_atomic(&path, &figures)?;
     }
     crate::cli::print_problems("", &problems);
-    Ok(outcome(&Troubles::of_inputs(problems.len())))
+    Ok(ending(&Troubles::of_inputs(problems.len())))
 }

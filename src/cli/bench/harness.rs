@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
-use crate::cli::{failed, CliError, CliResult, Outcome};
+use crate::cli::{failed, CliError, CliResult, Ending};
 use crate::engine::Engine;
 use crate::orchestrate::{run_plan, Event};
 use crate::runner::{self, Plan, RunConfig, RunEvent, RunReport};
@@ -324,7 +324,7 @@ async fn run_async(args: Args) -> CliResult {
     if let Some(path) = &args.json {
         swe_eval_core::fsutil::write_json_atomic(path, &phases)?;
     }
-    Ok(Outcome::Clean)
+    Ok(Ending::Clean)
 }
 
 /// The queued predictions run to the end on the fake engine (every file written): the peak

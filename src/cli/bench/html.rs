@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
-use crate::cli::{failed, CliResult, Outcome};
+use crate::cli::{failed, CliResult, Ending};
 use swe_eval_core::grading::Mode;
 use swe_eval_core::report::{grade_all, load_inputs, read_logs, SavedLogs};
 
@@ -157,5 +157,5 @@ pub fn run(args: Args) -> CliResult {
     if args.output.is_some() {
         println!("  page kept at {}", page.display());
     }
-    Ok(Outcome::Clean)
+    Ok(Ending::Clean)
 }

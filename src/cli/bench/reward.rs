@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::cli::{CliResult, Outcome};
+use crate::cli::{CliResult, Ending};
 use swe_eval_core::reward::{self, RewardRecord};
 
 fn shared() -> PathBuf {
@@ -373,5 +373,5 @@ pub fn run(args: Args) -> CliResult {
         });
         swe_eval_core::fsutil::write_json_atomic(path, &doc)?;
     }
-    Ok(Outcome::Clean)
+    Ok(Ending::Clean)
 }

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::cli::{CliResult, Outcome};
+use crate::cli::{CliResult, Ending};
 use crate::serve::{run_load, Client, Load, LoadReport};
 
 /// `swe-eval bench serve`: which load, on which server.
@@ -254,9 +254,9 @@ pub fn run(args: Args) -> CliResult {
         swe_eval_core::fsutil::write_json_atomic(path, &json)?;
     }
     Ok(if ok {
-        Outcome::Clean
+        Ending::Clean
     } else {
-        Outcome::WithProblems
+        Ending::WithProblems
     })
 }
 

@@ -1,5 +1,5 @@
 //! One prediction graded: the test run's outcome and the instance's test lists in, a
-//! [`Verdict`] out, by the official rules and by the strict ones at once.
+//! [`Graded`] out, by the official rules and by the strict ones at once.
 
 use std::sync::LazyLock;
 
@@ -113,7 +113,7 @@ impl StrictFinding {
 
 /// The outcome of grading one prediction.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Verdict {
+pub struct Graded {
     /// Official category (the default mode's verdict).
     pub category: Category,
     /// Why the prediction is an error or an infrastructure error (the same in both modes).
@@ -139,7 +139,7 @@ pub struct Verdict {
     pub needs_network: Option<NetworkEvidence>,
 }
 
-impl Verdict {
+impl Graded {
     /// The category under `mode`.
     pub fn category(&self, mode: Mode) -> Category {
         match mode {
@@ -164,20 +164,20 @@ impl Verdict {
     /// The verdict of a prediction that could not be graded (its dataset row lacks the test
     /// lists, its log parser is unknown): an infrastructure error, as the official summary
     /// counts a prediction without a report. Nothing about the patch is known.
-    pub fn ungraded() -> Verdict {
-        Verdict::error(ErrorReason::Infra, false, None)
+    pub fn ungraded() -> Graded {
+        Graded::error(ErrorReason::Infra, false, None)
     }
 
     /// An error verdict without tests: its category follows from `reason`.
-    fn error(reason: ErrorReason, official_report: bool, exit_code: Option<i32>) -> Verdict {
-        Verdict {
+    fn error(reason: ErrorReason, official_report: bool, exit_code: Option<i32>) -> Graded {
+        Graded {
             error_reason: Some(reason),
-            ..Verdict::without_tests(Category::of_error(reason), official_report, exit_code)
+            ..Graded::without_tests(Category::of_error(reason), official_report, exit_code)
         }
     }
 
-    fn without_tests(category: Category, official_report: bool, exit_code: Option<i32>) -> Verdict {
-        Verdict {
+    fn without_tests(category: Category, official_report: bool, exit_code: Option<i32>) -> Graded {
+        Graded {
             category,
             error_reason: None,
             tests: None,
@@ -193,28 +193,28 @@ impl Verdict {
 }
 
 /// Grades one prediction under both modes. Fails only for an unknown parser name.
-pub fn grade(input: &GradeInput<'_>) -> Result<Verdict, UnknownParser> {
+pub fn grade(input: &GradeInput<'_>) -> Result<Graded, UnknownParser> {
     if logparse::canonical_parser(input.parser).is_none() {
         return Err(UnknownParser {
             name: input.parser.to_string(),
         });
     }
     if input.patch.is_none_or(str::is_empty) {
-        return Ok(Verdict::without_tests(Category::EmptyPatch, false, None));
+        return Ok(Graded::without_tests(Category::EmptyPatch, false, None));
     }
     let (log, runner_exit) = match input.outcome {
         RunOutcome::PatchApplyFailed => {
-            return Ok(Verdict::error(ErrorReason::PatchApplyFailed, false, None))
+            return Ok(Graded::error(ErrorReason::PatchApplyFailed, false, None))
         }
-        RunOutcome::TimedOut => return Ok(Verdict::error(ErrorReason::Timeout, false, None)),
-        RunOutcome::Infra => return Ok(Verdict::error(ErrorReason::Infra, false, None)),
+        RunOutcome::TimedOut => return Ok(Graded::error(ErrorReason::Timeout, false, None)),
+        RunOutcome::Infra => return Ok(Graded::error(ErrorReason::Infra, false, None)),
         RunOutcome::Completed { log, exit_code } => (log, exit_code),
     };
     let exit_code = runner_exit.or_else(|| logparse::test_exit_code(log));
     let statuses = match logparse::parse_test_log(input.parser, log)? {
         LogReading::Parsed { statuses, .. } => statuses,
         LogReading::BadMarker(_) | LogReading::MissingMarkers => {
-            return Ok(Verdict::error(ErrorReason::NoTestOutput, true, exit_code))
+            return Ok(Graded::error(ErrorReason::NoTestOutput, true, exit_code))
         }
     };
     let eval_type = EvalType::for_repo(input.repo);
@@ -291,7 +291,7 @@ pub fn grade(input: &GradeInput<'_>) -> Result<Verdict, UnknownParser> {
     } else {
         resolved_category(&strict_tests)
     };
-    Ok(Verdict {
+    Ok(Graded {
         category,
         error_reason: None,
         tests: Some(tests),

@@ -304,7 +304,7 @@ pub fn failing_tests(
 pub fn records_for_grading(
     ds: &crate::dataset::Dataset,
     preds: &[crate::predictions::Prediction],
-    verdicts: &[crate::grading::Verdict],
+    verdicts: &[crate::grading::Graded],
     logs: &[super::logs::SavedLog],
     mode: crate::grading::Mode,
 ) -> Vec<Record> {
@@ -379,7 +379,7 @@ pub fn write_graded(
     run_id: &str,
     ds: &crate::dataset::Dataset,
     preds: &[crate::predictions::Prediction],
-    verdicts: &[crate::grading::Verdict],
+    verdicts: &[crate::grading::Graded],
     logs: &[super::logs::SavedLog],
     mode: crate::grading::Mode,
 ) -> Result<(), ReportError> {

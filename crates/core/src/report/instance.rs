@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::fsutil::{self};
-use crate::grading::{Group, Mode, TestGroups, Verdict};
+use crate::grading::{Graded, Group, Mode, TestGroups};
 
 use super::error::ReportError;
 use super::pyjson::to_python_json;
@@ -85,7 +85,7 @@ pub struct InstanceReport {
 impl InstanceReport {
     /// The report the official harness writes for this verdict under `mode`, or `None` when
     /// it writes none (empty patch, apply failure, timeout, infrastructure error).
-    pub fn from_verdict(verdict: &Verdict, mode: Mode) -> Option<InstanceReport> {
+    pub fn from_verdict(verdict: &Graded, mode: Mode) -> Option<InstanceReport> {
         if !verdict.official_report {
             return None;
         }

@@ -6,7 +6,7 @@
 //! `OUT/results.csv`, and `OUT/report.html`.
 //!
 //! One grade, one set of counts: every prediction has one verdict (one that could not be
-//! graded is an infrastructure error, [`Verdict::ungraded`], and is named among the
+//! graded is an infrastructure error, [`Graded::ungraded`], and is named among the
 //! problems), and that verdict is the one its report, its summary, its row and the counts of
 //! [`Regraded::groups`] are made from.
 //!
@@ -18,7 +18,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::dataset::{Dataset, InputProblem, LoadError};
-use crate::grading::{self, GradeInput, Mode, Verdict};
+use crate::grading::{self, GradeInput, Graded, Mode};
 use crate::predictions::{self, Prediction};
 
 use super::logs::{SavedLog, SavedLogs};
@@ -92,7 +92,7 @@ pub struct Regraded {
     /// Each prediction's saved log, same order.
     pub saved: Vec<SavedLog>,
     /// Each prediction's verdict, same order.
-    pub verdicts: Vec<Verdict>,
+    pub verdicts: Vec<Graded>,
     /// What could not be loaded or graded, one line each.
     pub problems: Vec<String>,
     /// The run id of the summaries.
@@ -194,15 +194,15 @@ pub fn read_logs(
 }
 
 /// Grades every prediction from its saved log (no I/O), in parallel over the cores. A
-/// prediction that cannot be graded gets [`Verdict::ungraded`] and a problem line.
+/// prediction that cannot be graded gets [`Graded::ungraded`] and a problem line.
 pub fn grade_all(
     ds: &Dataset,
     preds: &[Prediction],
     saved: &[SavedLog],
     problems: &mut Vec<String>,
-) -> Vec<Verdict> {
+) -> Vec<Graded> {
     use rayon::prelude::*;
-    let results: Vec<Result<Verdict, String>> = preds
+    let results: Vec<Result<Graded, String>> = preds
         .par_iter()
         .zip(saved)
         .map(|(p, log)| {
@@ -226,7 +226,7 @@ pub fn grade_all(
         .map(|r| {
             r.unwrap_or_else(|e| {
                 problems.push(e);
-                Verdict::ungraded()
+                Graded::ungraded()
             })
         })
         .collect()

@@ -5,7 +5,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::fsutil::{self, WriteError};
-use crate::grading::{Category, Mode, TestGroups, Verdict};
+use crate::grading::{Category, Graded, Mode, TestGroups};
 
 use super::error::ReportError;
 
@@ -74,7 +74,7 @@ impl PredictionRow {
     /// The row for one graded prediction.
     pub fn new(
         pred: &crate::predictions::Prediction,
-        verdict: &Verdict,
+        verdict: &Graded,
         mode: Mode,
         timings: Timings,
     ) -> PredictionRow {

@@ -7,7 +7,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::fsutil::{self};
-use crate::grading::{Mode, Verdict};
+use crate::grading::{Graded, Mode};
 
 use super::error::ReportError;
 use super::pyjson::to_python_json;
@@ -79,7 +79,7 @@ pub struct Submitted<'a> {
     pub empty_patch: bool,
     /// The verdict, when the prediction was graded; `None` counts as an error as officially
     /// (no report was written).
-    pub verdict: Option<&'a Verdict>,
+    pub verdict: Option<&'a Graded>,
 }
 
 impl RunSummary {
@@ -179,10 +179,10 @@ pub fn write_run_summary(path: &Path, summary: &RunSummary) -> Result<(), Report
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grading::{Category, ErrorReason, Mode, TestGroups, Verdict};
+    use crate::grading::{Category, ErrorReason, Graded, Mode, TestGroups};
 
-    fn verdict(category: Category, official_report: bool) -> Verdict {
-        Verdict {
+    fn verdict(category: Category, official_report: bool) -> Graded {
+        Graded {
             category,
             error_reason: None,
             tests: official_report.then(TestGroups::default),
@@ -200,7 +200,7 @@ mod tests {
     fn summary_counts_as_official() {
         let resolved = verdict(Category::Resolved, true);
         let unresolved = verdict(Category::Unresolved, true);
-        let error = |reason, official_report| Verdict {
+        let error = |reason, official_report| Graded {
             error_reason: Some(reason),
             ..verdict(Category::of_error(reason), official_report)
         };

@@ -1,12 +1,12 @@
 //! How a command ended, and the one rule that decides it for every command.
 //!
-//! The rule: a command that finished is [`Outcome::Clean`] only when nothing is left for a
+//! The rule: a command that finished is [`Ending::Clean`] only when nothing is left for a
 //! person to look at: no input row or prediction skipped, no problem the run survived, no
 //! prediction left without a verdict, no infrastructure error (its verdict says nothing about
 //! the patch and is re-run by the next resume), and no check that failed (the mini
 //! benchmark's expected verdicts, `validate`'s flagged instances). Anything else is
-//! [`Outcome::WithProblems`] (exit code 3), except results the output folder did not take (a
-//! full or unwritable disk), which make it [`Outcome::OutputFailed`] (exit code 1) whatever
+//! [`Ending::WithProblems`] (exit code 3), except results the output folder did not take (a
+//! full or unwritable disk), which make it [`Ending::OutputFailed`] (exit code 1) whatever
 //! else happened. A command that could not finish is an error (exit code 1), decided by the
 //! binary.
 
@@ -14,7 +14,7 @@ use crate::runner::{Category, RunReport};
 
 /// How a command ended when it did not fail outright.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub enum Ending {
     /// Everything asked for was done.
     Clean,
     /// The command finished, but some inputs or jobs had problems (already reported on stderr).
@@ -24,13 +24,13 @@ pub enum Outcome {
     OutputFailed,
 }
 
-impl Outcome {
+impl Ending {
     /// The process exit code: 0 clean, 3 finished with problems, 1 results not written.
     pub fn exit_code(self) -> i32 {
         match self {
-            Outcome::Clean => 0,
-            Outcome::WithProblems => 3,
-            Outcome::OutputFailed => 1,
+            Ending::Clean => 0,
+            Ending::WithProblems => 3,
+            Ending::OutputFailed => 1,
         }
     }
 }
@@ -84,7 +84,7 @@ impl Troubles {
 }
 
 /// The outcome of a finished command: clean only when there is no trouble of any kind.
-pub fn outcome(t: &Troubles) -> Outcome {
+pub fn ending(t: &Troubles) -> Ending {
     let Troubles {
         input_problems,
         run_problems,
@@ -94,11 +94,11 @@ pub fn outcome(t: &Troubles) -> Outcome {
         output_failures,
     } = *t;
     if output_failures > 0 {
-        Outcome::OutputFailed
+        Ending::OutputFailed
     } else if input_problems + run_problems + not_run + infra_errors + failed_checks == 0 {
-        Outcome::Clean
+        Ending::Clean
     } else {
-        Outcome::WithProblems
+        Ending::WithProblems
     }
 }
 
@@ -110,14 +110,14 @@ mod tests {
     fn every_kind_of_trouble_alone_makes_the_outcome_troubled() {
         let none = Troubles::default();
         let cases = [
-            ("nothing", none, Outcome::Clean, 0),
+            ("nothing", none, Ending::Clean, 0),
             (
                 "a skipped input row",
                 Troubles {
                     input_problems: 1,
                     ..none
                 },
-                Outcome::WithProblems,
+                Ending::WithProblems,
                 3,
             ),
             (
@@ -126,13 +126,13 @@ mod tests {
                     run_problems: 2,
                     ..none
                 },
-                Outcome::WithProblems,
+                Ending::WithProblems,
                 3,
             ),
             (
                 "a prediction not run",
                 Troubles { not_run: 1, ..none },
-                Outcome::WithProblems,
+                Ending::WithProblems,
                 3,
             ),
             (
@@ -141,13 +141,13 @@ mod tests {
                     infra_errors: 1,
                     ..none
                 },
-                Outcome::WithProblems,
+                Ending::WithProblems,
                 3,
             ),
             (
                 "a failed check",
                 none.with_failed_checks(1),
-                Outcome::WithProblems,
+                Ending::WithProblems,
                 3,
             ),
             (
@@ -160,7 +160,7 @@ mod tests {
                     failed_checks: 1,
                     output_failures: 0,
                 },
-                Outcome::WithProblems,
+                Ending::WithProblems,
                 3,
             ),
             (
@@ -171,12 +171,12 @@ mod tests {
                     output_failures: 1,
                     ..none
                 },
-                Outcome::OutputFailed,
+                Ending::OutputFailed,
                 1,
             ),
         ];
         for (what, troubles, want, code) in cases {
-            let got = outcome(&troubles);
+            let got = ending(&troubles);
             assert_eq!(got, want, "{what}");
             assert_eq!(got.exit_code(), code, "{what}");
         }
@@ -188,7 +188,7 @@ mod tests {
         assert_eq!(Troubles::of_run(0, &report), Troubles::default());
         report.counts.insert(Category::Resolved, 3);
         report.counts.insert(Category::Error, 1);
-        assert_eq!(outcome(&Troubles::of_run(0, &report)), Outcome::Clean);
+        assert_eq!(ending(&Troubles::of_run(0, &report)), Ending::Clean);
         report.counts.insert(Category::InfraError, 2);
         report.not_run = 1;
         report.problems.push("x".into());
@@ -206,11 +206,8 @@ mod tests {
         );
         assert_eq!(t.with_failed_checks(2).failed_checks, 2);
         report.output_failures = 1;
-        assert_eq!(
-            outcome(&Troubles::of_run(0, &report)),
-            Outcome::OutputFailed
-        );
-        assert_eq!(outcome(&Troubles::of_inputs(0)), Outcome::Clean);
-        assert_eq!(outcome(&Troubles::of_inputs(1)), Outcome::WithProblems);
+        assert_eq!(ending(&Troubles::of_run(0, &report)), Ending::OutputFailed);
+        assert_eq!(ending(&Troubles::of_inputs(0)), Ending::Clean);
+        assert_eq!(ending(&Troubles::of_inputs(1)), Ending::WithProblems);
     }
 }
