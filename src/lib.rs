@@ -20,5 +20,6 @@ pub mod owner;
 pub mod priority;
 pub mod runner;
 pub mod serve;
+pub mod session;
 pub mod submit;
 pub mod trivial;

@@ -28,6 +28,9 @@ pub enum Feed {
         /// The image is there.
         ok: bool,
     },
+    /// Preparation starts for this many more instance images (the images' bar grows, or
+    /// appears).
+    Images(usize),
 }
 
 /// Counts shown on the images' bar.
@@ -135,15 +138,17 @@ pub async fn show_to(
         ProgressDrawTarget::hidden()
     };
     let bars = MultiProgress::with_draw_target(target);
-    let image_bar = (images > 0).then(|| {
-        let b = bars.add(ProgressBar::new(images as u64));
+    let bar = bars.add(ProgressBar::new(0));
+    let new_image_bar = |len: usize| {
+        let b = bars.insert_before(&bar, ProgressBar::new(len as u64));
         b.set_style(style(
             "{spinner} images [{elapsed_precise}] {wide_bar} {pos}/{len} ETA {eta} {msg}",
         ));
         b.enable_steady_tick(Duration::from_millis(250));
         b
-    });
-    let bar = bars.add(ProgressBar::new(0));
+    };
+    let mut images = images;
+    let mut image_bar = (images > 0).then(|| new_image_bar(images));
     let mut notice = |line: String| match &mut plain {
         // A log that cannot be written to has nowhere to report it either.
         Some(w) => {
@@ -161,6 +166,14 @@ pub async fn show_to(
     let mut tally = Tally::default();
     let mut counts = Images::default();
     while let Some(feed) = events.recv().await {
+        if let Feed::Images(more) = feed {
+            images += more;
+            match &image_bar {
+                Some(b) => b.set_length(images as u64),
+                None => image_bar = Some(new_image_bar(images)),
+            }
+            continue;
+        }
         if counts.add(&feed) {
             if let Some(b) = &image_bar {
                 if matches!(feed, Feed::ImageDone { .. }) {
@@ -215,7 +228,10 @@ pub async fn show_to(
             } if count > 0 => notice(format!(
                 "removed {count} leftover containers of earlier runs"
             )),
-            RunEvent::JobStarted { .. } | RunEvent::Reaped { .. } => {}
+            RunEvent::JobStarted { .. }
+            | RunEvent::JobEnded { .. }
+            | RunEvent::Submitted { .. }
+            | RunEvent::Reaped { .. } => {}
         }
     }
     if let Some(b) = image_bar {

@@ -6,7 +6,7 @@ use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
 
 use super::progress::Feed;
-use crate::orchestrate::{Event, Level, Notice, PrepTimes};
+use crate::session::{Event, Level, Notice, PrepTimes};
 use crate::runner::{Category, RunReport, TimeSpent};
 
 /// Renders `events` until the channel closes. While the plan executes, the progress bar is
@@ -20,12 +20,17 @@ pub async fn render(mut events: UnboundedReceiver<Event>, interrupts: UnboundedS
     while let Some(ev) = events.recv().await {
         let feed = match ev {
             Event::Preparing { instances, flavour } => {
-                images = instances;
                 eprintln!(
                     "preparing images for {instances} instances ({flavour} flavour); \
                      each one's jobs start as soon as its image is ready"
                 );
-                None
+                match &executing {
+                    Some(_) => Some(Feed::Images(instances)),
+                    None => {
+                        images += instances;
+                        None
+                    }
+                }
             }
             Event::Notice(n) => {
                 match n.level {

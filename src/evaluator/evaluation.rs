@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::runner::{Finished, Verdict};
+use crate::runner::{Decided, Verdict};
 use swe_eval_core::grading::{Category, ErrorReason};
 
 /// How an executed prediction ended, for a trainer.
@@ -121,8 +121,8 @@ pub struct Executed {
 }
 
 impl Executed {
-    /// The outcome of a verdict the runner delivered, run in `image`.
-    pub fn of(f: &Finished, image: Option<String>) -> Executed {
+    /// The outcome of a verdict the dispatcher delivered, run in `image`.
+    pub fn of(f: &Decided, image: Option<String>) -> Executed {
         let v: &Verdict = &f.verdict;
         let status = Status::of(v.category, v.error_reason);
         let strict_status = Status::of(v.strict_category, v.error_reason);

@@ -15,6 +15,7 @@
 //! - `options`: the evaluator's settings; `open`: an evaluator from the user's choices.
 
 mod access;
+mod admission;
 mod core;
 mod evaluation;
 mod export;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::images::CacheLevel;
-use crate::orchestrate::PrepareOptions;
+use crate::session::PrepareOptions;
 use crate::runner::RunConfig;
 
 use super::request::Bounds;

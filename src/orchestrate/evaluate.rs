@@ -11,9 +11,9 @@ use super::error::WorkflowError;
 use super::flaky_marks::{flaky_marks, flaky_marks_name, FlakyMarks};
 use super::inputs::{load_inputs, InputError};
 use super::mini_check::{check_mini, MiniCheck};
-use super::prep_times::PrepTimes;
 use super::run_options::{RunOptions, Source};
-use super::workflow::{execute, notice, Event, ImagePolicy, Level, Work};
+use super::workflow::{execute, ImagePolicy, RunOutput, Work};
+use crate::session::{notice, Event, Level, PrepTimes};
 use crate::runner::{Layout, RunReport};
 
 /// A finished run.
@@ -76,8 +76,13 @@ pub async fn evaluate(
     let images = ImagePolicy {
         prepare: &prepare,
         keep: opts.keep,
+        setups: Default::default(),
     };
-    let (report, prep) = execute(engine, work, config, images, interrupts, events.clone()).await?;
+    let output = RunOutput {
+        folder: opts.output.clone(),
+        summaries: true,
+    };
+    let (report, prep) = execute(engine, work, config, &output, images, interrupts, events.clone()).await?;
     let mut failed_checks = 0;
     // Only the bundled predictions have expected verdicts; a user's own patches on the mini
     // tasks get the mini settings and no check.

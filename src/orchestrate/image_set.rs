@@ -13,12 +13,10 @@ use std::path::Path;
 use super::error::WorkflowError;
 use super::inputs::{load_inputs, Reach};
 use super::options::{prepare_options, ImageChoices};
-use super::prep_times::PrepTimes;
-use super::prepare::{self, PrepareOptions, Specs};
 use super::run_options::Source;
-use super::workflow::{
-    forward_interrupts, notice, prepare_streaming, reap_dead_images, release_and_clean,
-    unless_killed, Event, Level, Preparing,
+use crate::session::{
+    self as prepare, notice, prepare_streaming, reap_dead_images, release_and_clean, Event, Level,
+    PrepTimes, PrepareOptions, Preparing, Specs,
 };
 use crate::engine::{Engine, EngineError};
 use crate::images::{
@@ -158,15 +156,14 @@ pub async fn build_images<E: Engine>(
     );
     // Nobody runs jobs: the setups go nowhere, and the receiver stays open until the end so
     // that preparation is never told to stop early.
-    let (arrive, arrivals) =
-        crate::runner::arrivals(set.specs.ready.iter().map(|(i, _)| i.instance_id.clone()));
+    let (arrive, arrivals) = tokio::sync::mpsc::unbounded_channel();
     let _ = events.send(Event::Executing);
     let stop = StopFlag::default();
     let preparing = Preparing::default();
     let (count_tx, mut count_rx) = tokio::sync::watch::channel(0u32);
-    let forward = forward_interrupts(&mut interrupts, &stop, None, &count_tx);
+    let forward = forward_interrupts(&mut interrupts, &stop, &count_tx);
     let preparation = prepare_streaming(
-        &holding, &set.specs, opts, &stop, arrive, &preparing, &events,
+        &holding, &set.specs, opts, &stop, &arrive, &preparing, &events,
     );
     let prepared = unless_killed(&mut count_rx, preparation);
     let prepared = tokio::select! {
@@ -229,4 +226,33 @@ async fn names_with_other_ca(set: &ImageSet, opts: &PrepareOptions) -> Vec<Insta
         ..opts.clone()
     };
     names_of(set_of(&instances, &other).plan, opts).await
+}
+
+/// Passes each message of `interrupts` on: sets `stop` (no build starts) and counts them in
+/// `count`. Never ends.
+async fn forward_interrupts(
+    interrupts: &mut UnboundedReceiver<()>,
+    stop: &StopFlag,
+    count: &tokio::sync::watch::Sender<u32>,
+) {
+    let mut n = 0;
+    while let Some(()) = interrupts.recv().await {
+        n += 1;
+        stop.stop();
+        let _ = count.send(n);
+    }
+    std::future::pending::<()>().await;
+}
+
+/// `work`'s result, or `None` once `count` reaches a second interrupt (the work is abandoned).
+async fn unless_killed<T>(
+    count: &mut tokio::sync::watch::Receiver<u32>,
+    work: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    let killed = count.wait_for(|n| *n >= 2);
+    tokio::select! {
+        biased;
+        _ = killed => None,
+        t = work => Some(t),
+    }
 }

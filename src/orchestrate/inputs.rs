@@ -229,15 +229,6 @@ pub fn load_inputs(source: &Source, output: &Path) -> Result<Inputs, InputError>
     })
 }
 
-/// The instances that have predictions, in dataset order.
-pub fn needed<'a>(ds: &'a Dataset, preds: &[&Prediction]) -> Vec<&'a Instance> {
-    let want: HashSet<&str> = preds.iter().map(|p| p.instance_id.as_str()).collect();
-    ds.instances
-        .iter()
-        .filter(|i| want.contains(i.instance_id.as_str()))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,16 +1,16 @@
-//! The run workflow as a library: load the inputs, prepare and hold the images, execute the
-//! plan, clean up, and decide how the run ended. `run`, `validate` and `bench` call it; it
-//! reports through [`Event`]s and never prints, so the CLI only parses arguments, wires the
-//! pieces and renders events.
+//! The run workflow as a library: load the inputs, take the run's lock, resume, run the rest
+//! through a session (`crate::session`: images prepared beside the jobs), write every verdict
+//! into the run's folder, and decide how the run ended. `run` and `validate` call it; it
+//! reports through the session's events and never prints, so the CLI only parses arguments,
+//! wires the pieces and renders events.
 //!
 //! - `evaluate`, `validate`: `run` and `validate` as one call each, from a [`Source`] and
 //!   [`RunOptions`] to a finished run.
 //! - `run_options`: the options of a run, every default filled in in one place.
 //! - `inputs`: dataset and predictions loaded and narrowed (or the mini benchmark).
-//! - `options`: the user's image and repository choices turned into [`PrepareOptions`].
-//! - `prepare`: test specs and images for the instances with predictions.
-//! - `workflow`: prepare while executing, release and clean up, as events.
-//! - `prep_times`: where image preparation's time went (per kind of image and phase).
+//! - `options`: the user's image and repository choices turned into the session's
+//!   `PrepareOptions`.
+//! - `workflow`: the run's lock, resume, the session, the verdicts written, the summaries.
 //! - `ending`: the one rule that decides a command's exit code.
 //! - `mini_check`, `validate`: the checks `run` (mini benchmark) and `validate` make of the
 //!   verdicts; `findings`: what `validate` found per instance (its flaky map's rows);
@@ -30,8 +30,6 @@ mod image_set;
 mod inputs;
 mod mini_check;
 mod options;
-mod prep_times;
-mod prepare;
 mod run_options;
 mod validate;
 mod workflow;
@@ -56,15 +54,10 @@ pub use mini_check::{check_mini, MiniCheck, MiniCheckError};
 pub use options::{
     default_build_jobs, durations_file, prepare_options, ImageChoices, OptionsError,
 };
-pub use prep_times::PrepTimes;
-pub use prepare::{setup as instance_setup, specs as instance_specs, PrepareOptions, Specs};
 pub use run_options::{
     time_run_id, RunOptions, Source, DEFAULT_SPLIT, DEFAULT_TIMEOUT, MINI_RUN_ID, MINI_TIMEOUT,
 };
 pub use validate::{
     flaky_map_name, gold_and_empty, validate, Validated, DEFAULT_REPEAT, VALIDATE_RUN_ID,
 };
-pub use workflow::{
-    execute, prepare_streaming, release_and_clean, run_plan, Event, ImagePolicy, Level, Notice,
-    Preparing, Work,
-};
+pub use workflow::{execute, ImagePolicy, RunOutput, Work};

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::prepare::PrepareOptions;
+use crate::session::PrepareOptions;
 use swe_eval_core::repos::{RepoFlagError, RepoSources};
 use swe_eval_core::spec::Flavour;
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::options::{durations_file, prepare_options, ImageChoices, OptionsError};
-use super::prepare::PrepareOptions;
+use crate::session::PrepareOptions;
 use crate::engine::EngineChoice;
 use crate::images::CacheLevel;
 use crate::runner::{default_workers, RunConfig};
@@ -116,7 +116,7 @@ impl RunOptions {
     /// The runner's settings for run `run_id` (see [`RunOptions::run_id`]) on an input that is
     /// (`mini`) or is not the mini benchmark, every default filled in.
     pub fn run_config(&self, run_id: &str, mini: bool) -> RunConfig {
-        let mut config = RunConfig::new(run_id, self.output.clone());
+        let mut config = RunConfig::new(run_id);
         config.workers = self.workers.unwrap_or_else(default_workers).max(1);
         config.timeout = self.timeout(mini);
         config.strict = self.strict;

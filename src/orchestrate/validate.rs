@@ -15,9 +15,9 @@ use super::ending::{ending, Ending, Troubles};
 use super::error::WorkflowError;
 use super::findings::{findings, Finding, Repeats, EMPTY, GOLD};
 use super::inputs::{load_inputs, Inputs};
-use super::prep_times::PrepTimes;
 use super::run_options::{RunOptions, Source};
-use super::workflow::{execute, notice, Event, ImagePolicy, Level, Work};
+use super::workflow::{execute, ImagePolicy, RunOutput, Work};
+use crate::session::{notice, Event, Level, PrepTimes};
 
 /// The run id of a validation when none is given.
 pub const VALIDATE_RUN_ID: &str = "validate";
@@ -100,8 +100,13 @@ pub async fn validate(
     let images = ImagePolicy {
         prepare: &prepare,
         keep: opts.keep,
+        setups: Default::default(),
     };
-    let (report, prep) = execute(engine, work, config, images, interrupts, events).await?;
+    let output = RunOutput {
+        folder: opts.output.clone(),
+        summaries: true,
+    };
+    let (report, prep) = execute(engine, work, config, &output, images, interrupts, events).await?;
     let layout = Layout::new(&opts.output, &run_id);
     let findings = findings(&layout, &inputs.dataset, &inputs.instance_ids, repeats)?;
     let file = opts.output.join(format!("validate.{run_id}.json"));

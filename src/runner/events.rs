@@ -25,8 +25,25 @@ pub enum RunEvent {
         /// Predictions that share another's identical run.
         shared: usize,
     },
-    /// A container for this instance started.
+    /// Predictions reached the dispatcher: `predictions` in all, `empty` of them answered at
+    /// once (an empty patch), `shared` joining an identical one's job, `jobs` new jobs.
+    Submitted {
+        /// Predictions submitted.
+        predictions: usize,
+        /// New jobs made for them.
+        jobs: usize,
+        /// Predictions that joined an identical prediction's job.
+        shared: usize,
+        /// Predictions with an empty patch, answered at once.
+        empty: usize,
+    },
+    /// A job of this instance was dispatched (its container is being started).
     JobStarted {
+        /// The instance.
+        instance_id: String,
+    },
+    /// A job of this instance is over (graded).
+    JobEnded {
         /// The instance.
         instance_id: String,
     },

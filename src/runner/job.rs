@@ -1,9 +1,10 @@
-//! One job: a prediction's patch applied and its tests run in a fresh container, with engine
-//! failures retried, then graded, and its log files written. Runs on a worker task; it never
-//! prints and touches no run state: it returns a [`JobDone`] to the dispatcher.
+//! One job: a patch applied and its tests run in a fresh container, with engine failures
+//! retried, then graded. Runs on a worker task; it never prints, writes nothing and touches no
+//! run state: it returns a [`JobDone`] (the verdict and the log files' contents) to the
+//! dispatcher, which hands it to every prediction that shares the job.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -15,37 +16,69 @@ use super::job_config::JobConfig;
 use super::store::{Category, Verdict};
 use super::Setup;
 
-/// A prediction that takes its verdict from this job.
-#[derive(Debug, Clone)]
-pub struct Member {
-    pub model: String,
-    pub sample: u32,
-    pub dir: PathBuf,
-}
-
 /// One execution: an instance and a patch, for one or more predictions with that patch.
 #[derive(Debug)]
 pub struct Job {
-    /// Index in the run's job list; unique, used in the container name.
+    /// The job's number in its dispatcher; unique, used in the container name.
     pub seq: usize,
+    /// What it runs in.
     pub setup: Arc<Setup>,
+    /// The patch.
     pub patch: String,
+    /// The patch's hash ([`swe_eval_core::predictions::Prediction::patch_hash`]).
     pub patch_hash: String,
+    /// Whether the patch is applied (or the eval script runs without one: `validate`).
     pub mode: PatchMode,
-    pub members: Vec<Member>,
 }
 
 /// What a job hands back to the dispatcher.
 #[derive(Debug)]
-pub struct JobDone {
-    /// One verdict per member with its log folder, in member order (not yet written: the
-    /// dispatcher writes them).
-    pub verdicts: Vec<(PathBuf, Verdict)>,
-    /// A log file that could not be written (the verdicts must then not be written either).
-    pub write_error: Option<String>,
-    /// Never started: prepared ahead, then the run stopped dispatching. No verdict, nothing
-    /// written; its predictions count as not run (a rerun with the same id runs them).
-    pub withdrawn: bool,
+pub enum JobDone {
+    /// Its verdict, whose prediction fields (`model`, `sample`, `shared_from`) are the
+    /// dispatcher's to fill for each prediction sharing the job, and its log files' contents.
+    Graded {
+        /// The verdict.
+        verdict: Box<Verdict>,
+        /// The official per-instance files, for whoever keeps them.
+        logs: Arc<JobLogs>,
+    },
+    /// Never started: prepared ahead, then dispatching stopped. No verdict; its predictions
+    /// count as not run.
+    Withdrawn,
+}
+
+/// A job's official per-instance log files, in memory: whoever keeps a prediction's files
+/// writes them ([`JobLogs::write`]); a server may keep none.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JobLogs {
+    /// `patch.diff`: the patch applied (`None` when none was: `validate`'s empty runs).
+    pub patch: Option<String>,
+    /// `eval.sh`: the eval script the job ran.
+    pub eval_script: String,
+    /// `test_output.txt`: the eval script's output (the part after the driver's apply step).
+    pub test_output: String,
+    /// `run_instance.log`: what the harness did (image, container, attempts, verdict, timings).
+    pub run_log: String,
+    /// `report.json`, where the official harness would write one (the tests were graded).
+    pub report_json: Option<String>,
+}
+
+impl JobLogs {
+    /// Writes the files into `dir` (made if needed), each atomically; `verdict.json` is not
+    /// among them (its writer writes it last, after these).
+    pub fn write(&self, dir: &Path) -> Result<(), swe_eval_core::fsutil::WriteError> {
+        let w = |name: &str, bytes: &[u8]| swe_eval_core::fsutil::write_atomic(&dir.join(name), bytes);
+        if let Some(patch) = &self.patch {
+            w("patch.diff", patch.as_bytes())?;
+        }
+        w("eval.sh", self.eval_script.as_bytes())?;
+        w("test_output.txt", self.test_output.as_bytes())?;
+        w("run_instance.log", self.run_log.as_bytes())?;
+        if let Some(report) = &self.report_json {
+            w(swe_eval_core::report::REPORT_FILE, report.as_bytes())?;
+        }
+        Ok(())
+    }
 }
 
 /// Runs `job` to a verdict. Never fails: every failure is a verdict (error or infra error).
@@ -74,11 +107,7 @@ pub async fn execute<E: Engine>(
             let (res, retries, nonce) =
                 run_with_retries(&*engine, &job, &cfg, image, ticket.as_ref(), &mut log).await;
             if let Err(EngineError::Withdrawn { .. }) = res {
-                return JobDone {
-                    verdicts: Vec::new(),
-                    write_error: None,
-                    withdrawn: true,
-                };
+                return JobDone::Withdrawn;
             }
             match res {
                 Ok(out) => (Some(out), retries, nonce, None),
@@ -86,8 +115,8 @@ pub async fn execute<E: Engine>(
             }
         }
     };
-    // Grading and the log files (each flushed to disk) on a blocking thread: a busy disk then
-    // holds no async worker, and so no other task of the runtime (a server's answers among them).
+    // Grading on a blocking thread: a long log then holds no async worker, and so no other
+    // task of the runtime (a server's answers among them).
     let ran = Ran {
         output,
         retries,
@@ -103,11 +132,8 @@ pub async fn execute<E: Engine>(
     match tokio::task::spawn_blocking(conclude).await {
         Ok(done) => done,
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-        Err(e) => JobDone {
-            verdicts: Vec::new(),
-            write_error: Some(format!("grading stopped: {e}")),
-            withdrawn: false,
-        },
+        // The runtime is shutting down: the job is not done.
+        Err(_) => JobDone::Withdrawn,
     }
 }
 
@@ -207,59 +233,54 @@ fn conclude(job: &Job, cfg: &JobConfig, ran: Ran) -> JobDone {
         .as_ref()
         .map(|o| Phases::of(o, !matches!(apply, Apply::Failed)))
         .unwrap_or_default();
-    let first = &job.members[0];
-    let mut verdicts = Vec::with_capacity(job.members.len());
-    let mut write_error = None;
-    for (i, m) in job.members.iter().enumerate() {
-        let v = Verdict {
-            instance_id: setup.instance.instance_id.clone(),
-            model: m.model.clone(),
-            sample: m.sample,
-            patch_hash: job.patch_hash.clone(),
-            run_id: cfg.run_id.clone(),
-            category: g.category,
-            resolved: g.category == Category::Resolved,
-            strict_category: g.strict_category,
-            strict_resolved: g.strict_category == Category::Resolved,
-            official_report: g.report_json.is_some(),
-            applied_with: match &apply {
-                Apply::Applied(how) => Some(how.clone()),
-                _ => None,
-            },
-            fail_to_pass_success: g.counts[0],
-            fail_to_pass_failure: g.counts[1],
-            pass_to_pass_success: g.counts[2],
-            pass_to_pass_failure: g.counts[3],
-            test_exit_code: g.test_exit_code,
-            timed_out: output.as_ref().is_some_and(|o| o.timed_out),
-            timeout_secs: Some(cfg.timeout.as_secs()),
-            oom_killed: output.as_ref().is_some_and(|o| o.oom_killed),
-            memory_bytes: cfg.limits.memory_bytes,
-            error_reason: g.error_reason,
-            reason: g.reason.clone(),
-            needs_network: g.needs_network,
-            infra_retries: retries,
-            setup_secs: timing.0,
-            run_secs: timing.1,
-            teardown_secs: timing.2,
-            total_secs: total.as_secs_f64(),
-            apply_secs: phases.apply,
-            before_tests_secs: phases.before_tests,
-            tests_secs: phases.tests,
-            after_tests_secs: phases.after_tests,
-            shared_from: (i > 0).then(|| format!("{}/{}", first.model, first.sample)),
-        };
-        if write_error.is_none() {
-            if let Err(e) = write_logs(m, job, &log, &test_output, &g) {
-                write_error = Some(e);
-            }
-        }
-        verdicts.push((m.dir.clone(), v));
-    }
-    JobDone {
-        verdicts,
-        write_error,
-        withdrawn: false,
+    let verdict = Verdict {
+        instance_id: setup.instance.instance_id.clone(),
+        model: String::new(),
+        sample: 0,
+        patch_hash: job.patch_hash.clone(),
+        run_id: cfg.run_id.clone(),
+        category: g.category,
+        resolved: g.category == Category::Resolved,
+        strict_category: g.strict_category,
+        strict_resolved: g.strict_category == Category::Resolved,
+        official_report: g.report_json.is_some(),
+        applied_with: match &apply {
+            Apply::Applied(how) => Some(how.clone()),
+            _ => None,
+        },
+        fail_to_pass_success: g.counts[0],
+        fail_to_pass_failure: g.counts[1],
+        pass_to_pass_success: g.counts[2],
+        pass_to_pass_failure: g.counts[3],
+        test_exit_code: g.test_exit_code,
+        timed_out: output.as_ref().is_some_and(|o| o.timed_out),
+        timeout_secs: Some(cfg.timeout.as_secs()),
+        oom_killed: output.as_ref().is_some_and(|o| o.oom_killed),
+        memory_bytes: cfg.limits.memory_bytes,
+        error_reason: g.error_reason,
+        reason: g.reason.clone(),
+        needs_network: g.needs_network,
+        infra_retries: retries,
+        setup_secs: timing.0,
+        run_secs: timing.1,
+        teardown_secs: timing.2,
+        total_secs: total.as_secs_f64(),
+        apply_secs: phases.apply,
+        before_tests_secs: phases.before_tests,
+        tests_secs: phases.tests,
+        after_tests_secs: phases.after_tests,
+        shared_from: None,
+    };
+    let logs = JobLogs {
+        patch: (job.mode == PatchMode::Apply).then(|| job.patch.clone()),
+        eval_script: setup.eval_script.clone(),
+        test_output,
+        run_log: log,
+        report_json: g.report_json,
+    };
+    JobDone::Graded {
+        verdict: Box::new(verdict),
+        logs: Arc::new(logs),
     }
 }
 
@@ -424,30 +445,6 @@ fn sanitize(s: &str) -> String {
             }
         })
         .collect()
-}
-
-/// The official per-instance files. `report.json` only when the tests were graded, as the
-/// official harness does; `verdict.json` comes later, from the dispatcher.
-fn write_logs(
-    m: &Member,
-    job: &Job,
-    log: &str,
-    test_output: &str,
-    g: &JobGrade,
-) -> Result<(), String> {
-    let w = |name: &str, bytes: &[u8]| {
-        swe_eval_core::fsutil::write_atomic(&m.dir.join(name), bytes).map_err(|e| e.to_string())
-    };
-    if job.mode == PatchMode::Apply {
-        w("patch.diff", job.patch.as_bytes())?;
-    }
-    w("eval.sh", job.setup.eval_script.as_bytes())?;
-    w("test_output.txt", test_output.as_bytes())?;
-    w("run_instance.log", log.as_bytes())?;
-    if let Some(report) = &g.report_json {
-        w(swe_eval_core::report::REPORT_FILE, report.as_bytes())?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

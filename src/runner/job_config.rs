@@ -6,18 +6,42 @@ use std::time::Duration;
 
 use crate::engine::Limits;
 
+use super::RunConfig;
+
 /// Settings every job of a run shares.
 #[derive(Debug, Clone)]
 pub struct JobConfig {
+    /// The run's id (in container names and verdicts).
     pub run_id: String,
+    /// The labels every container carries.
     pub labels: BTreeMap<String, String>,
+    /// From container start; the engine kills the container when it passes.
     pub timeout: Duration,
+    /// CPU, memory and process limits.
     pub limits: Limits,
+    /// The containers have the network.
     pub network: bool,
+    /// Output kept (its head and tail).
     pub max_output_bytes: usize,
+    /// Strict mode: collection-altering files the patch adds are removed before the tests.
     pub strict: bool,
     /// Attempts per job when the engine fails transiently (>= 1).
     pub attempts: u32,
     /// Wait before the first retry; doubles each time.
     pub backoff: Duration,
+}
+
+/// The settings of `run`'s jobs, whose containers `owner` owns.
+pub fn job_config(run: &RunConfig, owner: &str) -> JobConfig {
+    JobConfig {
+        run_id: run.run_id.clone(),
+        labels: super::drive::run_labels(&run.run_id, owner),
+        timeout: run.timeout,
+        limits: run.limits.clone(),
+        network: run.network,
+        max_output_bytes: run.max_output_bytes,
+        strict: run.strict,
+        attempts: run.attempts,
+        backoff: run.backoff,
+    }
 }

@@ -1,41 +1,31 @@
-//! The run: every prediction applied and tested in its own container, graded, and written
-//! down, with bounded workers, retries, cancellation and resume.
+//! Executing jobs: the one dispatcher (a state machine, `dispatcher.rs`, and the task that
+//! drives it, `drive.rs`), each job in its own container (`job.rs`: the driver script, retries,
+//! grading), the order jobs start in, and a run's files (verdicts, the lock, the closing
+//! summaries). The session (`crate::session`) wires it with image preparation for both faces.
 //!
-//! One dispatcher task owns the run state. It `select!`s over finished jobs, interrupts
-//! (Ctrl-C, fed in by the caller) and the run's deadline; it alone writes verdicts and sends
-//! [`RunEvent`]s to whoever listens (the progress bar, the CLI). Workers run one job each
-//! (see `job.rs`), bounded by a semaphore, and never print.
-//!
-//! - **Resume.** Each prediction's `verdict.json` (written atomically, last) records its patch
-//!   hash; a run with the same id skips predictions whose verdict exists for the same patch and
-//!   re-runs changed ones. A lock file keeps two processes off one run.
-//! - **Dedupe.** Predictions with the same instance and patch run once and share the verdict.
+//! - **Dispatcher.** One task owns the state of every job not over. Predictions arrive with
+//!   their answers' way back; setups arrive as images become ready; workers are bounded by a
+//!   semaphore (and, with an engine that prepares containers ahead, by its start gate); each
+//!   event is a method of [`Dispatcher`] that returns its effects, which the driver carries out.
+//! - **Sharing.** Predictions with the same instance and patch share one job while it is not
+//!   over; each gets the verdict as its own.
 //! - **Faults.** Transient engine errors are retried with exponential backoff and counted;
 //!   when retries run out, or the instance's image is missing, the verdict is `infra_error`,
-//!   apart from the model's failures, and is re-run by the next resume.
-//! - **Cancellation.** The first interrupt stops dispatching and lets running jobs finish; the
-//!   second aborts them and kills this run's containers by label. Either way everything
-//!   finished is written. Each container is labelled with its run id and owning process; at
-//!   start the containers of processes that are gone (a run killed with SIGKILL) are reaped,
-//!   at the end this process's own.
-//! - **Images still being prepared.** With [`run_arriving`], the jobs of instances whose setup
-//!   is still on its way wait outside the queue and join it when it arrives (`arrivals.rs`),
-//!   so jobs run while other images build; the channel closes when dispatching stops.
-//! - **Submissions.** With [`dispatch`], predictions may also arrive while it runs, through a
-//!   channel of [`Submission`]s, each prediction with its own folder, deadline and reply
-//!   (`intake.rs`); `run` has none. A long-lived caller keeps the channel open; the dispatcher
-//!   ends once it is closed and the work is done.
+//!   apart from the model's failures.
+//! - **Stops.** The first interrupt stops dispatching and lets running jobs finish; the second
+//!   aborts them and kills this process's containers by label. Each container is labelled with
+//!   its run id and owning process; at start the containers of processes that are gone (a run
+//!   killed with SIGKILL) are reaped, at the end this process's own.
 //! - **Order.** Jobs start longest expected first, from the durations of earlier runs kept in
 //!   the cache (see `order.rs`), so a long job is not left for last.
-//! - **Memory.** Logs go to disk as each job ends; the dispatcher keeps only verdicts (a few
-//!   hundred bytes each) and the queue of jobs (their patches).
+//! - **Memory.** A job's output is bounded (its head and tail); the dispatcher keeps the
+//!   predictions waiting and hands each verdict and its logs back at once.
 
-mod arrivals;
-mod dispatch;
+mod dispatcher;
+mod drive;
 mod driver;
 mod events;
 mod grade;
-mod intake;
 mod job;
 mod job_config;
 mod order;
@@ -44,25 +34,29 @@ mod reap;
 mod store;
 mod summary;
 
-pub use arrivals::{arrivals, Arrivals, Arrive};
-pub use dispatch::{dispatch, run, run_arriving};
+pub use dispatcher::{
+    empty_verdict, Answer, Decided, Dispatcher, Effect, Item, MemberId, Rules, SetupOffer, Tally,
+};
+pub use drive::{drive, run_labels, Arrival, Channels, Control, DriveOptions, Driven, Submission};
 pub use driver::PatchMode;
 pub use driver::{apply_script, APPLY_COMMANDS, APPLY_FAIL, APPLY_PASS, DRIVER_PATH};
 pub use events::{RunError, RunEvent, RunReport, TimeSpent};
-pub use intake::{
-    submissions, Delivery, Finished, NewSetup, Reply, Submission, Submissions, Submit, Submitted,
-};
+pub use job::{Job, JobDone, JobLogs};
+pub use job_config::{job_config, JobConfig};
 pub use order::Durations;
 pub(crate) use plan::Key;
-pub use plan::{default_workers, pending, Plan, RunConfig, Setup};
+pub use plan::{default_workers, RunConfig, Setup};
 pub use store::{
-    load_valid, lock, parse_verdict, read_verdict, Category, Layout, LockError, RunLimits, RunLock,
-    Verdict, VerdictError, VerdictFile, VERDICT_FILE,
+    load_valid, lock, parse_verdict, read_verdict, write_verdict, Category, Layout, LockError,
+    RunLimits, RunLock, Verdict, VerdictError, VerdictFile, VERDICT_FILE,
 };
+pub use summary::{write_all as write_summaries, write_report_html, RunInputs};
 
 /// Label naming the process that owns a container (`host:pid:start-time`), so a later run can
 /// tell a leftover of a dead run from a container of a live one.
 pub use crate::engine::{LABEL_HOLD, LABEL_OWNER};
 
+#[cfg(test)]
+mod dispatcher_tests;
 #[cfg(test)]
 mod tests;

@@ -13,10 +13,6 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
-
-use super::job::Job;
-use super::RunEvent;
 
 /// Seconds an instance's job took in its last run, by instance id.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -66,6 +62,12 @@ impl Durations {
         self.0.get(instance_id).copied()
     }
 
+    /// How long `instance_id`'s job is expected to take: its record, else the median of all
+    /// records (0 with none).
+    pub fn expected(&self, instance_id: &str) -> f64 {
+        self.get(instance_id).or_else(|| self.median()).unwrap_or(0.0)
+    }
+
     /// Records `secs` for `instance_id` (the newest figure wins).
     pub fn set(&mut self, instance_id: &str, secs: f64) {
         if secs.is_finite() && secs >= 0.0 {
@@ -84,7 +86,7 @@ impl Durations {
     }
 
     /// The median record, if any.
-    fn median(&self) -> Option<f64> {
+    pub fn median(&self) -> Option<f64> {
         let mut v: Vec<f64> = self.0.values().copied().collect();
         if v.is_empty() {
             return None;
@@ -115,26 +117,24 @@ impl Durations {
     }
 }
 
-/// Whether an instance still `awaited` (its image not ready yet) is expected to run longer than
-/// `head`, the job dispatch would start next, by more than [`SETTLE`]. Images already present
-/// arrive one after another within milliseconds; the dispatcher waits [`SETTLE`] after each
-/// arrival while this holds, so such a burst is ordered before the first jobs start, not in the
-/// order it arrived. Starting the head first can cost the run at most the difference between the
-/// two, so a difference below the wait is not worth waiting for (trivial jobs of a fraction of a
-/// second never wait).
-pub fn awaited_runs_longer(
+/// Whether an instance still awaited (its image not ready yet) is expected to run longer than
+/// `head`, the instance of the job dispatch would start next, by more than [`SETTLE`]. Images
+/// already present arrive one after another within milliseconds; the dispatcher waits
+/// [`SETTLE`] after each arrival while this holds, so such a burst is ordered before the first
+/// jobs start, not in the order it arrived. Starting the head first can cost the run at most
+/// the difference between the two, so a difference below the wait is not worth waiting for
+/// (trivial jobs of a fraction of a second never wait).
+pub fn awaited_runs_longer<'a>(
     hints: &Durations,
-    awaited: &std::collections::HashSet<String>,
-    head: &Job,
+    mut awaited: impl Iterator<Item = &'a str>,
+    head: &str,
 ) -> bool {
     let Some(median) = hints.median() else {
         return false;
     };
     let expected = |id: &str| hints.get(id).unwrap_or(median);
-    let head = expected(&head.setup.instance.instance_id);
-    awaited
-        .iter()
-        .any(|id| expected(id) > head + SETTLE.as_secs_f64())
+    let head = expected(head);
+    awaited.any(|id| expected(id) > head + SETTLE.as_secs_f64())
 }
 
 /// How long dispatch waits after the run's start or an arrival for more setups to arrive,
@@ -142,116 +142,87 @@ pub fn awaited_runs_longer(
 /// apart), little against any job or build.
 pub const SETTLE: std::time::Duration = std::time::Duration::from_millis(150);
 
-/// Orders `jobs` longest expected first (stable: equal expectations keep the plan's order).
-pub fn arrange(jobs: &mut [Arc<Job>], hints: &Durations) {
+/// Orders `items` longest expected first by their instance (`instance_of`); stable: equal
+/// expectations keep the order given.
+pub fn arrange<T>(items: &mut [T], instance_of: impl Fn(&T) -> &str, hints: &Durations) {
     let Some(median) = hints.median() else {
         return;
     };
-    let expected = |j: &Arc<Job>| hints.get(&j.setup.instance.instance_id).unwrap_or(median);
-    jobs.sort_by(|a, b| expected(b).total_cmp(&expected(a)));
+    let expected = |t: &T| hints.get(instance_of(t)).unwrap_or(median);
+    items.sort_by(|a, b| expected(b).total_cmp(&expected(a)));
 }
 
-/// Reads the durations at `path` for ordering `jobs`, saying so (or why not) in a note.
-pub(super) fn hints(path: &Path, jobs: &[Job], emit: &impl Fn(RunEvent)) -> Durations {
-    let (hints, bad) = Durations::load(path);
-    if let Some(why) = bad {
-        emit(RunEvent::Note {
-            message: format!("earlier job durations not used (plan order kept): {why}"),
-        });
-    }
-    let known = jobs
-        .iter()
-        .filter(|j| hints.get(&j.setup.instance.instance_id).is_some())
-        .count();
-    if known > 0 && jobs.len() > 1 {
-        emit(RunEvent::Note {
-            message: format!(
-                "longest jobs first: {known} of {} instances timed by earlier runs ({})",
-                jobs.len(),
-                path.display()
-            ),
-        });
-    }
-    hints
+/// What the run says about the order of `instances` (the first jobs submitted): how many an
+/// earlier run timed, when any is and there is more than one.
+pub fn order_note(hints: &Durations, instances: &[&str], path: &Path) -> Option<String> {
+    let known = instances.iter().filter(|id| hints.get(id).is_some()).count();
+    (known > 0 && instances.len() > 1).then(|| {
+        format!(
+            "longest jobs first: {known} of {} instances timed by earlier runs ({})",
+            instances.len(),
+            path.display()
+        )
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::{PatchMode, Setup};
 
-    fn job(seq: usize, id: &str) -> Arc<Job> {
-        let instance: swe_eval_core::dataset::Instance =
-            serde_json::from_value(serde_json::json!({
-                "instance_id": id, "repo": "o/r", "base_commit": "c", "patch": "",
-                "FAIL_TO_PASS": [], "PASS_TO_PASS": [],
-            }))
-            .unwrap();
-        Arc::new(Job {
-            seq,
-            setup: Arc::new(Setup {
-                instance,
-                image: Ok("img".into()),
-                eval_script: String::new(),
-                log_parser: "pytest".into(),
-                cpus: None,
-            }),
-            patch: String::new(),
-            patch_hash: String::new(),
-            mode: PatchMode::Apply,
-            members: Vec::new(),
-        })
-    }
-
-    fn ids(jobs: &[Arc<Job>]) -> Vec<&str> {
-        jobs.iter()
-            .map(|j| j.setup.instance.instance_id.as_str())
-            .collect()
+    fn arranged(ids: &[&'static str], d: &Durations) -> Vec<&'static str> {
+        let mut v = ids.to_vec();
+        arrange(&mut v, |id| *id, d);
+        v
     }
 
     #[test]
     fn longest_expected_first_and_unknown_ones_as_the_median() {
-        let mut jobs = vec![
-            job(0, "a"),
-            job(1, "b"),
-            job(2, "c"),
-            job(3, "new"),
-            job(4, "d"),
-        ];
         let mut d = Durations::default();
         d.set("a", 2.0);
         d.set("b", 11.0);
         d.set("c", 4.0);
         d.set("d", 9.0);
-        arrange(&mut jobs, &d);
         // Median of 2, 4, 9, 11 taken as the upper middle: 9; "new" ties with d and keeps
         // its place before it.
-        assert_eq!(ids(&jobs), ["b", "new", "d", "c", "a"]);
+        assert_eq!(
+            arranged(&["a", "b", "c", "new", "d"], &d),
+            ["b", "new", "d", "c", "a"]
+        );
     }
 
     #[test]
     fn only_a_difference_longer_than_the_wait_is_waited_for() {
-        let awaited = std::collections::HashSet::from(["long".to_string()]);
+        let awaited = ["long"];
         let mut d = Durations::default();
         d.set("head", 2.0);
         d.set("long", 9.0);
-        assert!(awaited_runs_longer(&d, &awaited, &job(0, "head")));
+        assert!(awaited_runs_longer(&d, awaited.into_iter(), "head"));
         // Trivial jobs: 0.1 s against 0.2 s is not worth 0.15 s of waiting.
         d.set("head", 0.1);
         d.set("long", 0.2);
-        assert!(!awaited_runs_longer(&d, &awaited, &job(0, "head")));
+        assert!(!awaited_runs_longer(&d, awaited.into_iter(), "head"));
         assert!(!awaited_runs_longer(
             &Durations::default(),
-            &awaited,
-            &job(0, "head")
+            awaited.into_iter(),
+            "head"
         ));
     }
 
     #[test]
-    fn no_record_keeps_the_plans_order() {
-        let mut jobs = vec![job(0, "z"), job(1, "a"), job(2, "m")];
-        arrange(&mut jobs, &Durations::default());
-        assert_eq!(ids(&jobs), ["z", "a", "m"]);
+    fn no_record_keeps_the_given_order_and_the_note_counts_the_timed_ones() {
+        assert_eq!(
+            arranged(&["z", "a", "m"], &Durations::default()),
+            ["z", "a", "m"]
+        );
+        let mut d = Durations::default();
+        d.set("a", 1.0);
+        let path = Path::new("d.json");
+        assert_eq!(
+            order_note(&d, &["a", "b"], path).as_deref(),
+            Some("longest jobs first: 1 of 2 instances timed by earlier runs (d.json)")
+        );
+        assert_eq!(order_note(&d, &["a"], path), None);
+        assert_eq!(order_note(&d, &["b", "c"], path), None);
     }
 
     #[test]

@@ -1,16 +1,11 @@
-//! What the caller hands the runner: the plan (setups, predictions, instances) and the
-//! settings of a run; and which predictions a resumed run still has to run.
+//! What the caller hands the runner: each instance's setup (what it runs in) and the settings
+//! of a run.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use crate::engine::Limits;
 use swe_eval_core::dataset::Instance;
-use swe_eval_core::predictions::Prediction;
-
-use super::store::{self, Layout};
 
 /// What an instance runs in and how it is graded, prepared by the caller (spec + images).
 #[derive(Debug, Clone)]
@@ -44,10 +39,8 @@ impl Setup {
 /// The settings of a run.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
-    /// The run's id (the folder under `logs/run_evaluation`).
+    /// The run's id (the folder under `logs/run_evaluation`, container names and labels).
     pub run_id: String,
-    /// The output folder.
-    pub output: PathBuf,
     /// Containers run at once.
     pub workers: usize,
     /// Per job, from container start; the engine kills the container when it passes.
@@ -75,10 +68,6 @@ pub struct RunConfig {
     /// The file of earlier runs' job durations, read to start the longest jobs first and
     /// updated at the end (see [`super::Durations`]); `None`: plan order, nothing kept.
     pub durations: Option<PathBuf>,
-    /// Keep every verdict in memory and write the closing summaries (official summaries,
-    /// JSONL, CSV) at the end. A long-lived dispatcher fed by submissions (a server) turns it
-    /// off: its memory then does not grow with the verdicts, and each verdict is in its folder.
-    pub summaries: bool,
 }
 
 impl RunConfig {
@@ -92,11 +81,10 @@ impl RunConfig {
         }
     }
 
-    /// The defaults for run `run_id` writing into `output`.
-    pub fn new(run_id: &str, output: PathBuf) -> Self {
+    /// The defaults for run `run_id`.
+    pub fn new(run_id: &str) -> Self {
         RunConfig {
             run_id: run_id.to_string(),
-            output,
             workers: default_workers(),
             timeout: Duration::from_secs(1800),
             strict: false,
@@ -109,7 +97,6 @@ impl RunConfig {
             run_empty: false,
             deadline: None,
             durations: None,
-            summaries: true,
         }
     }
 }
@@ -119,32 +106,6 @@ pub fn default_workers() -> usize {
     std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(4)
-}
-
-/// What the caller hands the runner.
-#[derive(Debug, Clone, Default)]
-pub struct Plan {
-    /// Setups by instance id. Predictions of other instances are reported and skipped.
-    pub setups: HashMap<String, Arc<Setup>>,
-    /// The predictions to run.
-    pub predictions: Vec<Prediction>,
-    /// The instances the run covers, for the official summary's totals and `incomplete_ids`.
-    pub instance_ids: Vec<String>,
-}
-
-/// The predictions a run with this layout still has to run: those without a verdict for
-/// their patch (empty patches count only when `run_empty`). The caller prepares images for
-/// these alone, so a resumed run does not wait for images it will not use.
-pub fn pending<'a>(predictions: &'a [Prediction], config: &RunConfig) -> Vec<&'a Prediction> {
-    let layout = Layout::new(&config.output, &config.run_id);
-    predictions
-        .iter()
-        .filter(|p| config.run_empty || !p.is_empty_patch())
-        .filter(|p| {
-            let dir = layout.prediction_dir(&p.model_name_or_path, &p.instance_id, p.sample);
-            store::load_valid(&dir, &p.patch_hash(), &config.verdict_limits()).is_none()
-        })
-        .collect()
 }
 
 /// Key of a prediction within a run.

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::store::{Category, Layout, Verdict, VerdictFile};
-use super::{Key, Plan};
+use super::Key;
+use swe_eval_core::dataset::Dataset;
+use swe_eval_core::predictions::Prediction;
 use swe_eval_core::fsutil::write_atomic;
 use swe_eval_core::grading::{self, ErrorReason, Mode};
 use swe_eval_core::report::{self, ReportError, RunSummary, Submitted};
@@ -36,10 +38,21 @@ fn to_grading(v: &Verdict) -> grading::Graded {
     }
 }
 
+/// What a run's closing files are made of besides its verdicts.
+#[derive(Debug, Clone, Copy)]
+pub struct RunInputs<'a> {
+    /// The dataset (each prediction's instance: its repository and gold patch).
+    pub dataset: &'a Dataset,
+    /// The run's predictions (those of instances the dataset lacks are left out).
+    pub predictions: &'a [Prediction],
+    /// The instances the run covers, for the summaries' totals and `incomplete_ids`.
+    pub instance_ids: &'a [String],
+}
+
 /// Writes every summary, the JSONL and the CSV; returns their paths.
 pub fn write_all(
     layout: &Layout,
-    plan: &Plan,
+    plan: RunInputs<'_>,
     verdicts: &BTreeMap<Key, Verdict>,
     mode: Mode,
     leftovers: &[String],
@@ -50,8 +63,8 @@ pub fn write_all(
     // (model, sample) -> (instance id, empty patch, verdict) of each submitted prediction.
     type Submissions<'a> = BTreeMap<(&'a str, u32), Vec<(&'a str, bool, Option<grading::Graded>)>>;
     let mut submitted: Submissions = BTreeMap::new();
-    for p in &plan.predictions {
-        if !plan.setups.contains_key(&p.instance_id) {
+    for p in plan.predictions {
+        if plan.dataset.get(&p.instance_id).is_none() {
             continue;
         }
         let key = (
@@ -124,7 +137,7 @@ pub fn write_all(
 /// the similarity of its patch to the gold patch.
 pub fn write_report_html(
     layout: &Layout,
-    plan: &Plan,
+    plan: RunInputs<'_>,
     verdicts: &BTreeMap<Key, Verdict>,
     mode: Mode,
 ) -> Result<PathBuf, ReportError> {
@@ -144,7 +157,12 @@ pub fn write_report_html(
     let records: Vec<Record> = verdicts
         .iter()
         .map(|(key, v)| {
-            let setup = plan.setups.get(&v.instance_id);
+            let inst = plan.dataset.get(&v.instance_id);
+            let parser = inst.map(|i| {
+                i.log_parser
+                    .as_deref()
+                    .unwrap_or_else(|| swe_eval_core::logparse::parser_for_repo(&i.repo))
+            });
             let dir = layout.prediction_dir(&v.model, &v.instance_id, v.sample);
             let file = |name: &str| {
                 let p = dir.join(name);
@@ -153,19 +171,19 @@ pub fn write_report_html(
             let log = std::fs::read_to_string(dir.join(report::TEST_OUTPUT_FILE)).ok();
             let failing = report::read_instance_report(&dir.join(report::REPORT_FILE))
                 .map(|(_, r)| {
-                    report::failing_tests(&r, log.as_deref(), setup.map(|s| s.log_parser.as_str()))
+                    report::failing_tests(&r, log.as_deref(), parser)
                 })
                 .unwrap_or_default();
-            let similarity = match (setup, patches.get(key)) {
-                (Some(s), Some(pred)) if !pred.trim().is_empty() => {
-                    Some(swe_eval_core::reward::unidiff_reward(&s.instance.patch, pred).similarity)
+            let similarity = match (inst, patches.get(key)) {
+                (Some(i), Some(pred)) if !pred.trim().is_empty() => {
+                    Some(swe_eval_core::reward::unidiff_reward(&i.patch, pred).similarity)
                 }
                 _ => None,
             };
             let graded = v.official_report;
             Record {
                 instance_id: v.instance_id.clone(),
-                repo: setup.map(|s| s.instance.repo.clone()).unwrap_or_default(),
+                repo: inst.map(|i| i.repo.clone()).unwrap_or_default(),
                 model: v.model.clone(),
                 sample: v.sample,
                 verdict: v.category.as_str().to_string(),

@@ -10,6 +10,8 @@
 //!    `--queued-run` of them finished: peak memory (VmHWM) with the whole queue held.
 //! 3. The same number run to the end on the fake engine (every file written): peak memory.
 
+use std::collections::HashMap;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,9 +19,13 @@ use tokio::sync::mpsc;
 
 use crate::cli::{failed, CliError, CliResult, Ending};
 use crate::engine::Engine;
-use crate::orchestrate::{run_plan, Event};
-use crate::runner::{self, Plan, RunConfig, RunEvent, RunReport};
+use crate::images::CacheLevel;
+use crate::orchestrate::{execute, ImagePolicy, RunOutput, Work};
+use crate::runner::{self, RunConfig, RunEvent, RunReport, Setup};
+use crate::session::{Event, PrepareOptions};
 use crate::trivial;
+use swe_eval_core::dataset::Dataset;
+use swe_eval_core::predictions::Prediction;
 
 /// `swe-eval bench harness`: how many predictions in each phase, and how many at once.
 #[derive(Debug, clap::Args)]
@@ -86,30 +92,62 @@ pub fn memory_mib() -> (f64, f64) {
     (field("VmHWM:"), field("VmRSS:"))
 }
 
+/// The trivial tasks of a phase: their setups (given ready-made: their image is there), their
+/// predictions, and the dataset of their instances.
+struct Trivial {
+    setups: HashMap<String, Arc<Setup>>,
+    predictions: Vec<Prediction>,
+    instance_ids: Vec<String>,
+    dataset: Dataset,
+}
+
 /// `n` trivial predictions over `n` instances sharing `image`, each patch distinct.
-fn trivial_plan(n: usize, image: &str, command: &str) -> Plan {
-    let mut plan = Plan::default();
+fn trivial_plan(n: usize, image: &str, command: &str) -> Trivial {
+    let mut setups = HashMap::new();
+    let (mut predictions, mut instance_ids) = (Vec::new(), Vec::new());
     for i in 0..n {
         let id = format!("bench__trivial-{i}");
-        plan.setups
-            .insert(id.clone(), trivial::setup(&id, image, command));
-        plan.predictions.push(trivial::prediction(
+        setups.insert(id.clone(), trivial::setup(&id, image, command));
+        predictions.push(trivial::prediction(
             &id,
             "bench",
             0,
             &trivial::fix(&i.to_string()),
         ));
-        plan.instance_ids.push(id);
+        instance_ids.push(id);
     }
-    plan
+    let dataset = Dataset::new(setups.values().map(|s| s.instance.clone()).collect());
+    Trivial {
+        setups,
+        predictions,
+        instance_ids,
+        dataset,
+    }
 }
 
-/// Runs `plan`; with `stop_after`, sends one interrupt once that many verdicts are in.
+/// The image options of a run whose setups are all given (nothing is prepared): build logs
+/// and the repository cache under `dir`.
+fn nothing_to_prepare(dir: &Path) -> PrepareOptions {
+    PrepareOptions {
+        flavour: swe_eval_core::spec::Flavour::Debian,
+        namespace: None,
+        ca_cert: None,
+        repos: Default::default(),
+        repo_cache: dir.join("repos"),
+        base_cache: None,
+        build_logs: dir.join("logs").join("build_images"),
+        parallel: 1,
+    }
+}
+
+/// Runs `plan` into `dir`; with `stop_after`, sends one interrupt once that many verdicts are
+/// in.
 async fn timed<E: Engine>(
     engine: Arc<E>,
     name: &str,
-    plan: Plan,
+    plan: Trivial,
     cfg: RunConfig,
+    dir: &Path,
     stop_after: Option<usize>,
 ) -> Result<(Phase, RunReport), CliError> {
     let n = plan.predictions.len();
@@ -130,9 +168,22 @@ async fn timed<E: Engine>(
         (done, job_secs)
     });
     let t = Instant::now();
-    let report = run_plan(engine, plan, cfg, irx, &etx).await;
-    drop(etx);
-    let report = report?;
+    let prepare = nothing_to_prepare(dir);
+    let work = Work {
+        dataset: &plan.dataset,
+        predictions: plan.predictions,
+        instance_ids: plan.instance_ids,
+    };
+    let images = ImagePolicy {
+        prepare: &prepare,
+        keep: CacheLevel::Instance,
+        setups: plan.setups,
+    };
+    let output = RunOutput {
+        folder: dir.to_path_buf(),
+        summaries: true,
+    };
+    let (report, _) = execute(engine, work, cfg, &output, images, irx, etx).await?;
     let wall = t.elapsed().as_secs_f64();
     let (done, job_secs) = watcher
         .await
@@ -250,8 +301,8 @@ async fn run_async(args: Args) -> CliResult {
     let engine = Arc::new(crate::engine::connect(&Default::default()).await?);
     eprintln!("preparing the trivial image...");
     let image = trivial::ensure_image(&*engine).await?;
-    let config = |dir: &std::path::Path, run_id: &str| {
-        let mut c = RunConfig::new(run_id, dir.to_path_buf());
+    let config = |run_id: &str| {
+        let mut c = RunConfig::new(run_id);
         c.workers = args.workers.max(1);
         c.timeout = Duration::from_secs(120);
         c
@@ -263,7 +314,8 @@ async fn run_async(args: Args) -> CliResult {
         engine.clone(),
         "warm-up",
         trivial_plan(2, &image, "true"),
-        config(warm.path(), "warm"),
+        config("warm"),
+        warm.path(),
         None,
     )
     .await?;
@@ -273,7 +325,8 @@ async fn run_async(args: Args) -> CliResult {
         engine.clone(),
         "real engine, trivial tasks",
         trivial_plan(args.predictions, &image, "true"),
-        config(dir.path(), "bench"),
+        config("bench"),
+        dir.path(),
         None,
     )
     .await?;
@@ -307,7 +360,8 @@ async fn run_async(args: Args) -> CliResult {
             engine.clone(),
             &format!("real engine, {} queued", args.queued),
             trivial_plan(args.queued, &image, "true"),
-            config(dir.path(), "bench-queued"),
+            config("bench-queued"),
+            dir.path(),
             Some(args.queued_run),
         )
         .await?;
@@ -333,7 +387,7 @@ async fn run_async(args: Args) -> CliResult {
 async fn fake_phase(
     args: &Args,
     image: &str,
-    config: impl Fn(&std::path::Path, &str) -> RunConfig,
+    config: impl Fn(&str) -> RunConfig,
 ) -> Result<Option<Phase>, CliError> {
     use crate::engine::{exited, FakeEngine};
     let fake = FakeEngine::new();
@@ -357,7 +411,8 @@ async fn fake_phase(
         Arc::new(fake),
         &format!("fake engine, {} run to the end", args.queued),
         trivial_plan(args.queued, image, "true"),
-        config(dir.path(), "bench-fake"),
+        config("bench-fake"),
+        dir.path(),
         None,
     )
     .await?;
@@ -377,7 +432,7 @@ async fn fake_phase(
 async fn fake_phase(
     _: &Args,
     _: &str,
-    _: impl Fn(&std::path::Path, &str) -> RunConfig,
+    _: impl Fn(&str) -> RunConfig,
 ) -> Result<Option<Phase>, CliError> {
     eprintln!(
         "note: the fake-engine phase needs a build with the fake engine \

@@ -1,9 +1,9 @@
-//! From dataset rows to what the runner needs per instance: the test spec (eval script, log
-//! parser) first, for every instance at once ([`specs`]), then the images, built through the
-//! image plan and reported one by one as each is ready or failed ([`build`]), so the workflow
-//! hands each instance to the runner without waiting for the others. An instance whose spec
-//! or image cannot be had gets a `Setup` whose image is the reason why, so only its own
-//! predictions fail (as infrastructure errors) and the run goes on.
+//! From dataset rows to what the dispatcher needs per instance: the test spec (eval script,
+//! log parser) first, for the instances asked for at once ([`specs`]), then the images, built
+//! through the image plan and reported one by one as each is ready or failed ([`build`]), so
+//! the session hands each instance to the dispatcher without waiting for the others. An
+//! instance whose spec or image cannot be had gets a `Setup` whose image is the reason why, so
+//! only its own predictions fail (as infrastructure errors) and the rest goes on.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -73,23 +73,26 @@ pub fn specs(instances: &[&Instance], opts: &PrepareOptions) -> Specs {
                 out.ready.push(((*inst).clone(), spec));
             }
             Err(e) => {
-                out.failed.insert(
-                    inst.instance_id.clone(),
-                    Arc::new(Setup {
-                        instance: (*inst).clone(),
-                        image: Err(format!("no test spec: {e}")),
-                        eval_script: String::new(),
-                        log_parser: swe_eval_core::logparse::parser_for_repo(&inst.repo)
-                            .to_string(),
-                        cpus: None,
-                    }),
-                );
+                let setup = no_spec_setup(inst, &format!("no test spec: {e}"));
+                out.failed
+                    .insert(inst.instance_id.clone(), Arc::new(setup));
             }
         }
     }
     out.warnings
         .extend(swe_eval_core::spec::group_warnings(&spec_warnings));
     out
+}
+
+/// The final setup of an instance that has no test spec (`why`): nothing to run it in.
+pub fn no_spec_setup(inst: &Instance, why: &str) -> Setup {
+    Setup {
+        instance: inst.clone(),
+        image: Err(why.to_string()),
+        eval_script: String::new(),
+        log_parser: swe_eval_core::logparse::parser_for_repo(&inst.repo).to_string(),
+        cpus: None,
+    }
 }
 
 /// What `inst` runs in: `spec`'s script and parser, in `image` (or why there is none).

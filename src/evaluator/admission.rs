@@ -1,0 +1,379 @@
+//! Admission: a request checked against the dataset and the queue's bound, keyed by content
+//! when executed, scored (the similarity against the gold patch; an executed patch's score kept
+//! by key, so the same content is not compared again), stored, and answered at once when it
+//! needs no job (not executed, an empty patch, no test spec, its key cached); the others go to
+//! the session with their deadline, and each answer is stored (and cached unless masked), then
+//! published to its waiters.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use swe_eval_core::dataset::Instance;
+use swe_eval_core::predictions::Prediction;
+use swe_eval_core::reward::Oracle;
+use swe_eval_core::spec::TestSpec;
+
+use super::core::{unavailable, Req, Shared};
+use super::key::Recipe;
+use super::evaluation::{Evaluation, Executed, State, Status};
+use super::metrics::inc;
+use super::request::{Refusal, RefusalCode, Request};
+use super::store::{now_ms, Row};
+use crate::engine::Engine;
+use crate::runner::Answer;
+use crate::session::{Pending, Submit};
+
+/// A prediction's similarity, reward and format.
+#[derive(Debug, Clone)]
+pub(super) struct Score {
+    similarity: f64,
+    reward: f64,
+    format: String,
+}
+
+/// The score of `patch` on `inst`: for an executed patch (`key` not empty), the one its content
+/// key already had if kept, else computed (and kept under the key).
+fn score_of<E: Engine>(shared: &Shared<E>, inst: &Instance, key: &str, patch: &str) -> Score {
+    let scores = || shared.scores.lock().unwrap_or_else(|p| p.into_inner());
+    if !key.is_empty() {
+        if let Some(s) = scores().get(key) {
+            return s;
+        }
+    }
+    let r = oracle_of(shared, inst).unidiff_reward(patch);
+    let score = Score {
+        similarity: r.similarity,
+        reward: r.reward,
+        format: r.format.as_string(),
+    };
+    if !key.is_empty() {
+        scores().insert(key.to_string(), score.clone());
+    }
+    score
+}
+
+/// `inst`'s gold patch, read once for every similarity of the instance.
+fn oracle_of<E: Engine>(shared: &Shared<E>, inst: &Instance) -> Arc<Oracle> {
+    if let Some(o) = shared.lock().oracles.get(&inst.instance_id) {
+        return o.clone();
+    }
+    let made = Arc::new(Oracle::new(&inst.patch));
+    shared
+        .lock()
+        .oracles
+        .entry(inst.instance_id.clone())
+        .or_insert(made)
+        .clone()
+}
+
+/// The content key of executing `patch` on `spec`'s instance (its recipe made once).
+fn key_of<E: Engine>(shared: &Shared<E>, spec: &TestSpec, patch: &str) -> String {
+    let recipe = shared.lock().recipes.get(&spec.instance_id).copied();
+    recipe
+        .unwrap_or_else(|| Recipe::of(spec, &shared.settings))
+        .key(patch)
+}
+
+/// Places in the queue taken by a submission under way; given back when dropped (the requests
+/// are in `pending` by then, or were refused).
+struct Reservation<'a, E: Engine> {
+    shared: &'a Shared<E>,
+    places: usize,
+}
+
+impl<E: Engine> Drop for Reservation<'_, E> {
+    fn drop(&mut self) {
+        let mut book = self.shared.lock();
+        book.reserved = book.reserved.saturating_sub(self.places);
+    }
+}
+
+/// Evaluates `requests` (see [`super::Evaluator::submit`]).
+pub(super) async fn submit<E: Engine>(
+    shared: &Arc<Shared<E>>,
+    requests: Vec<Request>,
+) -> Result<Vec<Evaluation>, Refusal> {
+    if !shared.lock().accepting {
+        return Err(Refusal::new(
+            RefusalCode::Unavailable,
+            "the server is shutting down",
+            None,
+        ));
+    }
+    let batch = requests.len() > 1;
+    let field = |i: usize, name: &str| {
+        if batch {
+            format!("[{i}].{name}")
+        } else {
+            name.to_string()
+        }
+    };
+    let mut insts = Vec::with_capacity(requests.len());
+    for (i, r) in requests.iter().enumerate() {
+        match shared.dataset.get(&r.instance_id) {
+            Some(inst) => insts.push(inst),
+            None => {
+                let shown: String = r.instance_id.chars().take(80).collect();
+                return Err(Refusal::new(
+                    RefusalCode::BadRequest,
+                    format!("`{shown}` is not an instance of the server's dataset"),
+                    Some(&field(i, "instance_id")),
+                ));
+            }
+        }
+    }
+    let executed = requests.iter().filter(|r| r.execute).count();
+    let queued = {
+        let mut book = shared.lock();
+        let queued = book.pending.len() + book.reserved;
+        if executed == 0 || queued + executed <= shared.opts.max_queue {
+            book.reserved += executed;
+        }
+        queued
+    };
+    if executed > 0 && queued + executed > shared.opts.max_queue {
+        inc(&shared.metrics.refused_full);
+        let mut r = Refusal::new(
+            RefusalCode::QueueFull,
+            format!(
+                "{queued} requests queued, at most {} (--max-queue); retry later",
+                shared.opts.max_queue
+            ),
+            None,
+        );
+        r.retry_after = Some(retry_after(shared, queued));
+        return Err(r);
+    }
+    let _reserved = Reservation {
+        shared,
+        places: executed,
+    };
+    let now = Instant::now();
+    let at_ms = now_ms();
+    let mut rows = Vec::with_capacity(requests.len());
+    for (r, inst) in requests.into_iter().zip(insts) {
+        // An executed patch's content key comes first: the same content had the same score.
+        let spec = (r.execute && !r.model_patch.trim().is_empty()).then(|| shared.spec_of(inst));
+        let key = match &spec {
+            Some(Ok(spec)) => key_of(shared, spec, &r.model_patch),
+            _ => String::new(),
+        };
+        let score = score_of(shared, inst, &key, &r.model_patch);
+        let seq = shared.next_seq.fetch_add(1, Ordering::Relaxed);
+        let deadline = r.deadline.unwrap_or(shared.opts.default_deadline);
+        let mut row = Row {
+            seq,
+            instance_id: r.instance_id,
+            model: r
+                .model_name_or_path
+                .unwrap_or_else(|| shared.opts.default_model.clone()),
+            sample: r.sample,
+            patch: r.model_patch,
+            key,
+            execute: r.execute,
+            deadline_ms: Some(at_ms.saturating_add(deadline.as_millis() as i64)),
+            accepted_ms: at_ms,
+            similarity: score.similarity,
+            reward: score.reward,
+            format: score.format,
+            outcome: None,
+            cached: false,
+            done: !r.execute,
+        };
+        if r.execute && row.patch.trim().is_empty() {
+            // Nothing to run: known at once, as the runner would decide it.
+            inc(&shared.metrics.accepted_executed);
+            row.outcome = Some(Executed::empty());
+            row.done = true;
+        } else if r.execute {
+            inc(&shared.metrics.accepted_executed);
+            match spec {
+                Some(Err(why)) => {
+                    row.outcome = Some(Executed::masked(Status::InfraError, why));
+                    row.done = true;
+                }
+                _ => {
+                    if let Some(hit) = shared.store.cached(&row.key).map_err(unavailable)? {
+                        inc(&shared.metrics.cache_hits);
+                        row.outcome = Some(hit);
+                        row.cached = true;
+                        row.done = true;
+                    }
+                }
+            }
+        } else {
+            inc(&shared.metrics.accepted_similarity);
+        }
+        rows.push(row);
+    }
+    shared
+        .store
+        .insert(rows.clone())
+        .await
+        .map_err(unavailable)?;
+    let answers: Vec<Evaluation> = rows.iter().map(Row::evaluation).collect();
+    for row in rows.iter().filter(|r| r.done) {
+        if let Some(o) = &row.outcome {
+            shared.metrics.status(o.status);
+            shared.metrics.result_latency.observe(now.elapsed());
+        }
+    }
+    admit(shared, rows.into_iter().filter(|r| !r.done).collect());
+    Ok(answers)
+}
+
+/// Seconds a refused client should wait: the time the queue ahead of it takes at the rate
+/// jobs have been ending, within 1 s to 5 min.
+fn retry_after<E: Engine>(shared: &Shared<E>, queued: usize) -> u64 {
+    let ended = super::metrics::get(&shared.metrics.jobs_ended).max(1) as f64;
+    let per_job = shared.started.elapsed().as_secs_f64() / ended;
+    let workers = shared.session.workers().max(1) as f64;
+    ((queued as f64 * per_job / workers).ceil() as u64).clamp(1, 300)
+}
+
+/// Takes up stored requests not done: each is answered from the cache, or submitted to the
+/// session (which shares a job between identical ones) with its deadline, and its answer taken
+/// when it comes.
+pub(super) fn admit<E: Engine>(shared: &Arc<Shared<E>>, rows: Vec<Row>) {
+    let now = Instant::now();
+    let at_ms = now_ms();
+    let mut hits = Vec::new();
+    let mut submits = Vec::new();
+    let mut seqs = Vec::new();
+    {
+        let mut book = shared.lock();
+        for row in rows {
+            let deadline = row
+                .deadline_ms
+                .map(|d| now + Duration::from_millis(d.saturating_sub(at_ms).max(0) as u64));
+            let (tx, _) = watch::channel(None);
+            let seq = row.seq;
+            book.pending.insert(
+                seq,
+                Req {
+                    base: row.evaluation(),
+                    accepted: now,
+                    tx,
+                    closing: false,
+                },
+            );
+            match shared.store.cached(&row.key) {
+                Ok(Some(hit)) => {
+                    inc(&shared.metrics.cache_hits);
+                    hits.push((seq, hit, true));
+                    continue;
+                }
+                Ok(None) => {}
+                Err(e) => shared.notice(format!("cache not read for e{seq}: {e}")),
+            }
+            seqs.push((seq, row.key.clone()));
+            submits.push(Submit {
+                prediction: Prediction {
+                    instance_id: row.instance_id,
+                    model_name_or_path: row.model,
+                    model_patch: Some(row.patch),
+                    sample: row.sample,
+                    line: None,
+                    extra: Default::default(),
+                },
+                deadline,
+            });
+        }
+    }
+    let pending = shared.session.submit(submits);
+    for ((seq, key), answer) in seqs.into_iter().zip(pending) {
+        await_answer(shared.clone(), seq, key, answer);
+    }
+    if !hits.is_empty() {
+        let task = shared.clone();
+        shared
+            .rt
+            .spawn(async move { finish(&task, hits, None).await });
+    }
+}
+
+/// Waits (on a task of its own) for request `seq`'s answer from the session and takes it: a
+/// verdict is stored and cached under `key` unless masked; a passed deadline is answered
+/// `timeout` (masked); a request the session did not run (a shutdown) stays stored for the next
+/// start.
+fn await_answer<E: Engine>(shared: Arc<Shared<E>>, seq: u64, key: String, answer: Pending) {
+    shared.rt.clone().spawn(async move {
+        let done = match answer.await {
+            Answer::Decided(d) => {
+                let image = shared.session.image_of(&d.verdict.instance_id);
+                let outcome = Executed::of(&d, image);
+                let cache = outcome.cacheable().then(|| (key, outcome.clone()));
+                let shared_job = d.verdict.shared_from.is_some();
+                (vec![(seq, outcome, shared_job)], cache)
+            }
+            Answer::Expired { .. } => {
+                inc(&shared.metrics.expired);
+                let secs = shared
+                    .lock()
+                    .pending
+                    .get(&seq)
+                    .map_or(0.0, |r| r.accepted.elapsed().as_secs_f64());
+                let why = format!(
+                    "the request's deadline passed ({secs:.0} s after acceptance) before its result"
+                );
+                (vec![(seq, Executed::masked(Status::Timeout, why), false)], None)
+            }
+            Answer::NotRun => return,
+        };
+        finish(&shared, done.0, done.1).await;
+    });
+}
+
+/// Stores the outcomes of requests (and `cache` under its key), then publishes them to their
+/// waiters. A request already being finished is left alone.
+pub(super) async fn finish<E: Engine>(
+    shared: &Arc<Shared<E>>,
+    done: Vec<(u64, Executed, bool)>,
+    cache: Option<(String, Executed)>,
+) {
+    let mut rows = Vec::with_capacity(done.len());
+    {
+        let mut book = shared.lock();
+        for (seq, mut outcome, cached) in done {
+            let Some(req) = book.pending.get_mut(&seq) else {
+                continue;
+            };
+            if req.closing {
+                continue;
+            }
+            req.closing = true;
+            outcome.timings.total = req.accepted.elapsed().as_secs_f64();
+            rows.push((seq, outcome, cached));
+        }
+    }
+    if rows.is_empty() && cache.is_none() {
+        return;
+    }
+    if let Err(e) = shared.store.finish(rows.clone(), cache).await {
+        shared.notice(format!(
+            "results of {} request(s) not stored (they run again at the next start): {e}",
+            rows.len()
+        ));
+    }
+    let mut book = shared.lock();
+    for (seq, outcome, cached) in rows {
+        let Some(req) = book.pending.remove(&seq) else {
+            continue;
+        };
+        shared.metrics.status(outcome.status);
+        shared
+            .metrics
+            .result_latency
+            .observe(req.accepted.elapsed());
+        let mut e = req.base;
+        e.state = State::Done;
+        e.outcome = Some(outcome);
+        e.cached = cached;
+        let _ = req.tx.send(Some(Arc::new(e)));
+    }
+}
+
