@@ -24,6 +24,9 @@ use hf_hub::api::sync::ApiBuilder;
 use hf_hub::{Cache, Repo, RepoType};
 use swe_eval_core::dataset::{self, Dataset, InputProblem, LoadError};
 
+/// The split of a Hugging Face dataset name when none is given (SWE-bench ships `test`).
+pub const DEFAULT_SPLIT: &str = "test";
+
 /// The branch datasets are kept on.
 const MAIN: &str = "main";
 /// The branch where the hub keeps its Parquet conversion of a dataset.

@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::engine::{EngineChoice, EngineKind};
+use crate::hub::DEFAULT_SPLIT;
 use crate::images::CacheLevel;
-use crate::orchestrate::{ImageChoices, RunOptions, DEFAULT_SPLIT};
+use crate::session::{ImageChoices, RunOptions};
 use swe_eval_core::dataset::{Dataset, InputProblem, LoadError};
 use swe_eval_core::paths::IoPlan;
 use swe_eval_core::spec::Flavour;

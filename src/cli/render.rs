@@ -6,8 +6,8 @@ use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
 
 use super::progress::Feed;
-use crate::session::{Event, Level, Notice, PrepTimes};
 use crate::runner::{Category, RunReport, TimeSpent};
+use crate::session::{Event, Level, Notice, PrepTimes};
 
 /// Renders `events` until the channel closes. While the plan executes, the progress bar is
 /// drawn and each Ctrl-C or SIGTERM is sent to `interrupts`; outside it, both keep their

@@ -17,26 +17,16 @@ use swe_eval_core::predictions::Prediction;
 use swe_eval_core::reward::Oracle;
 use swe_eval_core::spec::TestSpec;
 
-use super::core::{unavailable, Req, Shared};
-use super::key::Recipe;
 use super::evaluation::{Evaluation, Executed, State, Status};
+use super::key::Recipe;
 use super::metrics::inc;
 use super::request::{Refusal, RefusalCode, Request};
+use super::shared::{unavailable, Req, Score, Shared};
 use super::store::{now_ms, Row};
 use crate::engine::Engine;
 use crate::runner::Answer;
 use crate::session::{Pending, Submit};
 
-/// A prediction's similarity, reward and format.
-#[derive(Debug, Clone)]
-pub(super) struct Score {
-    similarity: f64,
-    reward: f64,
-    format: String,
-}
-
-/// The score of `patch` on `inst`: for an executed patch (`key` not empty), the one its content
-/// key already had if kept, else computed (and kept under the key).
 fn score_of<E: Engine>(shared: &Shared<E>, inst: &Instance, key: &str, patch: &str) -> Score {
     let scores = || shared.scores.lock().unwrap_or_else(|p| p.into_inner());
     if !key.is_empty() {
@@ -320,7 +310,10 @@ fn await_answer<E: Engine>(shared: Arc<Shared<E>>, seq: u64, key: String, answer
                 let why = format!(
                     "the request's deadline passed ({secs:.0} s after acceptance) before its result"
                 );
-                (vec![(seq, Executed::masked(Status::Timeout, why), false)], None)
+                (
+                    vec![(seq, Executed::masked(Status::Timeout, why), false)],
+                    None,
+                )
             }
             Answer::NotRun => return,
         };
@@ -376,4 +369,3 @@ pub(super) async fn finish<E: Engine>(
         let _ = req.tx.send(Some(Arc::new(e)));
     }
 }
-

@@ -9,26 +9,24 @@
 //! verdict, or its deadline passed) stored, cached unless masked, and published to whoever
 //! waits on it. On start, every request stored without a result goes the same way again.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use swe_eval_core::dataset::{Dataset, Instance};
-use swe_eval_core::reward::Oracle;
-use swe_eval_core::spec::TestSpec;
+use swe_eval_core::dataset::Dataset;
 
-use super::admission::{self, Score};
+use super::admission;
 use super::evaluation::Evaluation;
-use super::key::{KeySettings, Recipe};
+use super::key::KeySettings;
 use super::memo::Memo;
 use super::metrics::{inc, Metrics};
 use super::options::EvaluatorOptions;
 use super::request::{Refusal, RefusalCode, Request};
+use super::shared::{unavailable, Book, Shared, MEMO_SCORES};
 use super::store::{self, Row, Store, StoreError};
 use crate::engine::Engine;
 use crate::runner::{self, RunEvent};
@@ -85,58 +83,6 @@ pub struct Shutdown {
     pub closed: Option<Closed>,
     /// Requests left without a result (run at the next start).
     pub left: usize,
-}
-
-/// Scores of executed patches kept in memory, by content key.
-const MEMO_SCORES: usize = 16_384;
-
-/// An accepted request not done yet.
-pub(super) struct Req {
-    /// The evaluation as answered at acceptance (state queued, no outcome).
-    pub base: Evaluation,
-    pub accepted: Instant,
-    pub tx: watch::Sender<Option<Arc<Evaluation>>>,
-    /// Its result is being stored: nothing else may finish it.
-    pub closing: bool,
-}
-
-/// What the evaluator's tasks share, behind one lock.
-#[derive(Default)]
-pub(super) struct Book {
-    pub specs: HashMap<String, Result<Arc<TestSpec>, String>>,
-    /// The content key's part of each instance with a spec (all but the patch).
-    pub recipes: HashMap<String, Recipe>,
-    /// Each instance's gold patch, read once for the similarity.
-    pub oracles: HashMap<String, Arc<Oracle>>,
-    pub pending: HashMap<u64, Req>,
-    pub accepting: bool,
-    /// Executed requests admitted past the queue's bound and not yet in `pending` (being
-    /// scored and stored): counted against the bound, so concurrent submissions cannot
-    /// overshoot it.
-    pub reserved: usize,
-}
-
-pub(super) struct Shared<E: Engine> {
-    pub engine: Arc<E>,
-    pub session: Session<E>,
-    pub dataset: Arc<Dataset>,
-    pub opts: EvaluatorOptions,
-    pub settings: KeySettings,
-    pub store: Store,
-    pub book: Mutex<Book>,
-    /// The scores of executed patches by content key (the last [`MEMO_SCORES`]): a patch sent
-    /// again is not compared with the gold patch again.
-    pub scores: Mutex<Memo<String, Score>>,
-    pub next_seq: AtomicU64,
-    pub metrics: Metrics,
-    pub notices: mpsc::UnboundedSender<String>,
-    pub started: Instant,
-    /// The state folder's lock, released at shutdown.
-    pub lock: Mutex<Option<runner::RunLock>>,
-    /// The runtime the evaluator started on: its tasks (the waits on the session, the
-    /// deliveries) run there even when a request comes from another runtime, so a face can
-    /// answer on threads of its own, apart from the jobs' engine calls, grading and writes.
-    pub rt: tokio::runtime::Handle,
 }
 
 /// The evaluator (see the module docs). Cheap to share behind an `Arc`.
@@ -366,39 +312,6 @@ impl<E: Engine> Evaluator<E> {
     }
 }
 
-impl<E: Engine> Shared<E> {
-    pub(super) fn lock(&self) -> MutexGuard<'_, Book> {
-        self.book.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    pub(super) fn notice(&self, message: String) {
-        let _ = self.notices.send(message);
-    }
-
-    /// The test spec of `inst` (made once, then remembered), or why there is none.
-    pub(super) fn spec_of(&self, inst: &Instance) -> Result<Arc<TestSpec>, String> {
-        if let Some(s) = self.lock().specs.get(&inst.instance_id) {
-            return s.clone();
-        }
-        let made = crate::session::specs(&[inst], &self.opts.prepare);
-        let spec = match made.ready.into_iter().next() {
-            Some((_, spec)) => Ok(Arc::new(spec)),
-            None => Err(made
-                .failed
-                .get(&inst.instance_id)
-                .and_then(|s| s.image.clone().err())
-                .unwrap_or_else(|| "no test spec".into())),
-        };
-        let recipe = spec.as_ref().ok().map(|s| Recipe::of(s, &self.settings));
-        let mut book = self.lock();
-        if let Some(recipe) = recipe {
-            book.recipes.insert(inst.instance_id.clone(), recipe);
-        }
-        book.specs.insert(inst.instance_id.clone(), spec.clone());
-        spec
-    }
-}
-
 fn running(m: &Metrics) -> u64 {
     super::metrics::get(&m.jobs_started).saturating_sub(super::metrics::get(&m.jobs_ended))
 }
@@ -416,14 +329,6 @@ fn not_found(id: &str) -> Refusal {
     )
 }
 
-pub(super) fn unavailable(e: StoreError) -> Refusal {
-    Refusal::new(
-        RefusalCode::Unavailable,
-        format!("the state cannot be read or written: {e}"),
-        None,
-    )
-}
-
 /// Counts the session's job starts and ends and passes on its problems and notes, for as long
 /// as the evaluator lives.
 async fn forward_events<E: Engine>(
@@ -438,7 +343,9 @@ async fn forward_events<E: Engine>(
         match ev {
             Event::Run(RunEvent::JobStarted { .. }) => inc(&m.jobs_started),
             Event::Run(RunEvent::JobEnded { .. }) => inc(&m.jobs_ended),
-            Event::Run(RunEvent::Submitted { jobs, shared: n, .. }) => {
+            Event::Run(RunEvent::Submitted {
+                jobs, shared: n, ..
+            }) => {
                 m.jobs_submitted
                     .fetch_add(jobs as u64, std::sync::atomic::Ordering::Relaxed);
                 m.shared
@@ -458,7 +365,11 @@ async fn forward_events<E: Engine>(
                 ))
             }
             Event::Notice(n) => shared.notice(n.message),
-            Event::ImageDone { ok, .. } => inc(if ok { &m.images_ready } else { &m.images_failed }),
+            Event::ImageDone { ok, .. } => inc(if ok {
+                &m.images_ready
+            } else {
+                &m.images_failed
+            }),
             _ => {}
         }
     }

@@ -25,6 +25,7 @@ mod metrics;
 mod open;
 mod options;
 mod request;
+mod shared;
 mod store;
 #[cfg(test)]
 pub(crate) mod tests;

@@ -12,7 +12,8 @@ use super::core::{Evaluator, StartError};
 use super::options::EvaluatorOptions;
 use super::request::Bounds;
 use crate::engine::{AnyEngine, ConnectError};
-use crate::orchestrate::{OptionsError, RunOptions, DEFAULT_SPLIT};
+use crate::hub::DEFAULT_SPLIT;
+use crate::session::{OptionsError, RunOptions};
 use swe_eval_core::dataset::{Dataset, LoadError};
 
 /// The dataset a server evaluates against.

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::images::CacheLevel;
-use crate::session::PrepareOptions;
 use crate::runner::RunConfig;
+use crate::session::PrepareOptions;
 
 use super::request::Bounds;
 

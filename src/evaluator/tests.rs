@@ -11,8 +11,8 @@ use super::*;
 use crate::engine::{exited, FakeEngine};
 use crate::engine::{EngineError, JobSpec};
 use crate::images::base_image_name;
-use crate::orchestrate::{load_inputs, PrepareOptions};
 use crate::runner::RunConfig;
+use crate::session::PrepareOptions;
 use swe_eval_core::repos::RepoSources;
 use swe_eval_core::spec::{DebianRelease, Flavour};
 
@@ -26,13 +26,14 @@ pub(crate) struct Mini {
 }
 
 pub(crate) fn mini(dir: &std::path::Path) -> Mini {
-    let inputs = load_inputs(&crate::orchestrate::Source::default(), &dir.join("in")).unwrap();
+    let bench = swe_eval_core::mini::materialize(&dir.join("in")).unwrap();
+    let (dataset, _) = swe_eval_core::dataset::load_dataset(&bench.dataset).unwrap();
     let prepare = PrepareOptions {
         flavour: Flavour::Debian,
         namespace: None,
         ca_cert: None,
         repos: RepoSources {
-            mirrors: inputs.mini_mirrors.clone(),
+            mirrors: Some(bench.mirrors.clone()),
             ..Default::default()
         },
         repo_cache: dir.join("repos"),
@@ -40,15 +41,12 @@ pub(crate) fn mini(dir: &std::path::Path) -> Mini {
         build_logs: dir.join("state/logs/build_images"),
         parallel: 1,
     };
-    let mut run = RunConfig::new("unused", dir.join("unused"));
+    let mut run = RunConfig::new("unused");
     run.workers = 2;
     run.backoff = Duration::from_millis(1);
     run.attempts = 2;
     let opts = EvaluatorOptions::new(dir.join("state"), run, prepare);
-    Mini {
-        dataset: inputs.dataset,
-        opts,
-    }
+    Mini { dataset, opts }
 }
 
 /// What the driver would print for a job: every required test passes when the patch is the
@@ -410,7 +408,7 @@ fn a_recipe_made_once_keys_like_the_whole_content_and_changes_with_any_of_it() {
         .iter()
         .map(|id| m.dataset.get(id).unwrap())
         .collect();
-    let made = crate::orchestrate::instance_specs(&insts, &m.opts.prepare);
+    let made = crate::session::specs(&insts, &m.opts.prepare);
     let specs: Vec<swe_eval_core::spec::TestSpec> =
         made.ready.into_iter().map(|(_, s)| s).collect();
     let (calc, wrap) = (&specs[0], &specs[1]);

@@ -1,9 +1,9 @@
 //! Why a workflow (`evaluate`, `validate`) could not finish.
 
 use super::inputs::InputError;
-use super::options::OptionsError;
 use crate::engine::ConnectError;
 use crate::runner::RunError;
+use crate::session::OptionsError;
 
 /// Why a workflow could not finish. Each variant is its cause as is (`Display` and `source`
 /// pass through), so a caller classifies it by [`WorkflowError::cause`].

@@ -9,12 +9,13 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use super::ending::{ending, Ending, Troubles};
 use super::error::WorkflowError;
 use super::flaky_marks::{flaky_marks, flaky_marks_name, FlakyMarks};
+use super::inputs::Source;
 use super::inputs::{load_inputs, InputError};
 use super::mini_check::{check_mini, MiniCheck};
-use super::run_options::{RunOptions, Source};
 use super::workflow::{execute, ImagePolicy, RunOutput, Work};
-use crate::session::{notice, Event, Level, PrepTimes};
 use crate::runner::{Layout, RunReport};
+use crate::session::RunOptions;
+use crate::session::{notice, Event, Level, PrepTimes};
 
 /// A finished run.
 pub struct Evaluated {
@@ -45,7 +46,7 @@ pub async fn evaluate(
 ) -> Result<Evaluated, WorkflowError> {
     let mut opts = opts.clone();
     // Git and the image builder run in other folders: relative paths must not change meaning.
-    opts.output = super::options::absolute(&opts.output)?;
+    opts.output = crate::session::absolute(&opts.output)?;
     // An unwritable or full output folder fails now, not after hours of image builds.
     swe_eval_core::fsutil::ready_folder(&opts.output)?;
     let mut inputs = load_inputs(source, &opts.output)?;
@@ -82,7 +83,16 @@ pub async fn evaluate(
         folder: opts.output.clone(),
         summaries: true,
     };
-    let (report, prep) = execute(engine, work, config, &output, images, interrupts, events.clone()).await?;
+    let (report, prep) = execute(
+        engine,
+        work,
+        config,
+        &output,
+        images,
+        interrupts,
+        events.clone(),
+    )
+    .await?;
     let mut failed_checks = 0;
     // Only the bundled predictions have expected verdicts; a user's own patches on the mini
     // tasks get the mini settings and no check.

@@ -11,18 +11,18 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use std::path::Path;
 
 use super::error::WorkflowError;
+use super::inputs::Source;
 use super::inputs::{load_inputs, Reach};
-use super::options::{prepare_options, ImageChoices};
-use super::run_options::Source;
-use crate::session::{
-    self as prepare, notice, prepare_streaming, reap_dead_images, release_and_clean, Event, Level,
-    PrepTimes, PrepareOptions, Preparing, Specs,
-};
 use crate::engine::{Engine, EngineError};
 use crate::images::{
     self, hold_labels, CacheLevel, Holding, ImagePlan, InstanceNames, Listing, NoSpec, PlanOptions,
     RepoCache, StopFlag,
 };
+use crate::session::{
+    self as prepare, notice, prepare_streaming, reap_dead_images, release_and_clean, Event, Level,
+    PrepTimes, PrepareOptions, Preparing, Specs,
+};
+use crate::session::{prepare_options, ImageChoices};
 use swe_eval_core::dataset::{Dataset, Instance};
 use swe_eval_core::spec::Flavour;
 
@@ -76,7 +76,7 @@ pub fn select_images(
     images: &ImageChoices,
     output: &Path,
 ) -> Result<Selected, WorkflowError> {
-    let output = super::options::absolute(output)?;
+    let output = crate::session::absolute(output)?;
     let source = Source {
         predictions: source.dataset.as_ref().map(|_| "gold".to_string()),
         ..source.clone()

@@ -5,10 +5,42 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use super::run_options::Source;
 use swe_eval_core::dataset::{Dataset, Instance, LoadError};
 use swe_eval_core::predictions::{self, Prediction};
 use swe_eval_core::repos::RepoSources;
+
+/// What a run reads: a dataset and predictions, narrowed to some instances; with neither
+/// dataset nor predictions, the bundled mini benchmark.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    /// Dataset rows (JSON, JSON Lines, Parquet) or a Hugging Face dataset name.
+    pub dataset: Option<PathBuf>,
+    /// The split of a Hugging Face dataset name.
+    pub split: String,
+    /// Predictions (a file, or `gold`).
+    pub predictions: Option<String>,
+    /// Only these instances (all when empty).
+    pub instance_ids: Vec<String>,
+    /// Only the reachable ones of them: complete rows whose repository a `--repo` override or
+    /// the `--mirrors` folder holds ([`super::Inputs::keep_reachable`]).
+    pub reachable: bool,
+    /// A flaky map (`validate`'s `flaky.<run_id>.jsonl`): the run marks its predictions on the
+    /// instances the map calls flaky ([`super::flaky_marks`]). Read before anything runs.
+    pub flaky: Option<PathBuf>,
+}
+
+impl Default for Source {
+    fn default() -> Self {
+        Source {
+            dataset: None,
+            split: crate::hub::DEFAULT_SPLIT.to_string(),
+            predictions: None,
+            instance_ids: Vec::new(),
+            reachable: false,
+            flaky: None,
+        }
+    }
+}
 
 /// The run's inputs, loaded and checked.
 pub struct Inputs {
@@ -266,7 +298,7 @@ mod tests {
 
     #[test]
     fn the_mini_rows_get_the_mini_settings_from_any_file_and_other_rows_never_do() {
-        use crate::orchestrate::{RunOptions, DEFAULT_TIMEOUT, MINI_TIMEOUT};
+        use crate::session::{RunOptions, DEFAULT_TIMEOUT, MINI_TIMEOUT};
         use swe_eval_core::spec::Flavour;
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out");

@@ -6,10 +6,7 @@
 //!
 //! - `evaluate`, `validate`: `run` and `validate` as one call each, from a [`Source`] and
 //!   [`RunOptions`] to a finished run.
-//! - `run_options`: the options of a run, every default filled in in one place.
 //! - `inputs`: dataset and predictions loaded and narrowed (or the mini benchmark).
-//! - `options`: the user's image and repository choices turned into the session's
-//!   `PrepareOptions`.
 //! - `workflow`: the run's lock, resume, the session, the verdicts written, the summaries.
 //! - `ending`: the one rule that decides a command's exit code.
 //! - `mini_check`, `validate`: the checks `run` (mini benchmark) and `validate` make of the
@@ -29,8 +26,8 @@ mod flaky_marks;
 mod image_set;
 mod inputs;
 mod mini_check;
-mod options;
-mod run_options;
+#[cfg(test)]
+mod run_tests;
 mod validate;
 mod workflow;
 #[cfg(test)]
@@ -49,15 +46,9 @@ pub use flaky_marks::{flaky_marks, flaky_marks_name, FlakyMarks, MarkedPredictio
 pub use image_set::{
     build_images, image_names, image_set, list_images, select_images, ImageSet, Selected,
 };
-pub use inputs::{complete, load_inputs, InputError, Inputs, Reach};
+pub use inputs::{complete, load_inputs, InputError, Inputs, Reach, Source};
 pub use mini_check::{check_mini, MiniCheck, MiniCheckError};
-pub use options::{
-    default_build_jobs, durations_file, prepare_options, ImageChoices, OptionsError,
-};
-pub use run_options::{
-    time_run_id, RunOptions, Source, DEFAULT_SPLIT, DEFAULT_TIMEOUT, MINI_RUN_ID, MINI_TIMEOUT,
-};
 pub use validate::{
     flaky_map_name, gold_and_empty, validate, Validated, DEFAULT_REPEAT, VALIDATE_RUN_ID,
 };
-pub use workflow::{execute, ImagePolicy, RunOutput, Work};
+pub use workflow::{execute, execute_ready, ImagePolicy, Ready, RunOutput, Work};

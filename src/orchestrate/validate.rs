@@ -14,9 +14,10 @@ use swe_eval_core::predictions::Prediction;
 use super::ending::{ending, Ending, Troubles};
 use super::error::WorkflowError;
 use super::findings::{findings, Finding, Repeats, EMPTY, GOLD};
+use super::inputs::Source;
 use super::inputs::{load_inputs, Inputs};
-use super::run_options::{RunOptions, Source};
 use super::workflow::{execute, ImagePolicy, RunOutput, Work};
+use crate::session::RunOptions;
 use crate::session::{notice, Event, Level, PrepTimes};
 
 /// The run id of a validation when none is given.
@@ -64,7 +65,7 @@ pub async fn validate(
     events: UnboundedSender<Event>,
 ) -> Result<Validated, WorkflowError> {
     let mut opts = opts.clone();
-    opts.output = super::options::absolute(&opts.output)?;
+    opts.output = crate::session::absolute(&opts.output)?;
     swe_eval_core::fsutil::ready_folder(&opts.output)?;
     let source = Source {
         predictions: source.dataset.as_ref().map(|_| "gold".to_string()),

@@ -15,16 +15,15 @@ use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 
 use crate::engine::Engine;
 use crate::images::CacheLevel;
+use crate::runner::Setup;
 use crate::runner::{
     self, Answer, Decided, Key, Layout, RunConfig, RunError, RunEvent, RunInputs, RunReport,
     Verdict,
 };
-use crate::runner::Setup;
 use crate::session::{Event, PrepTimes, PrepareOptions, Session, SessionOptions};
 use swe_eval_core::dataset::Dataset;
 use swe_eval_core::grading::Mode;
 use swe_eval_core::predictions::Prediction;
-
 
 /// What to run: the dataset, the predictions, and the instances the run covers.
 pub struct Work<'a> {
@@ -189,6 +188,58 @@ pub async fn execute<E: Engine>(
     Ok((report, closed.prep))
 }
 
+/// Predictions whose instances' setups are given ready-made (their images are there), with the
+/// instances the run covers: nothing is prepared (the trivial tasks of `bench harness` and of
+/// the runner's real-engine tests).
+#[derive(Debug, Clone, Default)]
+pub struct Ready {
+    /// Each instance's setup, by instance id.
+    pub setups: std::collections::HashMap<String, Arc<Setup>>,
+    /// The predictions.
+    pub predictions: Vec<Prediction>,
+    /// The instances the run covers (for the summaries' totals).
+    pub instance_ids: Vec<String>,
+}
+
+/// [`execute`] on predictions whose setups are given (`ready`), writing into `folder` with the
+/// closing summaries; returns the run's report.
+pub async fn execute_ready<E: Engine>(
+    engine: Arc<E>,
+    ready: Ready,
+    config: RunConfig,
+    folder: &Path,
+    interrupts: UnboundedReceiver<()>,
+    events: UnboundedSender<Event>,
+) -> Result<RunReport, RunError> {
+    let dataset = Dataset::new(ready.setups.values().map(|s| s.instance.clone()).collect());
+    let prepare = PrepareOptions {
+        flavour: swe_eval_core::spec::Flavour::Debian,
+        namespace: None,
+        ca_cert: None,
+        repos: Default::default(),
+        repo_cache: folder.join("repos"),
+        base_cache: None,
+        build_logs: folder.join("logs").join("build_images"),
+        parallel: 1,
+    };
+    let work = Work {
+        dataset: &dataset,
+        predictions: ready.predictions,
+        instance_ids: ready.instance_ids,
+    };
+    let images = ImagePolicy {
+        prepare: &prepare,
+        keep: CacheLevel::Instance,
+        setups: ready.setups,
+    };
+    let output = RunOutput {
+        folder: folder.to_path_buf(),
+        summaries: true,
+    };
+    let (report, _) = execute(engine, work, config, &output, images, interrupts, events).await?;
+    Ok(report)
+}
+
 /// Writes a prediction's log files (when it ran) and then its `verdict.json`.
 fn write_prediction(
     dir: &Path,
@@ -302,8 +353,7 @@ impl<'a> Recorder<'a> {
             instance_ids: &work.instance_ids,
         };
         let files = if self.summaries {
-            match runner::write_summaries(layout, inputs, &self.verdicts, mode, &driven.unstopped)
-            {
+            match runner::write_summaries(layout, inputs, &self.verdicts, mode, &driven.unstopped) {
                 Ok(files) => files,
                 Err(e) => {
                     self.problems.push(format!(

@@ -8,12 +8,13 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use super::workflow::{execute, Event, ImagePolicy, Work};
-use super::{load_inputs, Inputs, PrepTimes, PrepareOptions};
+use super::workflow::{execute, ImagePolicy, RunOutput, Work};
+use super::{load_inputs, Inputs};
 use crate::engine::Engine;
 use crate::engine::{exited, Call, FakeEngine};
 use crate::images::{base_image_name, BuildEvent, CacheLevel, Phase, Stage};
 use crate::runner::{Category, RunConfig, RunEvent, RunReport};
+use crate::session::{Event, PrepTimes, PrepareOptions};
 use swe_eval_core::repos::RepoSources;
 use swe_eval_core::spec::{DebianRelease, Flavour};
 
@@ -62,7 +63,7 @@ async fn run(
     interrupt_at: &[fn(&Event) -> bool],
 ) -> (RunReport, PrepTimes, Vec<Event>) {
     let (inputs, opts) = mini(dir);
-    let mut config = RunConfig::new("r", dir.join("results"));
+    let mut config = RunConfig::new("r");
     config.workers = 2;
     let work = Work {
         dataset: &inputs.dataset,
@@ -72,6 +73,11 @@ async fn run(
     let images = ImagePolicy {
         prepare: &opts,
         keep: CacheLevel::Env,
+        setups: Default::default(),
+    };
+    let output = RunOutput {
+        folder: dir.join("results"),
+        summaries: true,
     };
     let (etx, mut erx) = mpsc::unbounded_channel();
     let (itx, irx) = mpsc::unbounded_channel();
@@ -88,7 +94,7 @@ async fn run(
         seen
     };
     let go = async {
-        let r = execute(Arc::new(e.clone()), work, config, images, irx, etx).await;
+        let r = execute(Arc::new(e.clone()), work, config, &output, images, irx, etx).await;
         r.unwrap()
     };
     let ((report, times), events) = tokio::join!(go, watch);

@@ -640,7 +640,10 @@ impl Dispatcher {
             }
         }
         let ready = e.ready.unwrap_or(e.received);
-        let first = e.members.first().map(|m| format!("{}/{}", m.model, m.sample));
+        let first = e
+            .members
+            .first()
+            .map(|m| format!("{}/{}", m.model, m.sample));
         e.members
             .iter()
             .enumerate()

@@ -9,7 +9,7 @@
 //! start), twice as many jobs are dispatched and the engine's start gate lets `workers` of
 //! them run, so a container starts the moment a running one's main process ends.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -277,7 +277,8 @@ pub async fn drive<E: Engine>(
 
     // Jobs remove their own containers; whatever is still there (a daemon that restarted
     // mid-job, a killed job) goes now. What cannot be removed is reported as unstopped.
-    let (removed, unstopped) = reap(&*engine, Reap::Mine { owner: &opts.owner }, &mut problems).await;
+    let (removed, unstopped) =
+        reap(&*engine, Reap::Mine { owner: &opts.owner }, &mut problems).await;
     if !removed.is_empty() {
         emit(RunEvent::Reaped {
             count: removed.len(),
@@ -329,14 +330,4 @@ async fn recv<T>(rx: &mut Option<mpsc::UnboundedReceiver<T>>) -> Option<T> {
         Some(rx) => rx.recv().await,
         None => std::future::pending().await,
     }
-}
-
-/// The labels every container of a run carries: the tool, the run id and the owning process.
-pub fn run_labels(run_id: &str, owner: &str) -> BTreeMap<String, String> {
-    use crate::engine::{LABEL_OWNER, LABEL_RUN_ID, LABEL_TOOL};
-    BTreeMap::from([
-        (LABEL_TOOL.to_string(), "1".to_string()),
-        (LABEL_RUN_ID.to_string(), run_id.to_string()),
-        (LABEL_OWNER.to_string(), owner.to_string()),
-    ])
 }

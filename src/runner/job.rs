@@ -67,7 +67,8 @@ impl JobLogs {
     /// Writes the files into `dir` (made if needed), each atomically; `verdict.json` is not
     /// among them (its writer writes it last, after these).
     pub fn write(&self, dir: &Path) -> Result<(), swe_eval_core::fsutil::WriteError> {
-        let w = |name: &str, bytes: &[u8]| swe_eval_core::fsutil::write_atomic(&dir.join(name), bytes);
+        let w =
+            |name: &str, bytes: &[u8]| swe_eval_core::fsutil::write_atomic(&dir.join(name), bytes);
         if let Some(patch) = &self.patch {
             w("patch.diff", patch.as_bytes())?;
         }

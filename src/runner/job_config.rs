@@ -35,7 +35,7 @@ pub struct JobConfig {
 pub fn job_config(run: &RunConfig, owner: &str) -> JobConfig {
     JobConfig {
         run_id: run.run_id.clone(),
-        labels: super::drive::run_labels(&run.run_id, owner),
+        labels: run_labels(&run.run_id, owner),
         timeout: run.timeout,
         limits: run.limits.clone(),
         network: run.network,
@@ -44,4 +44,14 @@ pub fn job_config(run: &RunConfig, owner: &str) -> JobConfig {
         attempts: run.attempts,
         backoff: run.backoff,
     }
+}
+
+/// The labels every container of a run carries: the tool, the run id and the owning process.
+pub fn run_labels(run_id: &str, owner: &str) -> BTreeMap<String, String> {
+    use crate::engine::{LABEL_OWNER, LABEL_RUN_ID, LABEL_TOOL};
+    BTreeMap::from([
+        (LABEL_TOOL.to_string(), "1".to_string()),
+        (LABEL_RUN_ID.to_string(), run_id.to_string()),
+        (LABEL_OWNER.to_string(), owner.to_string()),
+    ])
 }

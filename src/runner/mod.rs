@@ -37,12 +37,12 @@ mod summary;
 pub use dispatcher::{
     empty_verdict, Answer, Decided, Dispatcher, Effect, Item, MemberId, Rules, SetupOffer, Tally,
 };
-pub use drive::{drive, run_labels, Arrival, Channels, Control, DriveOptions, Driven, Submission};
+pub use drive::{drive, Arrival, Channels, Control, DriveOptions, Driven, Submission};
 pub use driver::PatchMode;
 pub use driver::{apply_script, APPLY_COMMANDS, APPLY_FAIL, APPLY_PASS, DRIVER_PATH};
 pub use events::{RunError, RunEvent, RunReport, TimeSpent};
 pub use job::{Job, JobDone, JobLogs};
-pub use job_config::{job_config, JobConfig};
+pub use job_config::{job_config, run_labels, JobConfig};
 pub use order::Durations;
 pub(crate) use plan::Key;
 pub use plan::{default_workers, RunConfig, Setup};
@@ -58,5 +58,7 @@ pub use crate::engine::{LABEL_HOLD, LABEL_OWNER};
 
 #[cfg(test)]
 mod dispatcher_tests;
+#[cfg(test)]
+pub(crate) mod fixtures;
 #[cfg(test)]
 mod tests;

@@ -65,7 +65,9 @@ impl Durations {
     /// How long `instance_id`'s job is expected to take: its record, else the median of all
     /// records (0 with none).
     pub fn expected(&self, instance_id: &str) -> f64 {
-        self.get(instance_id).or_else(|| self.median()).unwrap_or(0.0)
+        self.get(instance_id)
+            .or_else(|| self.median())
+            .unwrap_or(0.0)
     }
 
     /// Records `secs` for `instance_id` (the newest figure wins).
@@ -155,7 +157,10 @@ pub fn arrange<T>(items: &mut [T], instance_of: impl Fn(&T) -> &str, hints: &Dur
 /// What the run says about the order of `instances` (the first jobs submitted): how many an
 /// earlier run timed, when any is and there is more than one.
 pub fn order_note(hints: &Durations, instances: &[&str], path: &Path) -> Option<String> {
-    let known = instances.iter().filter(|id| hints.get(id).is_some()).count();
+    let known = instances
+        .iter()
+        .filter(|id| hints.get(id).is_some())
+        .count();
     (known > 0 && instances.len() > 1).then(|| {
         format!(
             "longest jobs first: {known} of {} instances timed by earlier runs ({})",

@@ -9,9 +9,9 @@ use std::path::PathBuf;
 use super::store::{Category, Layout, Verdict, VerdictFile};
 use super::Key;
 use swe_eval_core::dataset::Dataset;
-use swe_eval_core::predictions::Prediction;
 use swe_eval_core::fsutil::write_atomic;
 use swe_eval_core::grading::{self, ErrorReason, Mode};
+use swe_eval_core::predictions::Prediction;
 use swe_eval_core::report::{self, ReportError, RunSummary, Submitted};
 
 /// The grading module's view of a stored verdict, enough for the run summary (the test lists
@@ -170,9 +170,7 @@ pub fn write_report_html(
             };
             let log = std::fs::read_to_string(dir.join(report::TEST_OUTPUT_FILE)).ok();
             let failing = report::read_instance_report(&dir.join(report::REPORT_FILE))
-                .map(|(_, r)| {
-                    report::failing_tests(&r, log.as_deref(), parser)
-                })
+                .map(|(_, r)| report::failing_tests(&r, log.as_deref(), parser))
                 .unwrap_or_default();
             let similarity = match (inst, patches.get(key)) {
                 (Some(i), Some(pred)) if !pred.trim().is_empty() => {

@@ -152,8 +152,7 @@ impl<E: Engine> Session<E> {
         let workers = bound.used;
         let owner = crate::owner::owner_id();
         let holding = Arc::new(
-            Holding::new(engine.clone(), hold_labels(&owner, &opts.run.run_id))
-                .removing(opts.keep),
+            Holding::new(engine.clone(), hold_labels(&owner, &opts.run.run_id)).removing(opts.keep),
         );
 
         let (sub_tx, sub_rx) = mpsc::unbounded_channel();
@@ -166,7 +165,8 @@ impl<E: Engine> Session<E> {
             Some(path) => {
                 let (hints, bad) = runner::Durations::load(path);
                 if let Some(why) = bad {
-                    let message = format!("earlier job durations not used (plan order kept): {why}");
+                    let message =
+                        format!("earlier job durations not used (plan order kept): {why}");
                     let _ = events.send(Event::Run(runner::RunEvent::Note { message }));
                 }
                 (hints, Some(path.clone()))
@@ -196,7 +196,12 @@ impl<E: Engine> Session<E> {
             events: run_tx,
         };
         let _ = events.send(Event::Executing);
-        let driver = tokio::spawn(runner::drive(engine.clone(), dispatcher, drive_opts, channels));
+        let driver = tokio::spawn(runner::drive(
+            engine.clone(),
+            dispatcher,
+            drive_opts,
+            channels,
+        ));
         let forward = events.clone();
         tokio::spawn(async move {
             while let Some(e) = run_rx.recv().await {

@@ -14,7 +14,7 @@ use super::events::{notice, Event, Level};
 use super::prep_times::{self, PrepTimes};
 use super::prepare::{self, PrepareOptions};
 use crate::engine::Engine;
-use crate::images::{self, release_holds, reap_dead_holds, BuildEvent, BuildHooks, CacheLevel};
+use crate::images::{self, reap_dead_holds, release_holds, BuildEvent, BuildHooks, CacheLevel};
 use crate::images::{Holding, StopFlag};
 use crate::runner::Arrival;
 use swe_eval_core::dataset::Instance;
@@ -146,8 +146,16 @@ pub(super) async fn prepare_loop<E: Engine>(p: Preparer<E>, mut need: UnboundedR
             ready: batch,
             ..Default::default()
         };
-        prepare_streaming(&*p.holding, &specs, &p.opts, &p.stop, &p.arrive, &p.preparing, &p.events)
-            .await;
+        prepare_streaming(
+            &*p.holding,
+            &specs,
+            &p.opts,
+            &p.stop,
+            &p.arrive,
+            &p.preparing,
+            &p.events,
+        )
+        .await;
         if p.stop.stopped() {
             return;
         }
@@ -261,7 +269,9 @@ pub async fn prepare_streaming<E: Engine>(
                     Err(f) if f.transient => {}
                     Err(f) => deliver(&instance_id, Err(&f), &mut delivered),
                 },
-                BuildEvent::Created { image, layer } => preparing.lock().created.push((image, layer)),
+                BuildEvent::Created { image, layer } => {
+                    preparing.lock().created.push((image, layer))
+                }
                 ev @ (BuildEvent::Started { .. } | BuildEvent::Timed { .. }) => {
                     let _ = events.send(Event::Build(ev));
                 }

@@ -74,8 +74,7 @@ pub fn specs(instances: &[&Instance], opts: &PrepareOptions) -> Specs {
             }
             Err(e) => {
                 let setup = no_spec_setup(inst, &format!("no test spec: {e}"));
-                out.failed
-                    .insert(inst.instance_id.clone(), Arc::new(setup));
+                out.failed.insert(inst.instance_id.clone(), Arc::new(setup));
             }
         }
     }

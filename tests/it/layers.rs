@@ -28,6 +28,11 @@ const FORBIDDEN: &[(&[&str], &[&str])] = &[
     ),
     // Nothing but the binary imports the command line.
     (&[ALL], &["cli"]),
+    // `run` and `serve` are two faces' flows over one session: neither imports the other.
+    (&["orchestrate"], &["evaluator", "serve"]),
+    (&["evaluator"], &["orchestrate"]),
+    // The dispatcher knows nothing of images being prepared or of the faces over it.
+    (&["runner"], &["session", "images", "orchestrate", "evaluator"]),
 ];
 
 /// Modules that import nothing else of the crate (every layer may use them).

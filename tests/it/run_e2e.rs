@@ -576,10 +576,9 @@ fn validate_writes_the_flaky_map_with_the_flipping_test_and_run_marks_it() {
 fn the_first_jobs_run_while_later_instance_images_build() {
     use std::sync::Arc;
     use swe_eval::images::{BuildEvent, CacheLevel, Phase, Stage};
-    use swe_eval::orchestrate::{
-        execute, load_inputs, prepare_options, Event, ImageChoices, ImagePolicy, Work,
-    };
+    use swe_eval::orchestrate::{execute, load_inputs, ImagePolicy, RunOutput, Work};
     use swe_eval::runner::{RunConfig, RunEvent};
+    use swe_eval::session::{prepare_options, Event, ImageChoices};
     use swe_eval_core::dataset::Dataset;
     use swe_eval_core::predictions::Prediction;
 
@@ -617,7 +616,7 @@ fn the_first_jobs_run_while_later_instance_images_build() {
         ..Default::default()
     };
     let opts = prepare_options(&out, &choices, inputs.mini_mirrors.clone()).unwrap();
-    let mut config = RunConfig::new("overlap", out.clone());
+    let mut config = RunConfig::new("overlap");
     config.workers = 2;
     config.timeout = std::time::Duration::from_secs(120);
     let work = Work {
@@ -628,12 +627,25 @@ fn the_first_jobs_run_while_later_instance_images_build() {
     let images = ImagePolicy {
         prepare: &opts,
         keep: CacheLevel::Env,
+        setups: Default::default(),
+    };
+    let output = RunOutput {
+        folder: out.clone(),
+        summaries: true,
     };
     let (etx, mut erx) = tokio::sync::mpsc::unbounded_channel();
     let (_itx, irx) = tokio::sync::mpsc::unbounded_channel();
     let engine = Arc::new(rt.block_on(DockerEngine::connect()).unwrap());
     let (report, times) = rt
-        .block_on(execute(engine.clone(), work, config, images, irx, etx))
+        .block_on(execute(
+            engine.clone(),
+            work,
+            config,
+            &output,
+            images,
+            irx,
+            etx,
+        ))
         .unwrap();
     let mut events = Vec::new();
     while let Ok(e) = erx.try_recv() {

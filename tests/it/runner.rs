@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use swe_eval::engine::{DockerEngine, Engine, LABEL_RUN_ID, LABEL_TOOL};
-use swe_eval::runner::{self, Category, Layout, Plan, RunConfig, RunReport, Verdict};
+use swe_eval::orchestrate::{execute_ready, Ready as Plan};
+use swe_eval::runner::{self, Category, Layout, RunConfig, RunReport, Verdict};
 use swe_eval::trivial;
 use tokio::sync::mpsc;
 
@@ -15,10 +16,15 @@ async fn engine() -> Option<Arc<DockerEngine>> {
     crate::common::docker_engine().await.map(Arc::new)
 }
 
-async fn run(engine: &Arc<DockerEngine>, plan: Plan, cfg: RunConfig) -> RunReport {
+async fn run(
+    engine: &Arc<DockerEngine>,
+    plan: Plan,
+    cfg: RunConfig,
+    out: &std::path::Path,
+) -> RunReport {
     let (_itx, irx) = mpsc::unbounded_channel();
     let (etx, _erx) = mpsc::unbounded_channel();
-    runner::run(engine.clone(), plan, cfg, irx, etx)
+    execute_ready(engine.clone(), plan, cfg, out, irx, etx)
         .await
         .expect("run")
 }
@@ -72,11 +78,11 @@ async fn driver_apply_paths_timeouts_and_forgery_on_the_real_engine() {
             .push(trivial::prediction(id, "m", 0, patch));
         plan.instance_ids.push(id.to_string());
     }
-    let mut cfg = RunConfig::new(&run_id, out.path().to_path_buf());
+    let mut cfg = RunConfig::new(&run_id);
     cfg.workers = 2;
     cfg.timeout = Duration::from_secs(5);
     cfg.strict = true;
-    let r = run(&engine, plan, cfg).await;
+    let r = run(&engine, plan, cfg, out.path()).await;
     assert!(r.problems.is_empty(), "{:?}", r.problems);
     let v = |id| verdict(out.path(), &run_id, id);
 
@@ -183,11 +189,11 @@ async fn reversed_patch_applies_backwards_as_officially_and_empty_runs_validate_
     plan.predictions
         .push(trivial::prediction("nopatch", "m", 0, ""));
     plan.instance_ids = vec!["same".into(), "nopatch".into()];
-    let mut cfg = RunConfig::new(&run_id, out.path().to_path_buf());
+    let mut cfg = RunConfig::new(&run_id);
     cfg.run_empty = true;
     cfg.dedupe = false;
     cfg.timeout = Duration::from_secs(30);
-    let r = run(&engine, plan, cfg).await;
+    let r = run(&engine, plan, cfg, out.path()).await;
     assert!(r.problems.is_empty(), "{:?}", r.problems);
     assert_eq!(
         verdict(out.path(), &run_id, "same").applied_with.as_deref(),

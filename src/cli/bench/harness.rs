@@ -10,7 +10,6 @@
 //!    `--queued-run` of them finished: peak memory (VmHWM) with the whole queue held.
 //! 3. The same number run to the end on the fake engine (every file written): peak memory.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,13 +18,10 @@ use tokio::sync::mpsc;
 
 use crate::cli::{failed, CliError, CliResult, Ending};
 use crate::engine::Engine;
-use crate::images::CacheLevel;
-use crate::orchestrate::{execute, ImagePolicy, RunOutput, Work};
-use crate::runner::{self, RunConfig, RunEvent, RunReport, Setup};
-use crate::session::{Event, PrepareOptions};
+use crate::orchestrate::{execute_ready, Ready};
+use crate::runner::{self, RunConfig, RunEvent, RunReport};
+use crate::session::Event;
 use crate::trivial;
-use swe_eval_core::dataset::Dataset;
-use swe_eval_core::predictions::Prediction;
 
 /// `swe-eval bench harness`: how many predictions in each phase, and how many at once.
 #[derive(Debug, clap::Args)]
@@ -92,52 +88,22 @@ pub fn memory_mib() -> (f64, f64) {
     (field("VmHWM:"), field("VmRSS:"))
 }
 
-/// The trivial tasks of a phase: their setups (given ready-made: their image is there), their
-/// predictions, and the dataset of their instances.
-struct Trivial {
-    setups: HashMap<String, Arc<Setup>>,
-    predictions: Vec<Prediction>,
-    instance_ids: Vec<String>,
-    dataset: Dataset,
-}
-
 /// `n` trivial predictions over `n` instances sharing `image`, each patch distinct.
-fn trivial_plan(n: usize, image: &str, command: &str) -> Trivial {
-    let mut setups = HashMap::new();
-    let (mut predictions, mut instance_ids) = (Vec::new(), Vec::new());
+fn trivial_plan(n: usize, image: &str, command: &str) -> Ready {
+    let mut plan = Ready::default();
     for i in 0..n {
         let id = format!("bench__trivial-{i}");
-        setups.insert(id.clone(), trivial::setup(&id, image, command));
-        predictions.push(trivial::prediction(
+        plan.setups
+            .insert(id.clone(), trivial::setup(&id, image, command));
+        plan.predictions.push(trivial::prediction(
             &id,
             "bench",
             0,
             &trivial::fix(&i.to_string()),
         ));
-        instance_ids.push(id);
+        plan.instance_ids.push(id);
     }
-    let dataset = Dataset::new(setups.values().map(|s| s.instance.clone()).collect());
-    Trivial {
-        setups,
-        predictions,
-        instance_ids,
-        dataset,
-    }
-}
-
-/// The image options of a run whose setups are all given (nothing is prepared): build logs
-/// and the repository cache under `dir`.
-fn nothing_to_prepare(dir: &Path) -> PrepareOptions {
-    PrepareOptions {
-        flavour: swe_eval_core::spec::Flavour::Debian,
-        namespace: None,
-        ca_cert: None,
-        repos: Default::default(),
-        repo_cache: dir.join("repos"),
-        base_cache: None,
-        build_logs: dir.join("logs").join("build_images"),
-        parallel: 1,
-    }
+    plan
 }
 
 /// Runs `plan` into `dir`; with `stop_after`, sends one interrupt once that many verdicts are
@@ -145,7 +111,7 @@ fn nothing_to_prepare(dir: &Path) -> PrepareOptions {
 async fn timed<E: Engine>(
     engine: Arc<E>,
     name: &str,
-    plan: Trivial,
+    plan: Ready,
     cfg: RunConfig,
     dir: &Path,
     stop_after: Option<usize>,
@@ -168,22 +134,7 @@ async fn timed<E: Engine>(
         (done, job_secs)
     });
     let t = Instant::now();
-    let prepare = nothing_to_prepare(dir);
-    let work = Work {
-        dataset: &plan.dataset,
-        predictions: plan.predictions,
-        instance_ids: plan.instance_ids,
-    };
-    let images = ImagePolicy {
-        prepare: &prepare,
-        keep: CacheLevel::Instance,
-        setups: plan.setups,
-    };
-    let output = RunOutput {
-        folder: dir.to_path_buf(),
-        summaries: true,
-    };
-    let (report, _) = execute(engine, work, cfg, &output, images, irx, etx).await?;
+    let report = execute_ready(engine, plan, cfg, dir, irx, etx).await?;
     let wall = t.elapsed().as_secs_f64();
     let (done, job_secs) = watcher
         .await

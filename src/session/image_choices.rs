@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::session::PrepareOptions;
+use super::prepare::PrepareOptions;
 use swe_eval_core::repos::{RepoFlagError, RepoSources};
 use swe_eval_core::spec::Flavour;
 
@@ -64,7 +64,7 @@ pub enum OptionsError {
 }
 
 /// `path` made absolute (against the current folder), with the path named in the error.
-pub(super) fn absolute(path: &Path) -> Result<PathBuf, OptionsError> {
+pub fn absolute(path: &Path) -> Result<PathBuf, OptionsError> {
     std::path::absolute(path).map_err(|source| OptionsError::Path {
         path: path.to_path_buf(),
         source,

@@ -1,18 +1,15 @@
-//! The options of a run of predictions (`run`, `validate`, and any other face that executes):
-//! what the user chose, each `None` standing for its default, and every default filled in
-//! here, in one place ([`RunOptions::run_config`], [`RunOptions::prepare`]).
+//! The choices of whoever executes predictions (`run`, `validate`, `serve`): what the user
+//! chose, each `None` standing for its default, and every default filled in here, in one
+//! place ([`RunOptions::run_config`], [`RunOptions::prepare`]).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::options::{durations_file, prepare_options, ImageChoices, OptionsError};
-use crate::session::PrepareOptions;
+use super::image_choices::{durations_file, prepare_options, ImageChoices, OptionsError};
+use super::prepare::PrepareOptions;
 use crate::engine::EngineChoice;
 use crate::images::CacheLevel;
 use crate::runner::{default_workers, RunConfig};
-
-/// The split of a Hugging Face dataset name when none is given (SWE-bench ships `test`).
-pub const DEFAULT_SPLIT: &str = "test";
 
 /// The official harness's per-prediction timeout (`--timeout`, seconds from container start).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
@@ -23,39 +20,6 @@ pub const MINI_TIMEOUT: Duration = Duration::from_secs(swe_eval_core::mini::DEFA
 
 /// The run id of the mini benchmark when none is given.
 pub const MINI_RUN_ID: &str = "mini";
-
-/// What a run reads: a dataset and predictions, narrowed to some instances; with neither
-/// dataset nor predictions, the bundled mini benchmark.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Source {
-    /// Dataset rows (JSON, JSON Lines, Parquet) or a Hugging Face dataset name.
-    pub dataset: Option<PathBuf>,
-    /// The split of a Hugging Face dataset name.
-    pub split: String,
-    /// Predictions (a file, or `gold`).
-    pub predictions: Option<String>,
-    /// Only these instances (all when empty).
-    pub instance_ids: Vec<String>,
-    /// Only the reachable ones of them: complete rows whose repository a `--repo` override or
-    /// the `--mirrors` folder holds ([`super::Inputs::keep_reachable`]).
-    pub reachable: bool,
-    /// A flaky map (`validate`'s `flaky.<run_id>.jsonl`): the run marks its predictions on the
-    /// instances the map calls flaky ([`super::flaky_marks`]). Read before anything runs.
-    pub flaky: Option<PathBuf>,
-}
-
-impl Default for Source {
-    fn default() -> Self {
-        Source {
-            dataset: None,
-            split: DEFAULT_SPLIT.to_string(),
-            predictions: None,
-            instance_ids: Vec::new(),
-            reachable: false,
-            flaky: None,
-        }
-    }
-}
 
 /// How a run executes, as the user chose it; `None` fields take their defaults.
 #[derive(Debug, Clone)]

@@ -1,0 +1,129 @@
+//! What the evaluator's parts share: the session, the store, the dataset, and the book of
+//! requests not done (behind one lock), with the specs, recipes and gold patches each instance
+//! needs made once.
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+
+use swe_eval_core::dataset::{Dataset, Instance};
+use swe_eval_core::reward::Oracle;
+use swe_eval_core::spec::TestSpec;
+
+use super::evaluation::Evaluation;
+use super::key::{KeySettings, Recipe};
+use super::memo::Memo;
+use super::metrics::Metrics;
+use super::options::EvaluatorOptions;
+use super::request::{Refusal, RefusalCode};
+use super::store::{Store, StoreError};
+use crate::engine::Engine;
+use crate::runner;
+use crate::session::Session;
+
+/// Scores of executed patches kept in memory, by content key.
+pub(super) const MEMO_SCORES: usize = 16_384;
+
+/// An accepted request not done yet.
+pub(super) struct Req {
+    /// The evaluation as answered at acceptance (state queued, no outcome).
+    pub base: Evaluation,
+    pub accepted: Instant,
+    pub tx: watch::Sender<Option<Arc<Evaluation>>>,
+    /// Its result is being stored: nothing else may finish it.
+    pub closing: bool,
+}
+
+/// What the evaluator's tasks share, behind one lock.
+#[derive(Default)]
+pub(super) struct Book {
+    pub specs: HashMap<String, Result<Arc<TestSpec>, String>>,
+    /// The content key's part of each instance with a spec (all but the patch).
+    pub recipes: HashMap<String, Recipe>,
+    /// Each instance's gold patch, read once for the similarity.
+    pub oracles: HashMap<String, Arc<Oracle>>,
+    pub pending: HashMap<u64, Req>,
+    pub accepting: bool,
+    /// Executed requests admitted past the queue's bound and not yet in `pending` (being
+    /// scored and stored): counted against the bound, so concurrent submissions cannot
+    /// overshoot it.
+    pub reserved: usize,
+}
+
+pub(super) struct Shared<E: Engine> {
+    pub engine: Arc<E>,
+    pub session: Session<E>,
+    pub dataset: Arc<Dataset>,
+    pub opts: EvaluatorOptions,
+    pub settings: KeySettings,
+    pub store: Store,
+    pub book: Mutex<Book>,
+    /// The scores of executed patches by content key (the last [`MEMO_SCORES`]): a patch sent
+    /// again is not compared with the gold patch again.
+    pub scores: Mutex<Memo<String, Score>>,
+    pub next_seq: AtomicU64,
+    pub metrics: Metrics,
+    pub notices: mpsc::UnboundedSender<String>,
+    pub started: Instant,
+    /// The state folder's lock, released at shutdown.
+    pub lock: Mutex<Option<runner::RunLock>>,
+    /// The runtime the evaluator started on: its tasks (the waits on the session, the
+    /// deliveries) run there even when a request comes from another runtime, so a face can
+    /// answer on threads of its own, apart from the jobs' engine calls, grading and writes.
+    pub rt: tokio::runtime::Handle,
+}
+
+/// A prediction's similarity, reward and format.
+#[derive(Debug, Clone)]
+pub(super) struct Score {
+    pub similarity: f64,
+    pub reward: f64,
+    pub format: String,
+}
+
+/// The score of `patch` on `inst`: for an executed patch (`key` not empty), the one its content
+/// key already had if kept, else computed (and kept under the key).
+impl<E: Engine> Shared<E> {
+    pub(super) fn lock(&self) -> MutexGuard<'_, Book> {
+        self.book.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(super) fn notice(&self, message: String) {
+        let _ = self.notices.send(message);
+    }
+
+    /// The test spec of `inst` (made once, then remembered), or why there is none.
+    pub(super) fn spec_of(&self, inst: &Instance) -> Result<Arc<TestSpec>, String> {
+        if let Some(s) = self.lock().specs.get(&inst.instance_id) {
+            return s.clone();
+        }
+        let made = crate::session::specs(&[inst], &self.opts.prepare);
+        let spec = match made.ready.into_iter().next() {
+            Some((_, spec)) => Ok(Arc::new(spec)),
+            None => Err(made
+                .failed
+                .get(&inst.instance_id)
+                .and_then(|s| s.image.clone().err())
+                .unwrap_or_else(|| "no test spec".into())),
+        };
+        let recipe = spec.as_ref().ok().map(|s| Recipe::of(s, &self.settings));
+        let mut book = self.lock();
+        if let Some(recipe) = recipe {
+            book.recipes.insert(inst.instance_id.clone(), recipe);
+        }
+        book.specs.insert(inst.instance_id.clone(), spec.clone());
+        spec
+    }
+}
+
+/// A refusal for a state that cannot be read or written.
+pub(super) fn unavailable(e: StoreError) -> Refusal {
+    Refusal::new(
+        RefusalCode::Unavailable,
+        format!("the state cannot be read or written: {e}"),
+        None,
+    )
+}
