@@ -291,9 +291,28 @@ pub(super) fn admit<E: Engine>(shared: &Arc<Shared<E>>, rows: Vec<Row>) {
 /// `timeout` (masked); a request the session did not run (a shutdown) stays stored for the next
 /// start.
 fn await_answer<E: Engine>(shared: Arc<Shared<E>>, seq: u64, key: String, answer: Pending) {
+    /// Ends the answer's count however the task ends.
+    struct Taken<E: Engine>(Arc<Shared<E>>);
+    impl<E: Engine> Drop for Taken<E> {
+        fn drop(&mut self) {
+            self.0.answering.end();
+        }
+    }
+    shared.answering.begin();
+    let taken = Taken(shared.clone());
     shared.rt.clone().spawn(async move {
+        let _taken = taken;
         let done = match answer.await {
             Answer::Decided(d) => {
+                if let Some(logs) = d.logs.clone().filter(|_| d.verdict.shared_from.is_none()) {
+                    // The job's log files, for whoever looks into a verdict (the verdict itself
+                    // is in the database); a folder that refuses them is a notice.
+                    let dir = shared.opts.state.join("jobs").join(&key);
+                    let written = tokio::task::spawn_blocking(move || logs.write(&dir)).await;
+                    if let Ok(Err(e)) = written {
+                        shared.notice(format!("log files of e{seq} not written: {e}"));
+                    }
+                }
                 let image = shared.session.image_of(&d.verdict.instance_id);
                 let outcome = Executed::of(&d, image);
                 let cache = outcome.cacheable().then(|| (key, outcome.clone()));

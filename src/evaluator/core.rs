@@ -153,6 +153,7 @@ impl<E: Engine> Evaluator<E> {
             metrics: Metrics::default(),
             notices,
             started: Instant::now(),
+            answering: Default::default(),
             lock: Mutex::new(Some(lock)),
             rt: rt.clone(),
         });
@@ -296,6 +297,8 @@ impl<E: Engine> Evaluator<E> {
         self.shared.lock().accepting = false;
         self.shared.session.stop(None);
         let closed = self.shared.session.close().await;
+        // Every answer the session delivered is stored before the database closes.
+        self.shared.answering.idle().await;
         let left = self.shared.lock().pending.len();
         self.shared.store.close();
         self.shared

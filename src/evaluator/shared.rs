@@ -68,6 +68,9 @@ pub(super) struct Shared<E: Engine> {
     pub metrics: Metrics,
     pub notices: mpsc::UnboundedSender<String>,
     pub started: Instant,
+    /// Answers of the session being stored (a shutdown waits for them: a verdict the session
+    /// delivered is never left unstored).
+    pub answering: Answering,
     /// The state folder's lock, released at shutdown.
     pub lock: Mutex<Option<runner::RunLock>>,
     /// The runtime the evaluator started on: its tasks (the waits on the session, the
@@ -126,4 +129,37 @@ pub(super) fn unavailable(e: StoreError) -> Refusal {
         format!("the state cannot be read or written: {e}"),
         None,
     )
+}
+
+/// How many answers are being taken (stored and published), and a way to wait until none is.
+#[derive(Debug, Default)]
+pub(super) struct Answering {
+    count: std::sync::atomic::AtomicUsize,
+    idle: tokio::sync::Notify,
+}
+
+impl Answering {
+    /// One more answer is to be taken (before its task is spawned, so a shutdown that looks
+    /// at once waits for it too).
+    pub fn begin(&self) {
+        self.count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// One answer is taken.
+    pub fn end(&self) {
+        if self.count.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) == 1 {
+            self.idle.notify_waiters();
+        }
+    }
+
+    /// Resolves once no answer is being taken.
+    pub async fn idle(&self) {
+        loop {
+            let idle = self.idle.notified();
+            if self.count.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                return;
+            }
+            idle.await;
+        }
+    }
 }

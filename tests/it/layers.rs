@@ -32,7 +32,10 @@ const FORBIDDEN: &[(&[&str], &[&str])] = &[
     (&["orchestrate"], &["evaluator", "serve"]),
     (&["evaluator"], &["orchestrate"]),
     // The dispatcher knows nothing of images being prepared or of the faces over it.
-    (&["runner"], &["session", "images", "orchestrate", "evaluator"]),
+    (
+        &["runner"],
+        &["session", "images", "orchestrate", "evaluator"],
+    ),
 ];
 
 /// Modules that import nothing else of the crate (every layer may use them).

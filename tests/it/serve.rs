@@ -360,12 +360,14 @@ fn serve_args(ds: &Path, out: &Path, workers: usize) -> Vec<String> {
 }
 
 /// Every job's verdict.json under `out`'s state, with its bytes and modification time.
+/// The test outputs the server's jobs wrote (each job's log files are in `jobs/<key>/`; its
+/// verdict is in the database), with their bytes and times.
 fn verdicts_on_disk(out: &Path) -> Vec<(PathBuf, Vec<u8>, std::time::SystemTime)> {
     let jobs = out.join("serve").join("jobs");
     std::fs::read_dir(&jobs)
         .map(|dir| {
             dir.filter_map(|d| {
-                let p = d.ok()?.path().join("verdict.json");
+                let p = d.ok()?.path().join("test_output.txt");
                 let m = std::fs::metadata(&p).ok()?;
                 Some((p.clone(), std::fs::read(&p).ok()?, m.modified().ok()?))
             })
