@@ -84,6 +84,7 @@ pub fn setup(id: &str, image: &str, command: &str) -> Arc<Setup> {
         image: Ok(image.to_string()),
         eval_script: eval_script(command),
         log_parser: "parse_log_pytest".to_string(),
+        image_identity: format!("built {image}"),
         cpus: None,
     })
 }

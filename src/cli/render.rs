@@ -137,6 +137,25 @@ pub fn print_report(r: &RunReport) {
         r.jobs_run,
         r.wall.as_secs_f64()
     );
+    let resume = &r.resume;
+    if resume.reused + resume.regraded_count() + resume.rerun_count() > 0 {
+        let mut parts = vec![format!("{} kept as they were", resume.reused)];
+        if resume.regraded_count() > 0 {
+            parts.push(format!(
+                "{} graded again from their saved logs ({})",
+                resume.regraded_count(),
+                crate::runner::Resumption::causes(&resume.regraded)
+            ));
+        }
+        if resume.rerun_count() > 0 {
+            parts.push(format!(
+                "{} run again ({})",
+                resume.rerun_count(),
+                crate::runner::Resumption::causes(&resume.rerun)
+            ));
+        }
+        println!("  resumed from the earlier verdicts: {}", parts.join("; "));
+    }
     println!(
         "  resolved {} · unresolved {} · error {} · empty patch {} · infrastructure error {}",
         c(Category::Resolved),

@@ -259,6 +259,11 @@ async fn serve(args: Args, work: tokio::runtime::Handle) -> CliResult {
     // The notices said so far (the evaluator's timers may keep the channel open).
     let _ = printed_tx.send(());
     let _ = printing.await;
+    if let Some(closed) = &done.closed {
+        for p in &closed.driven.problems {
+            eprintln!("warning: {p}");
+        }
+    }
     eprintln!("stopped: {} request(s) left for the next start", done.left);
     Ok(Ending::Clean)
 }

@@ -17,8 +17,8 @@ use crate::engine::Engine;
 use crate::images::CacheLevel;
 use crate::runner::Setup;
 use crate::runner::{
-    self, Answer, Decided, Key, Layout, RunConfig, RunError, RunEvent, RunInputs, RunReport,
-    Verdict,
+    self, Answer, Category, Decided, Key, Layout, RunConfig, RunError, RunEvent, RunInputs,
+    RunReport, Verdict,
 };
 use crate::session::{Event, PrepTimes, PrepareOptions, Session, SessionOptions};
 use swe_eval_core::dataset::Dataset;
@@ -76,10 +76,8 @@ pub async fn execute<E: Engine>(
     let _lock = runner::lock(&layout)?;
     let mut run = Recorder::new(&config, output.summaries, &events);
 
-    // Resume, and the predictions the dataset cannot run.
-    let limits = config.verdict_limits();
-    let mut to_run: Vec<(Prediction, PathBuf)> = Vec::new();
-    let mut resumed = Vec::new();
+    // The predictions the dataset cannot run.
+    let mut known: Vec<(Prediction, PathBuf)> = Vec::new();
     for p in &work.predictions {
         if work.dataset.get(&p.instance_id).is_none() {
             run.problem(format!(
@@ -90,10 +88,7 @@ pub async fn execute<E: Engine>(
         }
         run.planned += 1;
         let dir = layout.prediction_dir(&p.model_name_or_path, &p.instance_id, p.sample);
-        match runner::load_valid(&dir, &p.patch_hash(), &limits) {
-            Some(v) => resumed.push(v),
-            None => to_run.push((p.clone(), dir)),
-        }
+        known.push((p.clone(), dir));
     }
 
     let (stx, mut srx) = mpsc::unbounded_channel();
@@ -105,6 +100,9 @@ pub async fn execute<E: Engine>(
     };
     let dataset = Arc::new(work.dataset.clone());
     let session = Session::open(engine, dataset, opts, stx).await?;
+
+    // Resume: each earlier verdict kept, graded again, or run again (see `resume`).
+    let (to_run, mut resumed) = resume(&session, known, &mut run).await;
     let submits: Vec<crate::session::Submit> =
         to_run.iter().map(|(p, _)| p.clone().into()).collect();
     let nothing_to_run = submits.is_empty();
@@ -240,6 +238,146 @@ pub async fn execute_ready<E: Engine>(
     Ok(report)
 }
 
+/// What becomes of each prediction an earlier run with the same id may have decided: its
+/// verdict kept when everything that decides it is what this run would use
+/// (`swe_eval_core::identity`); graded again from its saved log when only the grading inputs
+/// changed (the new verdict and `report.json` written now); run again otherwise, with why.
+/// Returns the predictions to run and the verdicts that stand (kept or graded again).
+async fn resume<E: Engine>(
+    session: &Session<E>,
+    known: Vec<(Prediction, PathBuf)>,
+    run: &mut Recorder<'_>,
+) -> (Vec<(Prediction, PathBuf)>, Vec<Verdict>) {
+    use swe_eval_core::identity::{Change, Ended, Reuse};
+    let ids: Vec<&str> = known.iter().map(|(p, _)| p.instance_id.as_str()).collect();
+    let setups = session.setups(&ids);
+    let cfg = session.job_config();
+    let mut to_run = Vec::new();
+    let mut stands = Vec::new();
+    let mut regrade = Vec::new();
+    for (p, dir) in known {
+        let old = match runner::read_verdict(&dir.join(runner::VERDICT_FILE)) {
+            Ok(v) => v,
+            Err(runner::VerdictError::Read { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                to_run.push((p, dir));
+                continue;
+            }
+            Err(_) => {
+                run.rerun("its verdict.json cannot be read");
+                to_run.push((p, dir));
+                continue;
+            }
+        };
+        let Some(setup) = setups.get(&p.instance_id) else {
+            to_run.push((p, dir));
+            continue;
+        };
+        let want = runner::recipe(setup, &cfg).identity(&p.patch_hash());
+        let reuse = if old.category == Category::InfraError {
+            run.rerun("infrastructure error");
+            to_run.push((p, dir));
+            continue;
+        } else if old.patch_hash != want.patch {
+            Reuse::Rerun(vec![Change::Patch])
+        } else {
+            match &old.identity {
+                Some(had) => had.reuse(
+                    &want,
+                    &Ended {
+                        timed_out: old.timed_out,
+                        oom_killed: old.oom_killed,
+                        needs_network: old.needs_network,
+                        run_secs: old.run_secs,
+                        empty_patch: old.category == Category::EmptyPatch,
+                    },
+                ),
+                None => Reuse::Rerun(vec![Change::Unknown]),
+            }
+        };
+        match reuse {
+            Reuse::Keep => {
+                run.resume.reused += 1;
+                stands.push(old);
+            }
+            Reuse::Rerun(changes) => {
+                run.rerun(&join(&changes));
+                to_run.push((p, dir));
+            }
+            Reuse::Regrade(changes) => regrade.push((p, dir, old, want, changes, setup.clone())),
+        }
+    }
+    // Grading again reads and writes files: on blocking threads, all at once.
+    let cfg2 = cfg.clone();
+    let graded = tokio::task::spawn_blocking(move || {
+        regrade
+            .into_iter()
+            .map(|(p, dir, old, want, changes, setup)| {
+                let done = regrade_saved(&setup, &p, &dir, &old, want, &cfg2);
+                (p, dir, changes, done)
+            })
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+    for (p, dir, changes, done) in graded {
+        match done {
+            Ok(v) => {
+                *run.resume.regraded.entry(join(&changes)).or_default() += 1;
+                stands.push(v);
+            }
+            Err(why) => {
+                run.rerun(&why);
+                to_run.push((p, dir));
+            }
+        }
+    }
+    (to_run, stands)
+}
+
+/// The changes, as one cause.
+fn join(changes: &[swe_eval_core::identity::Change]) -> String {
+    changes
+        .iter()
+        .map(|c| c.as_str())
+        .collect::<Vec<_>>()
+        .join(" and ")
+}
+
+/// Grades `old`'s saved test output again under `setup` (see `runner::regrade`) and writes the
+/// new `report.json` (or removes a stale one) and then `verdict.json`; or says why it cannot
+/// (the log is gone, a write failed): then the prediction runs again.
+fn regrade_saved(
+    setup: &Setup,
+    p: &Prediction,
+    dir: &Path,
+    old: &Verdict,
+    want: swe_eval_core::identity::Identity,
+    cfg: &runner::JobConfig,
+) -> Result<Verdict, String> {
+    let log = std::fs::read_to_string(dir.join(swe_eval_core::report::TEST_OUTPUT_FILE))
+        .map_err(|_| "its saved test output is gone".to_string())?;
+    let mode = if p.is_empty_patch() {
+        runner::PatchMode::None
+    } else {
+        runner::PatchMode::Apply
+    };
+    let (mut v, report) = runner::regrade(setup, p.patch(), mode, old, &log, cfg);
+    v.identity = Some(want);
+    v.run_id = cfg.run_id.clone();
+    let report_path = dir.join(swe_eval_core::report::REPORT_FILE);
+    match report {
+        Some(text) => swe_eval_core::fsutil::write_atomic(&report_path, text.as_bytes())
+            .map_err(|e| format!("report.json not written: {e}"))?,
+        None => {
+            let _ = std::fs::remove_file(&report_path);
+        }
+    }
+    runner::write_verdict(dir, &v).map_err(|e| format!("verdict not written: {e}"))?;
+    Ok(v)
+}
+
 /// Writes a prediction's log files (when it ran) and then its `verdict.json`.
 fn write_prediction(
     dir: &Path,
@@ -266,6 +404,7 @@ struct Recorder<'a> {
     planned: usize,
     problems: Vec<String>,
     output_failures: usize,
+    resume: runner::Resumption,
 }
 
 impl<'a> Recorder<'a> {
@@ -282,6 +421,7 @@ impl<'a> Recorder<'a> {
             planned: 0,
             problems: Vec::new(),
             output_failures: 0,
+            resume: Default::default(),
         }
     }
 
@@ -294,6 +434,11 @@ impl<'a> Recorder<'a> {
             message: message.clone(),
         });
         self.problems.push(message);
+    }
+
+    /// A prediction an earlier run decided runs again, for `why`.
+    fn rerun(&mut self, why: &str) {
+        *self.resume.rerun.entry(why.to_string()).or_default() += 1;
     }
 
     fn output_failed(&mut self, message: String) {
@@ -391,6 +536,7 @@ impl<'a> Recorder<'a> {
         report.not_run = self.planned.saturating_sub(self.recorded);
         report.problems = self.problems;
         report.output_failures = self.output_failures;
+        report.resume = self.resume;
         report
     }
 }

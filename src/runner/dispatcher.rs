@@ -26,7 +26,7 @@ use tokio::time::Instant;
 use swe_eval_core::predictions::Prediction;
 
 use super::job::{Job, JobDone, JobLogs};
-use super::job_config::JobConfig;
+use super::job_config::{recipe, JobConfig};
 use super::order::{self, Durations};
 use super::store::{Category, Verdict};
 use super::{PatchMode, RunEvent, Setup, TimeSpent};
@@ -308,7 +308,12 @@ impl Dispatcher {
             let p = &item.prediction;
             if p.is_empty_patch() && !self.rules.run_empty {
                 empty += 1;
-                let v = empty_verdict(p, &p.patch_hash(), &self.rules.config.run_id);
+                let hash = p.patch_hash();
+                let mut v = empty_verdict(p, &hash, &self.rules.config.run_id);
+                let setup = match &item.setup {
+                    SetupOffer::Final(s) | SetupOffer::Prepare(s) => s,
+                };
+                v.identity = Some(recipe(setup, &self.rules.config).identity(&hash));
                 fx.push(Effect::Answer(
                     item.member,
                     Answer::Decided(Box::new(Decided {
@@ -644,6 +649,10 @@ impl Dispatcher {
             .members
             .first()
             .map(|m| format!("{}/{}", m.model, m.sample));
+        let identity = e
+            .setup
+            .as_ref()
+            .map(|s| recipe(s, &self.rules.config).identity(&e.patch_hash));
         e.members
             .iter()
             .enumerate()
@@ -652,6 +661,7 @@ impl Dispatcher {
                 v.model = m.model.clone();
                 v.sample = m.sample;
                 v.shared_from = if i > 0 { first.clone() } else { None };
+                v.identity = identity.clone();
                 Effect::Answer(
                     m.id,
                     Answer::Decided(Box::new(Decided {
@@ -855,5 +865,6 @@ pub fn empty_verdict(p: &Prediction, hash: &str, run_id: &str) -> Verdict {
         tests_secs: None,
         after_tests_secs: None,
         shared_from: None,
+        identity: None,
     }
 }

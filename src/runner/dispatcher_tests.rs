@@ -26,6 +26,7 @@ fn setup(id: &str, image: Result<&str, &str>) -> Arc<Setup> {
         image: image.map(str::to_string).map_err(str::to_string),
         eval_script: "echo\n".into(),
         log_parser: "parse_log_pytest".into(),
+        image_identity: "fixture".into(),
         cpus: None,
     })
 }

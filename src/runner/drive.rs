@@ -300,10 +300,8 @@ pub async fn drive<E: Engine>(
     }
     // What the engine added for the jobs (Swarm: registry names of pushed images) goes before
     // the caller cleans up the images.
+    // The problems are the caller's to report (once, with the rest of its closing report).
     problems.extend(engine.finish_run().await);
-    for p in &problems {
-        emit(RunEvent::Problem { message: p.clone() });
-    }
     Driven {
         tally,
         problems,

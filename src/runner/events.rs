@@ -81,6 +81,42 @@ pub enum RunEvent {
     },
 }
 
+/// What a run did with the verdicts an earlier run with the same id left (its resume): each
+/// kept, graded again from its saved log, or run again, with why.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Resumption {
+    /// Kept as they were: everything that decides them is what this run would use.
+    pub reused: usize,
+    /// Graded again from their saved logs, no container: by what changed (the test lists, the
+    /// grading rules).
+    pub regraded: BTreeMap<String, usize>,
+    /// Run again: by why (the eval script, the test patch, the image, a limit that decided
+    /// it, the network it needed, an infrastructure error, no record of its inputs, ...).
+    pub rerun: BTreeMap<String, usize>,
+}
+
+impl Resumption {
+    /// Verdicts graded again.
+    pub fn regraded_count(&self) -> usize {
+        self.regraded.values().sum()
+    }
+
+    /// Verdicts run again.
+    pub fn rerun_count(&self) -> usize {
+        self.rerun.values().sum()
+    }
+
+    /// `why (n), why (n)`, by count.
+    pub fn causes(counts: &BTreeMap<String, usize>) -> String {
+        let mut v: Vec<(&String, &usize)> = counts.iter().collect();
+        v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        v.iter()
+            .map(|(why, n)| format!("{why} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
 /// How a run ended.
 #[derive(Debug, Clone, Default)]
 pub struct RunReport {
@@ -92,8 +128,10 @@ pub struct RunReport {
     pub strict_counts: BTreeMap<Category, usize>,
     /// Predictions in the plan.
     pub predictions: usize,
-    /// Predictions found done from an earlier run.
+    /// Predictions found done from an earlier run (kept, or graded again): no container ran.
     pub resumed: usize,
+    /// What the resume did with each earlier verdict, and why.
+    pub resume: Resumption,
     /// Containers run (a job counts once however many predictions shared it; predictions
     /// without an image run none).
     pub jobs_run: usize,

@@ -29,6 +29,7 @@ pub fn setup(id: &str, image: Result<&str, &str>) -> (String, Arc<Setup>) {
             image: image.map(str::to_string).map_err(str::to_string),
             eval_script: "echo eval\n".into(),
             log_parser: "parse_log_pytest".into(),
+            image_identity: "fixture".into(),
             cpus: None,
         }),
     )

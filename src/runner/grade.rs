@@ -149,6 +149,72 @@ pub fn grade(
     }
 }
 
+/// Grades `old`'s saved test output (`test_output`, as `test_output.txt` holds it) again under
+/// `setup` (its test lists and parser now) and `cfg`: the verdict the same run would have had
+/// under today's grading inputs, with `old`'s timings, and the official `report.json` text
+/// when the official harness would write one. For a resume whose only change is what grades a
+/// verdict (the test lists, the rules), so no container runs.
+pub fn regrade(
+    setup: &Setup,
+    patch: &str,
+    mode: PatchMode,
+    old: &super::store::Verdict,
+    test_output: &str,
+    cfg: &JobConfig,
+) -> (super::store::Verdict, Option<String>) {
+    let apply = match (&old.applied_with, old.error_reason) {
+        (Some(how), _) => Apply::Applied(how.clone()),
+        (None, Some(ErrorReason::PatchApplyFailed)) => Apply::Failed,
+        (None, _) if mode == PatchMode::None => Apply::NoPatch,
+        (None, _) => Apply::Unknown,
+    };
+    let out = JobOutput {
+        timed_out: old.timed_out,
+        oom_killed: old.oom_killed,
+        ..Default::default()
+    };
+    // What the driver read from the output: the eval script's part is what was saved (a
+    // timeout's note, appended to the file, is not in what the grader read).
+    let secs = old.timeout_secs.unwrap_or(cfg.timeout.as_secs());
+    let timeout_note = format!("Timeout error: {secs} seconds exceeded.\n");
+    let eval_output = if old.timed_out {
+        test_output
+            .strip_suffix(timeout_note.as_str())
+            .unwrap_or(test_output)
+    } else {
+        test_output
+    };
+    let parsed = Parsed {
+        apply,
+        setup_log: "",
+        eval_output: (!matches!(
+            (&old.applied_with, old.error_reason),
+            (None, Some(ErrorReason::PatchApplyFailed))
+        ))
+        .then_some(eval_output),
+        test_output: None,
+        test_exit_code: old.test_exit_code,
+        eval_exit: None,
+    };
+    let g = grade(setup, patch, mode, &out, &parsed, cfg);
+    let mut v = old.clone();
+    v.category = g.category;
+    v.resolved = g.category == Category::Resolved;
+    v.strict_category = g.strict_category;
+    v.strict_resolved = g.strict_category == Category::Resolved;
+    v.official_report = g.report_json.is_some();
+    [
+        v.fail_to_pass_success,
+        v.fail_to_pass_failure,
+        v.pass_to_pass_success,
+        v.pass_to_pass_failure,
+    ] = g.counts;
+    v.error_reason = g.error_reason;
+    v.reason = g.reason;
+    v.needs_network = g.needs_network;
+    (v, g.report_json)
+}
+
 /// The reason of a verdict whose failing tests all failed with network errors: the evidence,
 /// and what to do about it (the run had no network: rerun with `--network`; it had: the
 /// network it gave did not reach what the tests need).

@@ -271,6 +271,7 @@ fn conclude(job: &Job, cfg: &JobConfig, ran: Ran) -> JobDone {
         tests_secs: phases.tests,
         after_tests_secs: phases.after_tests,
         shared_from: None,
+        identity: None,
     };
     let logs = JobLogs {
         patch: (job.mode == PatchMode::Apply).then(|| job.patch.clone()),

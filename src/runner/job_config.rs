@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use crate::engine::Limits;
 
-use super::RunConfig;
+use super::{RunConfig, Setup};
+use swe_eval_core::identity::{self, Recipe};
 
 /// Settings every job of a run shares.
 #[derive(Debug, Clone)]
@@ -44,6 +45,28 @@ pub fn job_config(run: &RunConfig, owner: &str) -> JobConfig {
         attempts: run.attempts,
         backoff: run.backoff,
     }
+}
+
+/// The identity recipe of `setup`'s verdicts under `cfg` (`swe_eval_core::identity`): its eval
+/// script, test patch, image, tests and the limits that decide verdicts.
+pub fn recipe(setup: &Setup, cfg: &JobConfig) -> Recipe {
+    let inst = &setup.instance;
+    Recipe::of(
+        &identity::Instance {
+            eval_script: &setup.eval_script,
+            test_patch: inst.test_patch.as_deref().unwrap_or(""),
+            image: &setup.image_identity,
+            fail_to_pass: inst.fail_to_pass(),
+            pass_to_pass: inst.pass_to_pass(),
+            log_parser: &setup.log_parser,
+        },
+        identity::Limits {
+            timeout_secs: cfg.timeout.as_secs(),
+            memory_bytes: cfg.limits.memory_bytes,
+            network: cfg.network,
+            strict: cfg.strict,
+        },
+    )
 }
 
 /// The labels every container of a run carries: the tool, the run id and the owning process.

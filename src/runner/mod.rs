@@ -40,15 +40,16 @@ pub use dispatcher::{
 pub use drive::{drive, Arrival, Channels, Control, DriveOptions, Driven, Submission};
 pub use driver::PatchMode;
 pub use driver::{apply_script, APPLY_COMMANDS, APPLY_FAIL, APPLY_PASS, DRIVER_PATH};
-pub use events::{RunError, RunEvent, RunReport, TimeSpent};
+pub use events::{Resumption, RunError, RunEvent, RunReport, TimeSpent};
+pub use grade::regrade;
 pub use job::{Job, JobDone, JobLogs};
-pub use job_config::{job_config, run_labels, JobConfig};
+pub use job_config::{job_config, recipe, run_labels, JobConfig};
 pub use order::Durations;
 pub(crate) use plan::Key;
 pub use plan::{default_workers, RunConfig, Setup};
 pub use store::{
-    load_valid, lock, parse_verdict, read_verdict, write_verdict, Category, Layout, LockError,
-    RunLimits, RunLock, Verdict, VerdictError, VerdictFile, VERDICT_FILE,
+    lock, parse_verdict, read_verdict, write_verdict, Category, Layout, LockError, RunLock,
+    Verdict, VerdictError, VerdictFile, VERDICT_FILE,
 };
 pub use summary::{write_all as write_summaries, write_report_html, RunInputs};
 

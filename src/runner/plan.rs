@@ -19,6 +19,9 @@ pub struct Setup {
     pub eval_script: String,
     /// Log parser name (see `logparse::PARSER_NAMES`).
     pub log_parser: String,
+    /// The image's content identity (`TestSpec::image_identity`: the recipe it is built from,
+    /// or the image a row or `--namespace` names), which every verdict records.
+    pub image_identity: String,
     /// CPUs the instance's spec asks for (the official `nano_cpus`, e.g. 2 for pylint 2.14 and
     /// later, whose tests marked `needs_two_cores` skip when the container's CPU quota is
     /// below 2); `None` when the spec names none.
@@ -71,16 +74,6 @@ pub struct RunConfig {
 }
 
 impl RunConfig {
-    /// The limits that may decide a verdict by themselves (its timeout and memory limit):
-    /// a resume keeps a verdict they decided only when they are the same
-    /// ([`super::load_valid`]).
-    pub fn verdict_limits(&self) -> super::store::RunLimits {
-        super::store::RunLimits {
-            timeout_secs: self.timeout.as_secs(),
-            memory_bytes: self.limits.memory_bytes,
-        }
-    }
-
     /// The defaults for run `run_id`.
     pub fn new(run_id: &str) -> Self {
         RunConfig {

@@ -13,11 +13,9 @@
 //! ```
 //!
 //! `verdict.json` is written atomically and last, so its presence means the prediction is
-//! done. A resumed run keeps it ([`load_valid`]) when it is a verdict on the patch: its patch
-//! hash matches the prediction's, it is no infrastructure error (that says nothing about the
-//! patch), and it was not decided by limits other than this run's (a job that hit a timeout
-//! of 60 s, or was killed at a memory limit of 4 GiB, says nothing about the patch under a
-//! timeout of 1800 s or another limit). Every other prediction runs again.
+//! done. It records what produced it (its `identity`, `swe_eval_core::identity`): a resumed run
+//! keeps it, grades its saved log again, or runs it again by comparing that identity with the
+//! one the run would use (`orchestrate`'s resume).
 
 use std::path::{Path, PathBuf};
 
@@ -118,6 +116,11 @@ pub struct Verdict {
     /// The memory limit the job ran under, in bytes (`None`: no limit, or not recorded).
     #[serde(default)]
     pub memory_bytes: Option<i64>,
+    /// What produced it: each input's hash and the limits (`swe_eval_core::identity`), so a
+    /// resume can tell whether it stands for the run at hand (`None` in verdicts written before
+    /// it was recorded: their inputs are unknown, and a resume runs them again).
+    #[serde(default)]
+    pub identity: Option<swe_eval_core::identity::Identity>,
 }
 
 /// Paths of one run.
@@ -274,42 +277,6 @@ pub fn read_verdict(path: &Path) -> Result<Verdict, VerdictError> {
     })
 }
 
-/// The limits of a run that can decide a verdict by themselves: the job's timeout and its
-/// memory limit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RunLimits {
-    /// The timeout of each job, in seconds.
-    pub timeout_secs: u64,
-    /// The memory limit of each job, in bytes (`None`: none).
-    pub memory_bytes: Option<i64>,
-}
-
-impl Verdict {
-    /// Decided by the run's own limits rather than by the patch: the job hit its timeout, or
-    /// was killed for memory.
-    pub fn limit_decided(&self) -> bool {
-        self.timed_out || self.oom_killed
-    }
-
-    /// Whether a resume under `limits` keeps this verdict (see the module comment): always,
-    /// unless the limit that decided it differs from (or is not known to equal) the one
-    /// `limits` gives.
-    pub fn kept_under(&self, limits: &RunLimits) -> bool {
-        let timeout_differs = self.timed_out && self.timeout_secs != Some(limits.timeout_secs);
-        let memory_differs = self.oom_killed && self.memory_bytes != limits.memory_bytes;
-        !(timeout_differs || memory_differs)
-    }
-}
-
-/// The stored verdict of a prediction, if it is there, whole, of a format this build reads,
-/// and still a verdict on the patch for a run under `limits`: the same `patch_hash`, no
-/// infrastructure error, and not decided by other limits than these ([`Verdict::kept_under`]).
-pub fn load_valid(dir: &Path, patch_hash: &str, limits: &RunLimits) -> Option<Verdict> {
-    let v = read_verdict(&dir.join(VERDICT_FILE)).ok()?;
-    (v.patch_hash == patch_hash && v.category != Category::InfraError && v.kept_under(limits))
-        .then_some(v)
-}
-
 /// Why a run's lock could not be taken.
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
@@ -393,47 +360,6 @@ mod tests {
     use super::*;
     use crate::owner::hostname;
 
-    const LIMITS: RunLimits = RunLimits {
-        timeout_secs: 1800,
-        memory_bytes: Some(4 << 30),
-    };
-
-    #[test]
-    fn a_verdict_the_runs_limits_decided_is_kept_only_under_the_same_limits() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut v = a_verdict();
-        v.timed_out = true;
-        v.timeout_secs = Some(60);
-        write_verdict(dir.path(), &v).unwrap();
-        let at = |timeout_secs, memory_bytes| RunLimits {
-            timeout_secs,
-            memory_bytes,
-        };
-        assert!(
-            load_valid(dir.path(), "h", &at(60, None)).is_some(),
-            "same timeout"
-        );
-        assert!(
-            load_valid(dir.path(), "h", &at(1800, None)).is_none(),
-            "another timeout"
-        );
-        // A timeout not recorded (an older verdict) is not known to be the same.
-        v.timeout_secs = None;
-        write_verdict(dir.path(), &v).unwrap();
-        assert!(load_valid(dir.path(), "h", &at(60, None)).is_none());
-        // Killed for memory: kept under the same limit only.
-        v.timed_out = false;
-        v.oom_killed = true;
-        v.memory_bytes = Some(1 << 30);
-        write_verdict(dir.path(), &v).unwrap();
-        assert!(load_valid(dir.path(), "h", &at(60, Some(1 << 30))).is_some());
-        assert!(load_valid(dir.path(), "h", &at(60, Some(4 << 30))).is_none());
-        // A verdict on the patch (the tests ran to the end) is kept whatever the limits.
-        v.oom_killed = false;
-        write_verdict(dir.path(), &v).unwrap();
-        assert!(load_valid(dir.path(), "h", &at(5, None)).is_some());
-    }
-
     fn a_verdict() -> Verdict {
         serde_json::from_value(serde_json::json!({
             "instance_id": "a__b-1", "model": "m", "sample": 0, "patch_hash": "h",
@@ -462,7 +388,6 @@ mod tests {
             "{text}"
         );
         assert_eq!(read_verdict(&path).unwrap(), v);
-        assert_eq!(load_valid(dir.path(), "h", &LIMITS), Some(v.clone()));
 
         // A file from before the version field: version 1, read as is.
         let mut old = obj.clone();
@@ -479,7 +404,6 @@ mod tests {
             err.contains("verdict.json") && err.contains("newer swe-eval"),
             "{err}"
         );
-        assert_eq!(load_valid(dir.path(), "h", &LIMITS), None);
     }
 
     #[test]

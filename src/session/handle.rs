@@ -123,6 +123,8 @@ struct Inner<E: Engine> {
     interrupts: AtomicU32,
     /// Dispatching was stopped (a stop, an interrupt, the close).
     stopped: std::sync::atomic::AtomicBool,
+    /// Every job's settings.
+    job_config: Arc<runner::JobConfig>,
     events: mpsc::UnboundedSender<Event>,
 }
 
@@ -173,8 +175,9 @@ impl<E: Engine> Session<E> {
             }
             None => (runner::Durations::default(), None),
         };
+        let job_config = Arc::new(runner::job_config(&opts.run, &owner));
         let rules = Rules {
-            config: Arc::new(runner::job_config(&opts.run, &owner)),
+            config: job_config.clone(),
             dedupe: opts.run.dedupe,
             run_empty: opts.run.run_empty,
             hints,
@@ -224,6 +227,7 @@ impl<E: Engine> Session<E> {
             stop_preparing: stop_preparing.clone(),
             interrupts: AtomicU32::new(0),
             stopped: Default::default(),
+            job_config,
             events: events.clone(),
         });
         let lookup = {
@@ -284,6 +288,28 @@ impl<E: Engine> Session<E> {
             }
         }
         pending
+    }
+
+    /// The setups `instance_ids` are offered with (their test specs made now if not yet): a
+    /// final one, or the stand-in of an image still to prepare; none for an instance the
+    /// dataset lacks. What a verdict of theirs would record (`runner::recipe`) is known from
+    /// it before anything runs.
+    pub fn setups(&self, instance_ids: &[&str]) -> HashMap<String, Arc<runner::Setup>> {
+        self.inner
+            .offers(instance_ids.iter().copied())
+            .into_iter()
+            .map(|(id, offer)| {
+                let setup = match offer {
+                    SetupOffer::Final(s) | SetupOffer::Prepare(s) => s,
+                };
+                (id, setup)
+            })
+            .collect()
+    }
+
+    /// Every job's settings (the run's limits, strict mode, network).
+    pub fn job_config(&self) -> Arc<runner::JobConfig> {
+        self.inner.job_config.clone()
     }
 
     /// Prepares the images of `instance_ids` now, before any prediction of them (a server
@@ -445,6 +471,7 @@ impl<E: Engine> Inner<E> {
                 Some(Ok(spec)) => SetupOffer::Prepare(Arc::new(prepare::setup(
                     inst,
                     spec,
+                    &self.opts.prepare,
                     Err("image not prepared: preparation ended before it was ready".into()),
                 ))),
                 Some(Err(why)) => SetupOffer::Final(Arc::new(prepare::no_spec_setup(inst, why))),

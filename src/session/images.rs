@@ -209,7 +209,7 @@ pub async fn prepare_streaming<E: Engine>(
             }
             prepare::unavailable(Some(f))
         });
-        let setup = Arc::new(prepare::setup(inst, spec, image));
+        let setup = Arc::new(prepare::setup(inst, spec, opts, image));
         let _ = arrive.send(Arrival {
             setup,
             again: retry,

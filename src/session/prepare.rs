@@ -90,17 +90,25 @@ pub fn no_spec_setup(inst: &Instance, why: &str) -> Setup {
         image: Err(why.to_string()),
         eval_script: String::new(),
         log_parser: swe_eval_core::logparse::parser_for_repo(&inst.repo).to_string(),
+        image_identity: String::new(),
         cpus: None,
     }
 }
 
-/// What `inst` runs in: `spec`'s script and parser, in `image` (or why there is none).
-pub fn setup(inst: &Instance, spec: &TestSpec, image: Result<String, String>) -> Setup {
+/// What `inst` runs in: `spec`'s script and parser, in `image` (or why there is none), the
+/// image's identity as `opts` prepare it.
+pub fn setup(
+    inst: &Instance,
+    spec: &TestSpec,
+    opts: &PrepareOptions,
+    image: Result<String, String>,
+) -> Setup {
     Setup {
         instance: inst.clone(),
         image,
         eval_script: spec.eval_script.clone(),
         log_parser: spec.log_parser.clone(),
+        image_identity: spec.image_identity(opts.namespace.as_deref()),
         cpus: spec.nano_cpus.map(|n| n as f64 / 1e9),
     }
 }

@@ -8,7 +8,8 @@
 //! - The test spec of an instance (`spec`): its eval script, Dockerfiles and log parser, as
 //!   the official harness renders them, and the Debian flavour's frozen environments.
 //! - The official log parsers (`logparse`) and grading (`grading`: the official verdict and
-//!   the strict one).
+//!   the strict one); what produced a verdict and whether it may stand for another run
+//!   (`identity`: `run`'s resume and `serve`'s cache both decide by it).
 //! - The SWE-RL similarity reward (`reward`).
 //! - The official report files and the run's own reports (`report`), the bundled mini
 //!   benchmark (`mini`), the study of how execution and the reward agree (`study`) and the
@@ -29,6 +30,7 @@ pub mod dataset;
 pub mod failure;
 pub mod fsutil;
 pub mod grading;
+pub mod identity;
 pub mod logparse;
 pub mod mini;
 pub mod paths;

@@ -104,6 +104,36 @@ impl TestSpec {
         )
     }
 
+    /// The image's content identity, what a verdict records of its image
+    /// ([`crate::identity`]): the image the row names, or the official image pulled from
+    /// `namespace`, by name; else the recipe the image is built from (flavour, Dockerfiles,
+    /// scripts, the base image and the base commit), hashed, so the same recipe gives the same
+    /// identity whatever the image's tag and however often it is rebuilt.
+    pub fn image_identity(&self, namespace: Option<&str>) -> String {
+        if let Some(image) = &self.row_image {
+            return format!("row {image}");
+        }
+        if let Some(ns) = namespace.filter(|ns| !ns.is_empty()) {
+            return format!("pulled {}", self.official_image_name(Some(ns)));
+        }
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        for part in [
+            self.flavour.as_str(),
+            &self.base_image_tag,
+            &self.env_dockerfile,
+            &self.setup_env_script,
+            &self.instance_dockerfile,
+            &self.install_repo_script,
+            &self.base_commit,
+            if self.ca_cert { "ca" } else { "" },
+        ] {
+            h.update((part.len() as u64).to_le_bytes());
+            h.update(part.as_bytes());
+        }
+        format!("built {}", hex::encode(h.finalize()))
+    }
+
     /// The environment image's build context besides the Dockerfile.
     pub fn env_context_files(&self) -> Vec<ContextFile> {
         vec![ContextFile {
