@@ -13,12 +13,10 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use swe_eval_core::dataset::Instance;
-use swe_eval_core::predictions::Prediction;
+use swe_eval_core::predictions::{patch_hash, Prediction};
 use swe_eval_core::reward::Oracle;
-use swe_eval_core::spec::TestSpec;
 
 use super::evaluation::{Evaluation, Executed, State, Status};
-use super::key::Recipe;
 use super::metrics::inc;
 use super::request::{Refusal, RefusalCode, Request};
 use super::shared::{unavailable, Req, Score, Shared};
@@ -58,14 +56,6 @@ fn oracle_of<E: Engine>(shared: &Shared<E>, inst: &Instance) -> Arc<Oracle> {
         .entry(inst.instance_id.clone())
         .or_insert(made)
         .clone()
-}
-
-/// The content key of executing `patch` on `spec`'s instance (its recipe made once).
-fn key_of<E: Engine>(shared: &Shared<E>, spec: &TestSpec, patch: &str) -> String {
-    let recipe = shared.lock().recipes.get(&spec.instance_id).copied();
-    recipe
-        .unwrap_or_else(|| Recipe::of(spec, &shared.settings))
-        .key(patch)
 }
 
 /// Places in the queue taken by a submission under way; given back when dropped (the requests
@@ -147,9 +137,12 @@ pub(super) async fn submit<E: Engine>(
     let mut rows = Vec::with_capacity(requests.len());
     for (r, inst) in requests.into_iter().zip(insts) {
         // An executed patch's content key comes first: the same content had the same score.
-        let spec = (r.execute && !r.model_patch.trim().is_empty()).then(|| shared.spec_of(inst));
-        let key = match &spec {
-            Some(Ok(spec)) => key_of(shared, spec, &r.model_patch),
+        // The content key is the verdict's identity key (`swe_eval_core::identity`), as a
+        // run's resume decides by it: the same inputs under the same limits.
+        let recipe = (r.execute && !r.model_patch.trim().is_empty())
+            .then(|| shared.session.recipe(&inst.instance_id));
+        let key = match &recipe {
+            Some(Ok(recipe)) => recipe.identity(&patch_hash(&r.model_patch)).key,
             _ => String::new(),
         };
         let score = score_of(shared, inst, &key, &r.model_patch);
@@ -181,7 +174,7 @@ pub(super) async fn submit<E: Engine>(
             row.done = true;
         } else if r.execute {
             inc(&shared.metrics.accepted_executed);
-            match spec {
+            match recipe {
                 Some(Err(why)) => {
                     row.outcome = Some(Executed::masked(Status::InfraError, why));
                     row.done = true;

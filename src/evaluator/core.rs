@@ -21,7 +21,6 @@ use swe_eval_core::dataset::Dataset;
 
 use super::admission;
 use super::evaluation::Evaluation;
-use super::key::KeySettings;
 use super::memo::Memo;
 use super::metrics::{inc, Metrics};
 use super::options::EvaluatorOptions;
@@ -120,12 +119,6 @@ impl<E: Engine> Evaluator<E> {
         let mut run = opts.run.clone();
         run.run_id = run_id_of(&opts.state);
         run.deadline = None;
-        let settings = KeySettings {
-            strict: run.strict,
-            network: run.network,
-            timeout_secs: run.timeout.as_secs(),
-            limits: run.limits.clone(),
-        };
         let session_opts = SessionOptions {
             run,
             prepare: opts.prepare.clone(),
@@ -142,7 +135,6 @@ impl<E: Engine> Evaluator<E> {
             session,
             dataset,
             opts,
-            settings,
             store,
             book: Mutex::new(Book {
                 accepting: true,

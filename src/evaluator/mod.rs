@@ -7,7 +7,6 @@
 //!   deadlines, restart).
 //! - `request`: what a request carries and why one is refused ([`Refusal`]).
 //! - `evaluation`: what comes back ([`Evaluation`], [`Status`], `mask`).
-//! - `key`: the content key of a verdict (the cache's key).
 //! - `store`: the state in SQLite (requests, results, the cache), surviving a kill.
 //! - `metrics`: counters and latency histograms.
 //! - `access`: who may use it over the network (loopback, or a bearer token).
@@ -19,7 +18,6 @@ mod admission;
 mod core;
 mod evaluation;
 mod export;
-mod key;
 mod memo;
 mod metrics;
 mod open;
@@ -34,7 +32,6 @@ pub use access::{authorized, check_listen, token_from, AccessError, MIN_TOKEN_LE
 pub use core::{Evaluator, Health, Shutdown, StartError};
 pub use evaluation::{Evaluation, Executed, Passed, State, Status, Timings};
 pub use export::export;
-pub use key::{content_key, harness_version, KeySettings, Recipe};
 pub use metrics::{Histogram, Metrics, BUCKETS};
 pub use open::{open, DatasetSource, OpenError, Opened, ServeChoices};
 pub use options::{EvaluatorOptions, DEFAULT_DEADLINE, DEFAULT_MAX_QUEUE, DEFAULT_MODEL};

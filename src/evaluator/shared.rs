@@ -1,6 +1,5 @@
 //! What the evaluator's parts share: the session, the store, the dataset, and the book of
-//! requests not done (behind one lock), with the specs, recipes and gold patches each instance
-//! needs made once.
+//! requests not done (behind one lock), with each instance's gold patch read once.
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
@@ -9,12 +8,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
-use swe_eval_core::dataset::{Dataset, Instance};
+use swe_eval_core::dataset::Dataset;
 use swe_eval_core::reward::Oracle;
-use swe_eval_core::spec::TestSpec;
 
 use super::evaluation::Evaluation;
-use super::key::{KeySettings, Recipe};
 use super::memo::Memo;
 use super::metrics::Metrics;
 use super::options::EvaluatorOptions;
@@ -40,9 +37,6 @@ pub(super) struct Req {
 /// What the evaluator's tasks share, behind one lock.
 #[derive(Default)]
 pub(super) struct Book {
-    pub specs: HashMap<String, Result<Arc<TestSpec>, String>>,
-    /// The content key's part of each instance with a spec (all but the patch).
-    pub recipes: HashMap<String, Recipe>,
     /// Each instance's gold patch, read once for the similarity.
     pub oracles: HashMap<String, Arc<Oracle>>,
     pub pending: HashMap<u64, Req>,
@@ -58,7 +52,6 @@ pub(super) struct Shared<E: Engine> {
     pub session: Session<E>,
     pub dataset: Arc<Dataset>,
     pub opts: EvaluatorOptions,
-    pub settings: KeySettings,
     pub store: Store,
     pub book: Mutex<Book>,
     /// The scores of executed patches by content key (the last [`MEMO_SCORES`]): a patch sent
@@ -96,29 +89,6 @@ impl<E: Engine> Shared<E> {
 
     pub(super) fn notice(&self, message: String) {
         let _ = self.notices.send(message);
-    }
-
-    /// The test spec of `inst` (made once, then remembered), or why there is none.
-    pub(super) fn spec_of(&self, inst: &Instance) -> Result<Arc<TestSpec>, String> {
-        if let Some(s) = self.lock().specs.get(&inst.instance_id) {
-            return s.clone();
-        }
-        let made = crate::session::specs(&[inst], &self.opts.prepare);
-        let spec = match made.ready.into_iter().next() {
-            Some((_, spec)) => Ok(Arc::new(spec)),
-            None => Err(made
-                .failed
-                .get(&inst.instance_id)
-                .and_then(|s| s.image.clone().err())
-                .unwrap_or_else(|| "no test spec".into())),
-        };
-        let recipe = spec.as_ref().ok().map(|s| Recipe::of(s, &self.settings));
-        let mut book = self.lock();
-        if let Some(recipe) = recipe {
-            book.recipes.insert(inst.instance_id.clone(), recipe);
-        }
-        book.specs.insert(inst.instance_id.clone(), spec.clone());
-        spec
     }
 }
 

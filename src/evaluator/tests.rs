@@ -401,7 +401,8 @@ async fn concurrent_submissions_never_take_more_than_the_queues_bound() {
 }
 
 #[test]
-fn a_recipe_made_once_keys_like_the_whole_content_and_changes_with_any_of_it() {
+fn the_cache_key_is_the_verdicts_identity_key_and_changes_with_anything_that_decides_it() {
+    use crate::runner::{job_config, recipe};
     let dir = tempfile::tempdir().unwrap();
     let m = mini(dir.path());
     let insts: Vec<_> = [CALC, WRAP]
@@ -409,41 +410,42 @@ fn a_recipe_made_once_keys_like_the_whole_content_and_changes_with_any_of_it() {
         .map(|id| m.dataset.get(id).unwrap())
         .collect();
     let made = crate::session::specs(&insts, &m.opts.prepare);
-    let specs: Vec<swe_eval_core::spec::TestSpec> =
-        made.ready.into_iter().map(|(_, s)| s).collect();
-    let (calc, wrap) = (&specs[0], &specs[1]);
-    let settings = KeySettings {
-        strict: false,
-        network: false,
-        timeout_secs: 60,
-        limits: Default::default(),
+    let setup = |spec: &swe_eval_core::spec::TestSpec| {
+        let inst = m.dataset.get(&spec.instance_id).unwrap();
+        crate::session::setup(inst, spec, &m.opts.prepare, Ok("img".into()))
     };
-    let recipe = Recipe::of(calc, &settings);
-    let patch = gold(&m, CALC);
-    // The same recipe keys every patch as the whole content does, every time.
-    assert_eq!(recipe.key(&patch), content_key(calc, &patch, &settings));
-    assert_eq!(recipe.key(&patch), Recipe::of(calc, &settings).key(&patch));
-    // Another patch, test script, instance, image recipe or setting: another key.
-    let mut keys = vec![recipe.key(&patch), recipe.key(&format!("{patch}\n"))];
+    let (calc, wrap) = (&made.ready[0].1, &made.ready[1].1);
+    let cfg = job_config(&m.opts.run, "owner");
+    let patch = swe_eval_core::predictions::patch_hash(&gold(&m, CALC));
+    let key = |s: &crate::runner::Setup, c: &crate::runner::JobConfig, p: &str| {
+        recipe(s, c).identity(p).key
+    };
+    // The same inputs key the same, every time (whatever the image's name).
+    assert_eq!(
+        key(&setup(calc), &cfg, &patch),
+        key(&setup(calc), &cfg, &patch)
+    );
+    let mut renamed = setup(calc);
+    renamed.image = Ok("another-tag".into());
+    assert_eq!(key(&renamed, &cfg, &patch), key(&setup(calc), &cfg, &patch));
+    // Another patch, eval script, instance, image recipe, strict mode or timeout: another key.
+    let mut keys = vec![
+        key(&setup(calc), &cfg, &patch),
+        key(&setup(calc), &cfg, "another patch"),
+        key(&setup(wrap), &cfg, &patch),
+    ];
     let mut script = calc.clone();
     script.eval_script.push_str("\n# changed\n");
-    keys.push(content_key(&script, &patch, &settings));
-    keys.push(content_key(wrap, &patch, &settings));
+    keys.push(key(&setup(&script), &cfg, &patch));
     let mut image = calc.clone();
     image.instance_dockerfile.push(' ');
-    keys.push(content_key(&image, &patch, &settings));
-    for s in [
-        KeySettings {
-            strict: true,
-            ..settings.clone()
-        },
-        KeySettings {
-            timeout_secs: 61,
-            ..settings.clone()
-        },
-    ] {
-        keys.push(content_key(calc, &patch, &s));
-    }
+    keys.push(key(&setup(&image), &cfg, &patch));
+    let mut strict = cfg.clone();
+    strict.strict = true;
+    keys.push(key(&setup(calc), &strict, &patch));
+    let mut longer = cfg.clone();
+    longer.timeout += Duration::from_secs(1);
+    keys.push(key(&setup(calc), &longer, &patch));
     let distinct: std::collections::HashSet<&String> = keys.iter().collect();
     assert_eq!(distinct.len(), keys.len(), "{keys:?}");
     assert!(keys.iter().all(|k| k.len() == 64));

@@ -63,6 +63,10 @@ pub fn recipe(setup: &Setup, cfg: &JobConfig) -> Recipe {
         identity::Limits {
             timeout_secs: cfg.timeout.as_secs(),
             memory_bytes: cfg.limits.memory_bytes,
+            cpus_milli: setup
+                .limits(&cfg.limits)
+                .cpus
+                .map(|c| (c * 1000.0).round() as u64),
             network: cfg.network,
             strict: cfg.strict,
         },

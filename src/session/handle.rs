@@ -28,6 +28,7 @@ use crate::runner::{
     self, Answer, Control, Dispatcher, DriveOptions, Driven, Item, Rules, SetupOffer, Submission,
 };
 use swe_eval_core::dataset::{Dataset, Instance};
+use swe_eval_core::identity::Recipe;
 use swe_eval_core::predictions::Prediction;
 use swe_eval_core::spec::TestSpec;
 
@@ -125,6 +126,8 @@ struct Inner<E: Engine> {
     stopped: std::sync::atomic::AtomicBool,
     /// Every job's settings.
     job_config: Arc<runner::JobConfig>,
+    /// Each instance's identity recipe, made once (or why the instance cannot run).
+    recipes: Mutex<HashMap<String, Result<Arc<Recipe>, String>>>,
     events: mpsc::UnboundedSender<Event>,
 }
 
@@ -228,6 +231,7 @@ impl<E: Engine> Session<E> {
             interrupts: AtomicU32::new(0),
             stopped: Default::default(),
             job_config,
+            recipes: Default::default(),
             events: events.clone(),
         });
         let lookup = {
@@ -305,6 +309,28 @@ impl<E: Engine> Session<E> {
                 (id, setup)
             })
             .collect()
+    }
+
+    /// What every verdict of `instance_id` records of its inputs under this session's limits
+    /// (`swe_eval_core::identity`: with a prediction's patch hash, its identity and content
+    /// key), made once per instance; or why the instance cannot run (it has no test spec, or
+    /// the dataset does not have it).
+    pub fn recipe(&self, instance_id: &str) -> Result<Arc<Recipe>, String> {
+        let inner = &self.inner;
+        let mut recipes = inner.recipes.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(r) = recipes.get(instance_id) {
+            return r.clone();
+        }
+        let offers = inner.offers(std::iter::once(instance_id));
+        let made = match (offers.get(instance_id), inner.specs().get(instance_id)) {
+            (None, _) => Err(format!("{instance_id} is not an instance of the dataset")),
+            (Some(_), Some(Err(why))) => Err(why.clone()),
+            (Some(SetupOffer::Final(s) | SetupOffer::Prepare(s)), _) => {
+                Ok(Arc::new(runner::recipe(s, &inner.job_config)))
+            }
+        };
+        recipes.insert(instance_id.to_string(), made.clone());
+        made
     }
 
     /// Every job's settings (the run's limits, strict mode, network).

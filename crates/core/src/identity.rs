@@ -12,6 +12,7 @@
 //! | `image` | the image's content identity: the recipe it is built from (Dockerfiles, scripts, base commit), or the image a row or `--namespace` names | run again |
 //! | `strict` | strict runs remove files the patch adds that change test collection | run again |
 //! | `timeout_secs`, `memory_bytes` | the job's limits | run again when the limit decided the verdict (timed out, killed for memory), or a shorter timeout than the job took; else kept |
+//! | `cpus_milli` | the CPUs a job is given | run again (some suites skip tests with fewer than two) |
 //! | `network` | the job's network | run again when it needed the network and now has it, or had it and now has not; else kept |
 //! | `tests` | FAIL_TO_PASS, PASS_TO_PASS and the log parser | grade the saved log again, no container |
 //! | `rules` | the grading rules' version ([`RULES_VERSION`]) | grade the saved log again |
@@ -35,6 +36,8 @@ pub struct Limits {
     pub timeout_secs: u64,
     /// The job's memory limit, bytes (`None`: none).
     pub memory_bytes: Option<i64>,
+    /// The job's CPUs, in thousandths (`None`: no limit); some suites skip tests below two.
+    pub cpus_milli: Option<u64>,
     /// The job's container had the network.
     pub network: bool,
     /// Strict mode: collection-altering files the patch adds were removed before the tests.
@@ -124,6 +127,8 @@ pub enum Change {
     Timeout,
     /// The memory limit, which decided the verdict.
     Memory,
+    /// The CPUs a job is given (some suites skip tests with fewer than two).
+    Cpus,
     /// The network, which the verdict needed (or had, and now has not).
     Network,
     /// FAIL_TO_PASS, PASS_TO_PASS or the log parser.
@@ -145,6 +150,7 @@ impl Change {
             Change::Strict => "strict mode changed",
             Change::Timeout => "timeout changed",
             Change::Memory => "memory limit changed",
+            Change::Cpus => "CPU limit changed",
             Change::Network => "network changed",
             Change::Tests => "test lists changed",
             Change::Rules => "grading rules changed",
@@ -207,8 +213,8 @@ impl Recipe {
     pub fn identity(&self, patch_hash: &str) -> Identity {
         let l = &self.limits;
         let limits = format!(
-            "{} {:?} {} {}",
-            l.timeout_secs, l.memory_bytes, l.network, l.strict
+            "{} {:?} {:?} {} {}",
+            l.timeout_secs, l.memory_bytes, l.cpus_milli, l.network, l.strict
         );
         let key = parts([
             ("patch", patch_hash.as_bytes()),
@@ -258,6 +264,9 @@ impl Identity {
         if mine.strict != theirs.strict {
             rerun.push(Change::Strict);
         }
+        if mine.cpus_milli != theirs.cpus_milli {
+            rerun.push(Change::Cpus);
+        }
         if mine.timeout_secs != theirs.timeout_secs
             && (ended.timed_out || ended.run_secs >= theirs.timeout_secs as f64)
         {
@@ -305,6 +314,7 @@ mod tests {
     const LIMITS: Limits = Limits {
         timeout_secs: 60,
         memory_bytes: None,
+        cpus_milli: None,
         network: false,
         strict: false,
     };
@@ -438,6 +448,7 @@ mod tests {
             Change::Strict,
             Change::Timeout,
             Change::Memory,
+            Change::Cpus,
             Change::Network,
             Change::Tests,
             Change::Rules,
