@@ -712,3 +712,206 @@ fn the_first_jobs_run_while_later_instance_images_build() {
             .count()
     );
 }
+
+/// The categories of run `run_id`'s verdicts in `out`, by (instance, model, sample).
+fn categories(out: &Path, run_id: &str) -> BTreeMap<(String, String, u32), String> {
+    verdicts(&Layout::new(out, run_id).jsonl_path())
+        .into_iter()
+        .map(|(k, v)| (k, v.category.as_str().to_string()))
+        .collect()
+}
+
+/// The line a resumed run prints about its earlier verdicts.
+fn resume_line(stdout: &str) -> String {
+    stdout
+        .lines()
+        .find(|l| l.starts_with("  resumed from the earlier verdicts:"))
+        .unwrap_or("")
+        .trim()
+        .to_string()
+}
+
+/// A verdict records what produced it, and a run with the same id decides by that record:
+/// the mini run resumed after each kind of change. A test list changed: its instance's
+/// verdicts are graded again from their saved logs (no container), each equal to a fresh
+/// run's. The test patch changed (and with it the eval script): its instance's run again.
+/// The timeout changed: only the verdict the timeout decided runs again. `--network` given:
+/// the verdict that needed it runs again; taken away again: the verdict that had it runs again.
+#[test]
+fn a_resume_keeps_grades_again_or_runs_again_by_what_produced_each_verdict() {
+    let _turn = crate::common::mini_images_shared();
+    let Some(_rt) = daemon() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let bench = swe_eval_core::mini::materialize(&dir.path().join("mini")).unwrap();
+    let mirrors = bench.mirrors.display().to_string();
+    let calc = "swe-eval-mini__calc-1";
+    let rows: Vec<serde_json::Value> = std::fs::read_to_string(&bench.dataset)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|r: &serde_json::Value| {
+            [calc, "swe-eval-mini__calc-2", "swe-eval-mini__iniconf-1"]
+                .contains(&r["instance_id"].as_str().unwrap())
+        })
+        .collect();
+    let write = |name: &str, rows: &[serde_json::Value]| {
+        let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
+        std::fs::write(dir.path().join(name), text).unwrap();
+    };
+    write("ds.jsonl", &rows);
+    // A test that does not exist added to calc-1's FAIL_TO_PASS: its gold no longer resolves.
+    let mut tests = rows.clone();
+    for r in tests.iter_mut().filter(|r| r["instance_id"] == calc) {
+        let mut f2p: Vec<String> = match &r["FAIL_TO_PASS"] {
+            serde_json::Value::String(s) => serde_json::from_str(s).unwrap(),
+            v => serde_json::from_value(v.clone()).unwrap(),
+        };
+        let file = f2p[0].split("::").next().unwrap().to_string();
+        f2p.push(format!("{file}::test_that_does_not_exist"));
+        r["FAIL_TO_PASS"] = serde_json::json!(f2p);
+    }
+    write("tests.jsonl", &tests);
+    // calc-1's test patch with one more added line (and so another eval script).
+    let mut patched = tests.clone();
+    for r in patched.iter_mut().filter(|r| r["instance_id"] == calc) {
+        let tp = r["test_patch"].as_str().unwrap();
+        let header = regex::Regex::new(r"@@ -(\d+),(\d+) \+(\d+),(\d+) @@").unwrap();
+        let c = header.captures(tp).unwrap();
+        let more = c[4].parse::<u32>().unwrap() + 1;
+        let new_header = format!("@@ -{},{} +{},{more} @@", &c[1], &c[2], &c[3]);
+        let first_hunk_end = tp[c.get(0).unwrap().end()..]
+            .find("\ndiff --git")
+            .map_or(tp.len(), |i| c.get(0).unwrap().end() + i + 1);
+        let mut changed = tp[..first_hunk_end].replacen(&c[0], &new_header, 1);
+        if !changed.ends_with('\n') {
+            changed.push('\n');
+        }
+        changed.push_str("+# the test patch changed\n");
+        changed.push_str(&tp[first_hunk_end..]);
+        r["test_patch"] = serde_json::json!(changed);
+    }
+    write("patched.jsonl", &patched);
+    // The bundled predictions of these instances.
+    let preds: Vec<String> = std::fs::read_to_string(&bench.predictions)
+        .unwrap()
+        .lines()
+        .filter(|l| {
+            rows.iter()
+                .any(|r| l.contains(r["instance_id"].as_str().unwrap()))
+        })
+        .map(String::from)
+        .collect();
+    std::fs::write(dir.path().join("preds.jsonl"), preds.join("\n") + "\n").unwrap();
+    let go = |data: &str, run_id: &str, extra: &[&str]| {
+        let args: Vec<&str> = [
+            "-d",
+            data,
+            "-p",
+            "preds.jsonl",
+            "--flavour",
+            "debian",
+            "--mirrors",
+            &mirrors,
+            "--run-id",
+            run_id,
+            "-o",
+            "out",
+            "-j",
+            "2",
+        ]
+        .into_iter()
+        .chain(extra.iter().copied())
+        .collect();
+        swe_eval(dir.path(), &args)
+    };
+    let out = dir.path().join("out");
+    let n = preds.len();
+    let calc_preds = preds.iter().filter(|l| l.contains(calc)).count();
+    assert!(
+        n >= 6 && calc_preds >= 3,
+        "{n} predictions, {calc_preds} of calc-1"
+    );
+
+    let first = go("ds.jsonl", "r", &["--timeout", "8"]);
+    assert_eq!(first.code, 0, "{}", first.stdout);
+    let again = go("ds.jsonl", "r", &["--timeout", "8"]);
+    assert_eq!(
+        resume_line(&again.stdout),
+        format!("resumed from the earlier verdicts: {n} kept as they were")
+    );
+    assert!(
+        again.stdout.contains(" 0 containers run"),
+        "{}",
+        again.stdout
+    );
+
+    // The test lists: graded again, no container; as a fresh run grades them.
+    let regraded = go("tests.jsonl", "r", &["--timeout", "8"]);
+    assert_eq!(
+        resume_line(&regraded.stdout),
+        format!(
+            "resumed from the earlier verdicts: {} kept as they were; {calc_preds} graded again from their saved logs (test lists changed {calc_preds})",
+            n - calc_preds
+        )
+    );
+    assert!(
+        regraded.stdout.contains(" 0 containers run"),
+        "{}",
+        regraded.stdout
+    );
+    go("tests.jsonl", "fresh-tests", &["--timeout", "8"]);
+    assert_eq!(categories(&out, "r"), categories(&out, "fresh-tests"));
+    let gold = &categories(&out, "r")[&(calc.to_string(), "mini-gold".to_string(), 0)];
+    assert_eq!(
+        gold, "unresolved",
+        "a required test that does not exist fails the gold"
+    );
+
+    // The test patch (and so the eval script): its instance's predictions run again.
+    let rerun = go("patched.jsonl", "r", &["--timeout", "8"]);
+    assert_eq!(
+        resume_line(&rerun.stdout),
+        format!(
+            "resumed from the earlier verdicts: {} kept as they were; {calc_preds} run again (eval script changed and test patch changed {calc_preds})",
+            n - calc_preds
+        )
+    );
+    go("patched.jsonl", "fresh-patched", &["--timeout", "8"]);
+    assert_eq!(categories(&out, "r"), categories(&out, "fresh-patched"));
+
+    // A longer timeout: only the verdict it decided (the endless loop) runs again.
+    let longer = go("patched.jsonl", "r", &["--timeout", "9"]);
+    assert_eq!(
+        resume_line(&longer.stdout),
+        format!(
+            "resumed from the earlier verdicts: {} kept as they were; 1 run again (timeout changed 1)",
+            n - 1
+        )
+    );
+    // The network given: the verdict that needed it runs again; taken away: the one that had it.
+    let network = go("patched.jsonl", "r", &["--timeout", "9", "--network"]);
+    assert_eq!(
+        resume_line(&network.stdout),
+        format!(
+            "resumed from the earlier verdicts: {} kept as they were; 1 run again (network changed 1)",
+            n - 1
+        )
+    );
+    let without = go("patched.jsonl", "r", &["--timeout", "9"]);
+    assert_eq!(
+        resume_line(&without.stdout),
+        format!(
+            "resumed from the earlier verdicts: {} kept as they were; 1 run again (network changed 1)",
+            n - 1
+        )
+    );
+    // Every verdict names what produced it: a kept one, the earlier run's inputs.
+    for v in verdicts(&Layout::new(&out, "r").jsonl_path()).values() {
+        let id = v.identity.as_ref().expect("an identity");
+        assert_eq!(id.patch, v.patch_hash);
+        if v.category != Category::EmptyPatch {
+            assert_eq!(Some(id.limits.timeout_secs), v.timeout_secs, "{v:?}");
+        }
+        assert!(!id.limits.network);
+    }
+}
