@@ -5,7 +5,7 @@
 //! wires the pieces and renders events.
 //!
 //! - `evaluate`, `validate`: `run` and `validate` as one call each, from a [`Source`] and
-//!   [`RunOptions`] to a finished run.
+//!   `session::RunOptions` to a finished run.
 //! - `inputs`: dataset and predictions loaded and narrowed (or the mini benchmark).
 //! - `workflow`: the run's lock, resume, the session, the verdicts written, the summaries.
 //! - `ending`: the one rule that decides a command's exit code.

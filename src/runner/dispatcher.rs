@@ -229,7 +229,7 @@ pub struct Dispatcher {
     next_seq: usize,
     dispatching: bool,
     /// When setups last arrived (the start counts as one): a burst of arrivals is ordered
-    /// before dispatch takes from it ([`order::SETTLE`]).
+    /// before dispatch takes from it (`order::SETTLE` (150 ms)).
     last_arrival: Instant,
     /// The order note was given (it is given once, for the first jobs).
     noted: bool,
@@ -517,7 +517,7 @@ impl Dispatcher {
     }
 
     /// Until when dispatch waits for more setups: after the start or an arrival, for at most
-    /// [`order::SETTLE`], while an instance still awaited is expected to run longer than the
+    /// `order::SETTLE` (150 ms), while an instance still awaited is expected to run longer than the
     /// queue's head (`None`: no wait).
     pub fn settle_until(&self, now: Instant) -> Option<Instant> {
         let until = self.last_arrival + order::SETTLE;

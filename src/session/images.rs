@@ -95,6 +95,9 @@ impl Preparing {
     }
 }
 
+/// Finds the instance and test spec of an instance id.
+pub(super) type SpecLookup = Arc<dyn Fn(&str) -> Option<(Instance, TestSpec)> + Send + Sync>;
+
 /// Everything the preparing task needs.
 pub(super) struct Preparer<E: Engine> {
     pub holding: Arc<Holding<E>>,
@@ -104,7 +107,7 @@ pub(super) struct Preparer<E: Engine> {
     pub preparing: Arc<Preparing>,
     pub events: UnboundedSender<Event>,
     /// The instance and test spec of an instance id (those the session made).
-    pub specs: Arc<dyn Fn(&str) -> Option<(Instance, TestSpec)> + Send + Sync>,
+    pub specs: SpecLookup,
 }
 
 /// Prepares the images asked for, a batch at a time (each environment image is built once,

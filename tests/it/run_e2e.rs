@@ -773,9 +773,9 @@ fn a_resume_keeps_grades_again_or_runs_again_by_what_produced_each_verdict() {
     write("tests.jsonl", &tests);
     // calc-1's test patch with one more added line (and so another eval script).
     let mut patched = tests.clone();
+    let header = regex::Regex::new(r"@@ -(\d+),(\d+) \+(\d+),(\d+) @@").unwrap();
     for r in patched.iter_mut().filter(|r| r["instance_id"] == calc) {
         let tp = r["test_patch"].as_str().unwrap();
-        let header = regex::Regex::new(r"@@ -(\d+),(\d+) \+(\d+),(\d+) @@").unwrap();
         let c = header.captures(tp).unwrap();
         let more = c[4].parse::<u32>().unwrap() + 1;
         let new_header = format!("@@ -{},{} +{},{more} @@", &c[1], &c[2], &c[3]);
