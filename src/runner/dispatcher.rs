@@ -596,6 +596,18 @@ impl Dispatcher {
         fx
     }
 
+    /// Removes job `seq` with what points at it (its key, its predictions' deadlines).
+    fn take_entry(&mut self, seq: usize) -> Option<Entry> {
+        let e = self.entries.remove(&seq)?;
+        self.forget_key(e.key(), seq);
+        for m in &e.members {
+            if let Some(d) = m.deadline {
+                self.deadlines.remove(&(d, m.id, seq));
+            }
+        }
+        Some(e)
+    }
+
     fn forget_key(&mut self, key: (String, String), seq: usize) {
         if self.by_key.get(&key) == Some(&seq) {
             self.by_key.remove(&key);
@@ -607,15 +619,9 @@ impl Dispatcher {
     /// timeout was cut to its deadline and that timed out decided nothing: its predictions'
     /// deadline passed. A withdrawn job's predictions were not run.
     pub fn finished(&mut self, seq: usize, done: JobDone) -> Vec<Effect> {
-        let Some(e) = self.entries.remove(&seq) else {
+        let Some(e) = self.take_entry(seq) else {
             return Vec::new();
         };
-        self.forget_key(e.key(), seq);
-        for m in &e.members {
-            if let Some(d) = m.deadline {
-                self.deadlines.remove(&(d, m.id, seq));
-            }
-        }
         let (verdict, logs) = match done {
             JobDone::Withdrawn => {
                 self.tally.jobs_run = self.tally.jobs_run.saturating_sub(1);
@@ -713,15 +719,9 @@ impl Dispatcher {
     /// Job `seq` was killed (a second interrupt) before it was over: its predictions were not
     /// run to a verdict.
     pub fn abandoned(&mut self, seq: usize) -> Vec<Effect> {
-        let Some(e) = self.entries.remove(&seq) else {
+        let Some(e) = self.take_entry(seq) else {
             return Vec::new();
         };
-        self.forget_key(e.key(), seq);
-        for m in &e.members {
-            if let Some(d) = m.deadline {
-                self.deadlines.remove(&(d, m.id, seq));
-            }
-        }
         answer_all(&e.members, Answer::NotRun)
     }
 
@@ -779,13 +779,7 @@ impl Dispatcher {
         let mut not_started = not_started;
         not_started.sort_unstable();
         for seq in not_started {
-            if let Some(e) = self.entries.remove(&seq) {
-                for m in &e.members {
-                    if let Some(d) = m.deadline {
-                        self.deadlines.remove(&(d, m.id, seq));
-                    }
-                }
-                self.forget_key(e.key(), seq);
+            if let Some(e) = self.take_entry(seq) {
                 fx.extend(answer_all(&e.members, Answer::NotRun));
             }
         }

@@ -173,6 +173,16 @@ fn started_order(events: &[RunEvent]) -> Vec<&str> {
         .collect()
 }
 
+/// `n` predictions `GOOD` of instances `i0`, `i1`, ..., each ready, no deadline.
+fn good(n: usize) -> Vec<Sub> {
+    (0..n)
+        .map(|i| {
+            let id = format!("i{i}");
+            (pred(&id, "m", 0, "GOOD"), Ok(s(&id)), None)
+        })
+        .collect()
+}
+
 fn s(id: &str) -> Arc<Setup> {
     setup(id, Ok(IMAGE)).1
 }
@@ -361,17 +371,7 @@ async fn second_interrupt_kills_the_running_jobs_and_this_processs_containers() 
     let mut cfg = config("r");
     cfg.workers = 1;
     let mut d = drv(&e, &cfg);
-    let rxs = d.submit(
-        (0..3)
-            .map(|i| {
-                (
-                    pred(&format!("i{i}"), "m", 0, "GOOD"),
-                    Ok(s(&format!("i{i}"))),
-                    None,
-                )
-            })
-            .collect(),
-    );
+    let rxs = d.submit(good(3));
     tokio::time::sleep(Duration::from_secs(1)).await;
     d.control.send(Control::Interrupt).unwrap();
     d.control.send(Control::Interrupt).unwrap();
@@ -727,17 +727,7 @@ async fn jobs_prepared_ahead_start_as_workers_free_up_and_never_more_at_once() {
     let mut cfg = config("r");
     cfg.workers = 2;
     let mut d = drv(&e, &cfg);
-    let rxs = d.submit(
-        (0..6)
-            .map(|i| {
-                (
-                    pred(&format!("i{i}"), "m", 0, "GOOD"),
-                    Ok(s(&format!("i{i}"))),
-                    None,
-                )
-            })
-            .collect(),
-    );
+    let rxs = d.submit(good(6));
     tokio::time::sleep(Duration::from_millis(500)).await;
     // Two running, two more prepared and waiting at the gate.
     assert_eq!(e.jobs().len(), 4);
@@ -761,17 +751,7 @@ async fn an_interrupt_withdraws_prepared_jobs_whose_predictions_are_not_run() {
     let mut cfg = config("r");
     cfg.workers = 1;
     let mut d = drv(&e, &cfg);
-    let rxs = d.submit(
-        (0..4)
-            .map(|i| {
-                (
-                    pred(&format!("i{i}"), "m", 0, "GOOD"),
-                    Ok(s(&format!("i{i}"))),
-                    None,
-                )
-            })
-            .collect(),
-    );
+    let rxs = d.submit(good(4));
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(e.jobs().len(), 2, "one running, one prepared");
     d.control.send(Control::Interrupt).unwrap();
@@ -944,17 +924,7 @@ async fn the_runs_deadline_stops_dispatching_and_says_so() {
     cfg.workers = 1;
     cfg.deadline = Some(Duration::from_secs(5));
     let mut d = drv(&e, &cfg);
-    let rxs = d.submit(
-        (0..3)
-            .map(|i| {
-                (
-                    pred(&format!("i{i}"), "m", 0, "GOOD"),
-                    Ok(s(&format!("i{i}"))),
-                    None,
-                )
-            })
-            .collect(),
-    );
+    let rxs = d.submit(good(3));
     let mut got = Vec::new();
     for rx in rxs {
         got.push(rx.await.unwrap_or(Answer::NotRun));
