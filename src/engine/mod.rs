@@ -17,6 +17,7 @@ mod docker;
 mod error;
 #[cfg(any(test, feature = "testing"))]
 mod fake;
+mod forward;
 mod job;
 mod labels;
 mod podman;
@@ -32,6 +33,7 @@ pub use docker::{Daemon, DockerEngine};
 pub use error::EngineError;
 #[cfg(any(test, feature = "testing"))]
 pub use fake::{exited, timed_out, Call, FakeEngine};
+pub use forward::Forward;
 pub use job::{FileIn, GatePass, JobOutput, JobSpec, Limits, Place, StartGate, Ticket};
 pub use labels::{LABEL_DOOMED, LABEL_HOLD, LABEL_KEEP, LABEL_OWNER, LABEL_RUN_ID, LABEL_TOOL};
 pub use podman::{LimitSupport, PodmanHost};
