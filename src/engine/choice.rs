@@ -4,7 +4,7 @@
 //! `AnyEngine` instead of once per engine; the fake engine of the tests stays a type of its own.
 
 use super::api::Engine;
-use super::docker::{Daemon, DockerEngine};
+use super::docker::{CpuWeightError, Daemon, DockerEngine};
 use super::error::EngineError;
 use super::forward::engine_methods;
 use super::swarm::{SwarmEngine, SwarmOptions};
@@ -97,9 +97,9 @@ pub enum ConnectError {
     /// The engine did not answer.
     #[error(transparent)]
     Engine(#[from] EngineError),
-    /// The containers' CPU weight could not be set as asked (the message says why).
+    /// The containers' CPU weight could not be set as asked.
     #[error("cannot give the containers a CPU weight: {0}")]
-    CpuWeight(String),
+    CpuWeight(#[source] CpuWeightError),
 }
 
 impl swe_eval_core::failure::Classify for ConnectError {
@@ -107,7 +107,7 @@ impl swe_eval_core::failure::Classify for ConnectError {
         match self {
             ConnectError::Choice(e) => e.kind(),
             ConnectError::Engine(e) => e.kind(),
-            ConnectError::CpuWeight(_) => swe_eval_core::failure::ErrorKind::Usage,
+            ConnectError::CpuWeight(e) => e.kind(),
         }
     }
 }

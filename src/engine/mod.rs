@@ -1,5 +1,5 @@
 //! The container engine. `Engine` is the small surface the rest of the crate needs; the Docker
-//! implementation (`docker.rs`) and the Docker Swarm one (`swarm/`, jobs as one-shot services
+//! implementation (`docker/`) and the Docker Swarm one (`swarm/`, jobs as one-shot services
 //! across a cluster) are the only code in the crate that imports bollard. A fake engine
 //! (`fake.rs`) stands behind the same trait for unit tests of the runner.
 //!
@@ -28,8 +28,9 @@ pub use api::{
     BuildSettings, ByteStream, CommitBuild, Engine, EngineInfo, HistoryStep, ImageDetails,
     Resource, TarSource,
 };
+pub use cgroup::CgroupError;
 pub use choice::{connect, AnyEngine, ChoiceError, ConnectError, EngineChoice, EngineKind};
-pub use docker::{Daemon, DockerEngine};
+pub use docker::{CpuWeightError, Daemon, DockerEngine};
 pub use error::EngineError;
 #[cfg(any(test, feature = "testing"))]
 pub use fake::{exited, timed_out, Call, FakeEngine};
