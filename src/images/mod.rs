@@ -69,5 +69,5 @@ pub use plan::{
 };
 pub use prune::{prune, PruneError, PruneOptions, PruneReport, VolumeReport};
 pub use repo::{RepoCache, RepoSources};
-pub use selection::{names, InstanceNames};
+pub use selection::{names, InstanceNames, Unnamed};
 pub use transfer::{in_registry, pull_images, push_images, TransferReport};
