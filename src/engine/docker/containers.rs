@@ -11,7 +11,7 @@ use bollard::query_parameters::{
 };
 
 use super::engine::DockerEngine;
-use super::filters::label_filters;
+use super::filters::{label_filters, listing_failed};
 use super::status::status_of;
 use crate::engine::podman;
 use crate::engine::{EngineError, JobSpec, Resource};
@@ -164,14 +164,11 @@ impl DockerEngine {
             .all(true)
             .filters(&filters)
             .build();
-        let list =
-            self.docker
-                .list_containers(Some(opts))
-                .await
-                .map_err(|e| EngineError::List {
-                    what: "containers".into(),
-                    message: e.to_string(),
-                })?;
+        let list = self
+            .docker
+            .list_containers(Some(opts))
+            .await
+            .map_err(listing_failed("containers"))?;
         Ok(list
             .into_iter()
             .map(|c| Resource {

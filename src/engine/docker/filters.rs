@@ -1,9 +1,19 @@
-//! Label filters: what the daemon is asked to list, and the same test made on what it gives
-//! (Podman 4.3 lists no image for two label filters or more).
+//! Listing by label: the filters the daemon is asked for, the same test made on what it gives
+//! (Podman 4.3 lists no image for two label filters or more), and a listing that failed.
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::engine::LABEL_TOOL;
+use bollard::errors::Error as DockerError;
+
+use crate::engine::{EngineError, LABEL_TOOL};
+
+/// The error of a listing of `what` (`containers`, `images`, `volumes`) that failed.
+pub(super) fn listing_failed(what: &'static str) -> impl FnOnce(DockerError) -> EngineError {
+    move |e| EngineError::List {
+        what: what.into(),
+        message: e.to_string(),
+    }
+}
 
 /// The daemon's `filters` for objects carrying all of `labels` (an empty value: the key with
 /// any value); never an empty filter, which would list everything on the machine.

@@ -11,7 +11,7 @@ use bollard::query_parameters::{
 use futures_util::StreamExt;
 
 use super::engine::DockerEngine;
-use super::filters::{has_labels, label_filters};
+use super::filters::{has_labels, label_filters, listing_failed};
 use super::status::status_of;
 use super::tar_stream::tar_chunks;
 use crate::engine::{EngineError, HistoryStep, ImageDetails, Resource, TarSource};
@@ -251,10 +251,7 @@ impl DockerEngine {
             .docker
             .list_images(Some(opts))
             .await
-            .map_err(|e| EngineError::List {
-                what: "images".into(),
-                message: e.to_string(),
-            })?;
+            .map_err(listing_failed("images"))?;
         Ok(list
             .into_iter()
             .filter(|i| has_labels(&i.labels, &labels))

@@ -7,7 +7,7 @@ use bollard::models::VolumeCreateRequest;
 use bollard::query_parameters::{ListVolumesOptionsBuilder, RemoveVolumeOptions};
 
 use super::engine::DockerEngine;
-use super::filters::label_filters;
+use super::filters::{label_filters, listing_failed};
 use super::status::status_of;
 use crate::engine::{EngineError, Resource};
 
@@ -60,10 +60,7 @@ impl DockerEngine {
             .docker
             .list_volumes(Some(opts))
             .await
-            .map_err(|e| EngineError::List {
-                what: "volumes".into(),
-                message: e.to_string(),
-            })?;
+            .map_err(listing_failed("volumes"))?;
         Ok(list
             .volumes
             .unwrap_or_default()
