@@ -216,7 +216,7 @@ pub struct ImageSources {
     #[arg(long, env = "SWE_EVAL_MIRRORS")]
     pub mirrors: Option<PathBuf>,
     /// Registry/namespace of prebuilt official images (`''` builds locally).
-    #[arg(long)]
+    #[arg(long, value_parser = namespace)]
     pub namespace: Option<String>,
     /// A PEM certificate bundle that image builds trust (for a TLS-intercepting proxy).
     #[arg(long)]
@@ -285,4 +285,10 @@ impl clap::ValueEnum for CacheLevel {
         };
         Some(clap::builder::PossibleValue::new(name).help(help))
     }
+}
+
+/// `--namespace`: empty, or what an image name can start with (refused here, exit code 2,
+/// rather than by the daemon's answer to every lookup).
+fn namespace(s: &str) -> Result<String, crate::images::NamespaceError> {
+    crate::images::check_namespace(s).map(|()| s.to_string())
 }

@@ -181,9 +181,13 @@ pub struct ExportArgs {
     /// The instances.
     #[command(flatten)]
     pub selection: Selection,
-    /// The archive to write: `.tar`, or `.tar.zst` (zstd-compressed).
+    /// The archive to write: `.tar`, or `.tar.zst` (zstd-compressed). An existing file is
+    /// refused unless --force.
     #[arg(long, short = 'o')]
     pub output: PathBuf,
+    /// Write over an existing archive file.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `images import`.
@@ -298,11 +302,16 @@ async fn inventory(s: &Selection) -> Result<Inventory, CliError> {
     } = selection(s, scratch.path(), None)?;
     let engine = s.engine.connect().await?;
     let (names, listing) = orchestrate::list_images(&engine, &set, &opts).await?;
+    // An instance whose spec cannot be made has no image name at all: a problem to say.
+    let without: Vec<String> = (set.without_spec().iter())
+        .map(|n| format!("{}: no test spec: {}", n.instance_id, n.reason))
+        .collect();
+    super::print_problems("warning: ", &without);
     Ok(Inventory {
         _scratch: scratch,
         set,
         names,
-        problems: problems.len(),
+        problems: problems.len() + without.len(),
         engine,
         listing,
     })
@@ -357,8 +366,27 @@ async fn list(a: ListArgs) -> CliResult {
         }
         print_summary(&listing, disk.as_ref());
     }
+    // Instances some of whose images cannot be named (their repository cannot be had).
+    let unnamed: Vec<String> = (listing.instances.iter())
+        .filter_map(|i| {
+            let unknown: Vec<(&str, &str)> = (i.layers.iter())
+                .filter_map(|l| match &l.state {
+                    LayerState::Unknown { reason } => Some((l.layer.as_str(), reason.as_str())),
+                    _ => None,
+                })
+                .collect();
+            let (_, reason) = unknown.first()?;
+            let layers: Vec<&str> = unknown.iter().map(|(layer, _)| *layer).collect();
+            Some(format!(
+                "{}: its {} image(s) cannot be named: {reason}",
+                i.instance_id,
+                layers.join(" and ")
+            ))
+        })
+        .collect();
+    super::print_problems("warning: ", &unnamed);
     Ok(ending(&Troubles {
-        input_problems: problems,
+        input_problems: problems + unnamed.len(),
         ..Default::default()
     }))
 }
@@ -595,6 +623,8 @@ async fn transfer(a: RegistryArgs, push: bool) -> CliResult {
 }
 
 async fn export(a: ExportArgs) -> CliResult {
+    // Before the listing, which can take a while: an archive in the way is said at once.
+    images::may_write_archive(&a.output, a.force)?;
     let Inventory {
         problems,
         engine,
@@ -616,7 +646,7 @@ async fn export(a: ExportArgs) -> CliResult {
             "warning: {missing} selected instance(s) have no image to export (`swe-eval images list` names them){hint}"
         );
     }
-    let report = images::export_images(&engine, &listing.used, &a.output).await?;
+    let report = images::export_images(&engine, &listing.used, &a.output, a.force).await?;
     println!(
         "wrote {}: {} images of {} instances, {} in {:.1} s",
         a.output.display(),

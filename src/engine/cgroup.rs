@@ -37,17 +37,79 @@ pub fn shares(weight: u32) -> u64 {
     (u64::from(weight) * 1024 / 100).clamp(2, 262_144)
 }
 
+/// Why the harness's cgroup could not be made or weighed.
+#[derive(Debug, thiserror::Error)]
+pub enum CgroupError {
+    /// A weight outside [`WEIGHTS`].
+    #[error("a CPU weight is {} to {}, not {weight}", WEIGHTS.start(), WEIGHTS.end())]
+    Range {
+        /// The weight asked for.
+        weight: u32,
+    },
+    /// A file of the cgroup file system could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// A file of the cgroup file system could not be written.
+    #[error("cannot write {value} to {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// What was written.
+        value: String,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// The hierarchy the cgroup belongs in is not there.
+    #[error("no cgroup hierarchy at {}", path.display())]
+    NoHierarchy {
+        /// Where it was looked for.
+        path: PathBuf,
+    },
+    /// The cgroup's folder could not be made.
+    #[error("cannot make {}: {source}", path.display())]
+    Make {
+        /// The folder.
+        path: PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// The weight written is not what the file holds afterwards.
+    #[error("{} holds {held} after {value} was written", path.display())]
+    NotTaken {
+        /// The file.
+        path: PathBuf,
+        /// What was written.
+        value: String,
+        /// What it holds.
+        held: String,
+    },
+}
+
 /// Makes the parent cgroup under `root` (`/sys/fs/cgroup` on a real machine) and writes its
 /// weight. Returns the file written. On v2 the CPU controller is first enabled for the root's
 /// children when it is not (the parent's `cpu.weight` exists only then).
-pub fn prepare(root: &Path, layout: Layout, weight: u32) -> Result<PathBuf, String> {
+pub fn prepare(root: &Path, layout: Layout, weight: u32) -> Result<PathBuf, CgroupError> {
     if !WEIGHTS.contains(&weight) {
-        return Err(format!(
-            "a CPU weight is {} to {}, not {weight}",
-            WEIGHTS.start(),
-            WEIGHTS.end()
-        ));
+        return Err(CgroupError::Range { weight });
     }
+    let read = |path: &Path| {
+        std::fs::read_to_string(path).map_err(|source| CgroupError::Read {
+            path: path.to_path_buf(),
+            source,
+        })
+    };
+    let write = |path: &Path, value: &str| {
+        std::fs::write(path, value).map_err(|source| CgroupError::Write {
+            path: path.to_path_buf(),
+            value: value.to_string(),
+            source,
+        })
+    };
     let (dir, file, value) = match layout {
         Layout::V1 => (
             root.join("cpu").join(PARENT),
@@ -56,15 +118,9 @@ pub fn prepare(root: &Path, layout: Layout, weight: u32) -> Result<PathBuf, Stri
         ),
         Layout::V2 => {
             let control = root.join("cgroup.subtree_control");
-            let enabled = std::fs::read_to_string(&control)
-                .map_err(|e| format!("cannot read {}: {e}", control.display()))?;
+            let enabled = read(&control)?;
             if !enabled.split_whitespace().any(|c| c == "cpu") {
-                std::fs::write(&control, "+cpu").map_err(|e| {
-                    format!(
-                        "cannot enable the cpu controller in {}: {e}",
-                        control.display()
-                    )
-                })?;
+                write(&control, "+cpu")?;
             }
             (root.join(PARENT), "cpu.weight", weight.to_string())
         }
@@ -73,24 +129,20 @@ pub fn prepare(root: &Path, layout: Layout, weight: u32) -> Result<PathBuf, Stri
     // plain folder, weighing nothing).
     let hierarchy = dir.parent().unwrap_or(root);
     if !hierarchy.is_dir() {
-        return Err(format!("no cgroup hierarchy at {}", hierarchy.display()));
+        return Err(CgroupError::NoHierarchy {
+            path: hierarchy.to_path_buf(),
+        });
     }
     match std::fs::create_dir(&dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(format!("cannot make {}: {e}", dir.display())),
+        Err(source) => return Err(CgroupError::Make { path: dir, source }),
     }
     let path = dir.join(file);
-    std::fs::write(&path, &value)
-        .map_err(|e| format!("cannot write {value} to {}: {e}", path.display()))?;
-    let back = std::fs::read_to_string(&path)
-        .map_err(|e| format!("cannot read {} back: {e}", path.display()))?;
-    if back.trim() != value {
-        return Err(format!(
-            "{} holds {} after {value} was written",
-            path.display(),
-            back.trim()
-        ));
+    write(&path, &value)?;
+    let held = read(&path)?.trim().to_string();
+    if held != value {
+        return Err(CgroupError::NotTaken { path, value, held });
     }
     Ok(path)
 }
@@ -145,13 +197,21 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         assert!(prepare(root.path(), Layout::V1, 0)
             .unwrap_err()
+            .to_string()
             .contains("1 to 10000"));
         assert!(prepare(root.path(), Layout::V2, 10_001).is_err());
         // No cgroup.subtree_control: not a v2 hierarchy.
-        let e = prepare(root.path(), Layout::V2, 10).unwrap_err();
-        assert!(e.contains("cgroup.subtree_control"), "{e}");
+        let e = prepare(root.path(), Layout::V2, 10)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("cannot read") && e.contains("cgroup.subtree_control"),
+            "{e}"
+        );
         // No `cpu` hierarchy under a v1 root: nothing is made.
-        let e = prepare(root.path(), Layout::V1, 10).unwrap_err();
+        let e = prepare(root.path(), Layout::V1, 10)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("no cgroup hierarchy"), "{e}");
         assert!(!root.path().join("cpu").exists());
     }

@@ -3,15 +3,10 @@
 //! [`Engine`] surface, connected by [`connect`]. The workflows are written once for
 //! `AnyEngine` instead of once per engine; the fake engine of the tests stays a type of its own.
 
-use std::collections::BTreeMap;
-use std::time::Duration;
-
-use super::api::{
-    BuildSettings, ByteStream, CommitBuild, Engine, EngineInfo, ImageDetails, Resource, TarSource,
-};
-use super::docker::{Daemon, DockerEngine};
+use super::api::Engine;
+use super::docker::{CpuWeightError, Daemon, DockerEngine};
 use super::error::EngineError;
-use super::job::{JobOutput, JobSpec};
+use super::forward::engine_methods;
 use super::swarm::{SwarmEngine, SwarmOptions};
 
 /// Where the jobs run.
@@ -102,9 +97,9 @@ pub enum ConnectError {
     /// The engine did not answer.
     #[error(transparent)]
     Engine(#[from] EngineError),
-    /// The containers' CPU weight could not be set as asked (the message says why).
+    /// The containers' CPU weight could not be set as asked.
     #[error("cannot give the containers a CPU weight: {0}")]
-    CpuWeight(String),
+    CpuWeight(#[source] CpuWeightError),
 }
 
 impl swe_eval_core::failure::Classify for ConnectError {
@@ -112,7 +107,7 @@ impl swe_eval_core::failure::Classify for ConnectError {
         match self {
             ConnectError::Choice(e) => e.kind(),
             ConnectError::Engine(e) => e.kind(),
-            ConnectError::CpuWeight(_) => swe_eval_core::failure::ErrorKind::Usage,
+            ConnectError::CpuWeight(e) => e.kind(),
         }
     }
 }
@@ -173,133 +168,31 @@ impl From<SwarmEngine> for AnyEngine {
     }
 }
 
-/// Calls `$call` on whichever engine `$self` holds.
-macro_rules! each {
-    ($self:expr, $e:ident => $call:expr) => {
-        match $self {
-            AnyEngine::Docker($e) => $call,
-            AnyEngine::Swarm($e) => $call,
+/// The methods of `Engine` for [`AnyEngine`]: each is that of the engine it holds.
+macro_rules! dispatched {
+    () => {};
+    (async fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty; $($rest:tt)*) => {
+        async fn $name(&self $(, $arg: $ty)*) -> $ret {
+            match self {
+                AnyEngine::Docker(e) => Engine::$name(e $(, $arg)*).await,
+                AnyEngine::Swarm(e) => Engine::$name(&**e $(, $arg)*).await,
+            }
         }
+        dispatched!($($rest)*);
+    };
+    (fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty; $($rest:tt)*) => {
+        fn $name(&self $(, $arg: $ty)*) -> $ret {
+            match self {
+                AnyEngine::Docker(e) => Engine::$name(e $(, $arg)*),
+                AnyEngine::Swarm(e) => Engine::$name(&**e $(, $arg)*),
+            }
+        }
+        dispatched!($($rest)*);
     };
 }
 
 impl Engine for AnyEngine {
-    async fn info(&self) -> Result<EngineInfo, EngineError> {
-        each!(self, e => e.info().await)
-    }
-
-    async fn image_exists(&self, image: &str) -> Result<bool, EngineError> {
-        each!(self, e => e.image_exists(image).await)
-    }
-
-    async fn build_image_with(
-        &self,
-        tag: &str,
-        context_tar: impl Into<TarSource> + Send,
-        labels: BTreeMap<String, String>,
-        settings: BuildSettings,
-    ) -> Result<String, EngineError> {
-        let context: TarSource = context_tar.into();
-        each!(self, e => e.build_image_with(tag, context, labels, settings).await)
-    }
-
-    async fn import_image(
-        &self,
-        tag: &str,
-        rootfs_tar: impl Into<TarSource> + Send,
-        labels: BTreeMap<String, String>,
-    ) -> Result<(), EngineError> {
-        let rootfs: TarSource = rootfs_tar.into();
-        each!(self, e => e.import_image(tag, rootfs, labels).await)
-    }
-
-    async fn tag_image(&self, image: &str, new_name: &str) -> Result<(), EngineError> {
-        each!(self, e => e.tag_image(image, new_name).await)
-    }
-
-    async fn pull_image(&self, image: &str) -> Result<(), EngineError> {
-        each!(self, e => e.pull_image(image).await)
-    }
-
-    async fn remove_image(&self, image: &str) -> Result<(), EngineError> {
-        each!(self, e => e.remove_image(image).await)
-    }
-
-    async fn create_hold(
-        &self,
-        image: &str,
-        labels: BTreeMap<String, String>,
-    ) -> Result<String, EngineError> {
-        each!(self, e => e.create_hold(image, labels).await)
-    }
-
-    fn exported(&self) -> Vec<(String, Duration)> {
-        each!(self, e => e.exported())
-    }
-
-    fn prepares_ahead(&self) -> bool {
-        each!(self, e => e.prepares_ahead())
-    }
-
-    async fn run_job(&self, job: JobSpec) -> Result<JobOutput, EngineError> {
-        each!(self, e => e.run_job(job).await)
-    }
-
-    async fn list_containers(
-        &self,
-        labels: BTreeMap<String, String>,
-    ) -> Result<Vec<Resource>, EngineError> {
-        each!(self, e => e.list_containers(labels).await)
-    }
-
-    async fn remove_container(&self, id: &str) -> Result<(), EngineError> {
-        each!(self, e => e.remove_container(id).await)
-    }
-
-    async fn list_images(
-        &self,
-        labels: BTreeMap<String, String>,
-    ) -> Result<Vec<Resource>, EngineError> {
-        each!(self, e => e.list_images(labels).await)
-    }
-
-    async fn finish_run(&self) -> Vec<String> {
-        each!(self, e => e.finish_run().await)
-    }
-
-    async fn image_details(&self, image: &str) -> Result<Option<ImageDetails>, EngineError> {
-        each!(self, e => e.image_details(image).await)
-    }
-
-    fn save_images(&self, names: &[String]) -> ByteStream<EngineError> {
-        each!(self, e => e.save_images(names))
-    }
-
-    async fn load_images(
-        &self,
-        archive: ByteStream<std::io::Error>,
-    ) -> Result<Vec<String>, EngineError> {
-        each!(self, e => e.load_images(archive).await)
-    }
-
-    async fn commit_build(&self, build: CommitBuild) -> Result<String, EngineError> {
-        each!(self, e => e.commit_build(build).await)
-    }
-
-    async fn remove_volume(&self, name: &str) -> Result<(), EngineError> {
-        each!(self, e => e.remove_volume(name).await)
-    }
-
-    async fn list_volumes(
-        &self,
-        labels: BTreeMap<String, String>,
-    ) -> Result<Vec<Resource>, EngineError> {
-        each!(self, e => e.list_volumes(labels).await)
-    }
-
-    async fn push_image(&self, image: &str) -> Result<(), EngineError> {
-        each!(self, e => e.push_image(image).await)
-    }
+    engine_methods!(dispatched);
 }
 
 #[cfg(test)]

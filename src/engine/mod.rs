@@ -1,5 +1,5 @@
 //! The container engine. `Engine` is the small surface the rest of the crate needs; the Docker
-//! implementation (`docker.rs`) and the Docker Swarm one (`swarm/`, jobs as one-shot services
+//! implementation (`docker/`) and the Docker Swarm one (`swarm/`, jobs as one-shot services
 //! across a cluster) are the only code in the crate that imports bollard. A fake engine
 //! (`fake.rs`) stands behind the same trait for unit tests of the runner.
 //!
@@ -17,6 +17,7 @@ mod docker;
 mod error;
 #[cfg(any(test, feature = "testing"))]
 mod fake;
+mod forward;
 mod job;
 mod labels;
 mod podman;
@@ -27,11 +28,13 @@ pub use api::{
     BuildSettings, ByteStream, CommitBuild, Engine, EngineInfo, HistoryStep, ImageDetails,
     Resource, TarSource,
 };
+pub use cgroup::CgroupError;
 pub use choice::{connect, AnyEngine, ChoiceError, ConnectError, EngineChoice, EngineKind};
-pub use docker::{Daemon, DockerEngine};
+pub use docker::{CpuWeightError, Daemon, DockerEngine};
 pub use error::EngineError;
 #[cfg(any(test, feature = "testing"))]
 pub use fake::{exited, timed_out, Call, FakeEngine};
+pub use forward::Forward;
 pub use job::{FileIn, GatePass, JobOutput, JobSpec, Limits, Place, StartGate, Ticket};
 pub use labels::{LABEL_DOOMED, LABEL_HOLD, LABEL_KEEP, LABEL_OWNER, LABEL_RUN_ID, LABEL_TOOL};
 pub use podman::{LimitSupport, PodmanHost};

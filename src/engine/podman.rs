@@ -314,51 +314,96 @@ pub fn unix_path(endpoint: &str) -> Option<&Path> {
     endpoint.strip_prefix("unix://").map(Path::new)
 }
 
+/// Why a request to Podman's own API (`GET /libpod/...`) gave no answer to read.
+#[derive(Debug, thiserror::Error)]
+pub enum PodmanApiError {
+    /// The endpoint is neither `unix://` nor `tcp://`/`http://`.
+    #[error("{endpoint}: only unix:// and tcp:// are read")]
+    Endpoint {
+        /// The endpoint.
+        endpoint: String,
+    },
+    /// The exchange failed.
+    #[error("GET {path} at {endpoint}: {source}")]
+    Io {
+        /// The endpoint.
+        endpoint: String,
+        /// The path asked for.
+        path: String,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// No answer in time.
+    #[error("GET {path}: no answer within {} s", timeout.as_secs())]
+    Timeout {
+        /// The path asked for.
+        path: String,
+        /// How long it was waited for.
+        timeout: Duration,
+    },
+    /// An answer that is not a successful HTTP answer with a JSON body.
+    #[error("GET {path}: {what}")]
+    Answer {
+        /// The path asked for.
+        path: String,
+        /// What was wrong with it.
+        what: String,
+    },
+}
+
+/// How long [`get_json`] waits for its answer.
+const API_TIMEOUT: Duration = Duration::from_secs(20);
+
 /// `GET path` on the service at `endpoint` (`unix://` or `tcp://`/`http://`), as plain
 /// HTTP/1.0: the libpod endpoints the Docker client library does not know.
-pub async fn get_json(endpoint: &str, path: &str) -> Result<serde_json::Value, String> {
+pub async fn get_json(endpoint: &str, path: &str) -> Result<serde_json::Value, PodmanApiError> {
     let request = format!("GET {path} HTTP/1.0\r\nHost: podman\r\n\r\n");
+    let io = |source| PodmanApiError::Io {
+        endpoint: endpoint.to_string(),
+        path: path.to_string(),
+        source,
+    };
     let exchange = async {
         let mut raw = Vec::new();
         if let Some(sock) = unix_path(endpoint) {
-            let mut s = tokio::net::UnixStream::connect(sock)
-                .await
-                .map_err(|e| format!("{}: {e}", sock.display()))?;
-            s.write_all(request.as_bytes())
-                .await
-                .map_err(|e| e.to_string())?;
-            s.read_to_end(&mut raw).await.map_err(|e| e.to_string())?;
+            let mut s = tokio::net::UnixStream::connect(sock).await.map_err(io)?;
+            s.write_all(request.as_bytes()).await.map_err(io)?;
+            s.read_to_end(&mut raw).await.map_err(io)?;
         } else {
             let host = endpoint
                 .strip_prefix("tcp://")
                 .or_else(|| endpoint.strip_prefix("http://"))
-                .ok_or_else(|| format!("{endpoint}: only unix:// and tcp:// are read"))?;
+                .ok_or_else(|| PodmanApiError::Endpoint {
+                    endpoint: endpoint.to_string(),
+                })?;
             let mut s = tokio::net::TcpStream::connect(host.trim_end_matches('/'))
                 .await
-                .map_err(|e| format!("{host}: {e}"))?;
-            s.write_all(request.as_bytes())
-                .await
-                .map_err(|e| e.to_string())?;
-            s.read_to_end(&mut raw).await.map_err(|e| e.to_string())?;
+                .map_err(io)?;
+            s.write_all(request.as_bytes()).await.map_err(io)?;
+            s.read_to_end(&mut raw).await.map_err(io)?;
         }
-        Ok::<_, String>(raw)
+        Ok::<_, PodmanApiError>(raw)
     };
-    let raw = tokio::time::timeout(Duration::from_secs(20), exchange)
+    let raw = tokio::time::timeout(API_TIMEOUT, exchange)
         .await
-        .map_err(|_| format!("GET {path}: no answer within 20 s"))??;
+        .map_err(|_| PodmanApiError::Timeout {
+            path: path.to_string(),
+            timeout: API_TIMEOUT,
+        })??;
+    let answer = |what: String| PodmanApiError::Answer {
+        path: path.to_string(),
+        what,
+    };
     let split = raw
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
-        .ok_or_else(|| format!("GET {path}: no HTTP header in the answer"))?;
+        .ok_or_else(|| answer("no HTTP header in the answer".into()))?;
     let head = String::from_utf8_lossy(&raw[..split]);
     let status = head.split_whitespace().nth(1).unwrap_or_default();
     if status != "200" {
-        return Err(format!(
-            "GET {path}: {}",
-            head.lines().next().unwrap_or_default()
-        ));
+        return Err(answer(head.lines().next().unwrap_or_default().to_string()));
     }
-    serde_json::from_slice(&raw[split + 4..]).map_err(|e| format!("GET {path}: {e}"))
+    serde_json::from_slice(&raw[split + 4..]).map_err(|e| answer(e.to_string()))
 }
 
 /// A resource limit of a process: soft and hard, `None` for unlimited.

@@ -31,6 +31,28 @@ pub enum ArchiveError {
     /// Nothing to put in it.
     #[error("no image of the selection is on the daemon: nothing to export (build them with `swe-eval images build`)")]
     Empty,
+    /// The archive file exists, and writing over it was not asked for.
+    #[error("{} exists: give --force to write over it", path.display())]
+    Exists {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The archive could not be decompressed to its end: it is cut short or damaged.
+    #[error("{} is truncated or corrupt: {source}", path.display())]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// The decompressor's error.
+        source: std::io::Error,
+    },
+    /// The daemon read the archive's tar to an unexpected end: it is cut short or damaged.
+    #[error("{} is truncated or corrupt: {source}", path.display())]
+    CutShort {
+        /// The file.
+        path: PathBuf,
+        /// What the daemon said.
+        source: EngineError,
+    },
 }
 
 impl swe_eval_core::failure::Classify for ArchiveError {
@@ -45,6 +67,9 @@ impl swe_eval_core::failure::Classify for ArchiveError {
             }
             ArchiveError::Read { .. } => ErrorKind::Failed,
             ArchiveError::Empty => ErrorKind::NothingComputable,
+            // The command line named a file it did not say may be replaced.
+            ArchiveError::Exists { .. } => ErrorKind::Usage,
+            ArchiveError::Corrupt { .. } | ArchiveError::CutShort { .. } => ErrorKind::Failed,
         }
     }
 }
@@ -66,14 +91,27 @@ fn zstd_path(path: &Path) -> bool {
         .is_some_and(|e| e == "zst" || e == "zstd" || e == "tzst")
 }
 
+/// Whether an archive may be written at `path`: not over an existing file unless `force`.
+pub fn may_write_archive(path: &Path, force: bool) -> Result<(), ArchiveError> {
+    match !force && path.symlink_metadata().is_ok() {
+        true => Err(ArchiveError::Exists {
+            path: path.to_path_buf(),
+        }),
+        false => Ok(()),
+    }
+}
+
 /// Writes `names` (images on the daemon) to one archive at `path` in `docker save` format,
 /// each layer once however many images share it; zstd-compressed when `path` ends in `.zst`.
-/// Written atomically: a failure leaves no partial archive.
+/// An existing file is written over only when `force` is set ([`may_write_archive`]). Written
+/// atomically: a failure leaves no partial archive.
 pub async fn export_images<E: Engine>(
     engine: &E,
     names: &[String],
     path: &Path,
+    force: bool,
 ) -> Result<ArchiveReport, ArchiveError> {
+    may_write_archive(path, force)?;
     if names.is_empty() {
         return Err(ArchiveError::Empty);
     }
@@ -156,17 +194,23 @@ pub async fn import_images<E: Engine>(
         file.rewind().map_err(read_err)?;
         n == 4 && magic == [0x28, 0xb5, 0x2f, 0xfd]
     };
-    // Read (and decompressed) on a blocking thread, handed to the daemon piece by piece.
+    // Read (and decompressed) on a blocking thread, handed to the daemon piece by piece. A
+    // read that fails (a compressed archive cut short) is kept: the daemon's side of it is
+    // only a broken request.
     let (tx, rx) = mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(8);
+    let read_failed = std::sync::Arc::new(std::sync::Mutex::new(None::<std::io::Error>));
+    let failed = read_failed.clone();
     let reader = tokio::task::spawn_blocking(move || {
         use std::io::Read;
+        let fail = |e: std::io::Error| {
+            let copy = std::io::Error::new(e.kind(), e.to_string());
+            *failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+            let _ = tx.blocking_send(Err(copy));
+        };
         let mut source: Box<dyn Read> = if is_zstd {
             match zstd::Decoder::new(file) {
                 Ok(d) => Box::new(d),
-                Err(e) => {
-                    let _ = tx.blocking_send(Err(e));
-                    return;
-                }
+                Err(e) => return fail(e),
             }
         } else {
             Box::new(file)
@@ -181,17 +225,30 @@ pub async fn import_images<E: Engine>(
                         return;
                     }
                 }
-                Err(e) => {
-                    let _ = tx.blocking_send(Err(e));
-                    return;
-                }
+                Err(e) => return fail(e),
             }
         }
     });
     let archive = tokio_stream_of(rx);
     let loaded = engine.load_images(archive).await;
     reader.abort();
-    let loaded = loaded?;
+    let read_failed = read_failed.lock().unwrap_or_else(|p| p.into_inner()).take();
+    if let Some(source) = read_failed {
+        return Err(ArchiveError::Corrupt {
+            path: path.to_path_buf(),
+            source,
+        });
+    }
+    let loaded = loaded.map_err(|e| match e {
+        // The daemon's tar reader met the end of an archive cut short.
+        EngineError::Load { ref message } if message.contains("unexpected EOF") => {
+            ArchiveError::CutShort {
+                path: path.to_path_buf(),
+                source: e,
+            }
+        }
+        e => ArchiveError::Engine(e),
+    })?;
     Ok(ArchiveReport {
         images: loaded,
         bytes,

@@ -282,7 +282,7 @@ fn bootstrap_blocking(
             String::new(),
         )
     })?;
-    let how = Privilege::of_this_process().map_err(|m| fail(m, String::new()))?;
+    let how = Privilege::of_this_process().map_err(|e| fail(e.to_string(), String::new()))?;
     let out = how
         .command(&script, release, &rootfs, &opts.mirror, tar.path())
         .output()
@@ -315,7 +315,7 @@ fn bootstrap_blocking(
         ));
     }
     if how == Privilege::Root {
-        tar_rootfs(&rootfs, tar.path()).map_err(|m| fail(m, log.clone()))?;
+        tar_rootfs(&rootfs, tar.path()).map_err(|e| fail(e.to_string(), log.clone()))?;
     }
     // As root, removing the tree needs root for some files: the temporary folder does it on
     // drop. In a user namespace the recipe removed it there (outside, its files are owned by
@@ -337,8 +337,21 @@ enum Privilege {
     Unshare,
 }
 
+/// The offline base needs root, and this process has neither root nor Podman to get it in a
+/// user namespace.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the offline base is bootstrapped by debootstrap, which needs root: this process runs as uid \
+     {uid}. Run as root or with sudo, or install podman (with uidmap) to bootstrap in a user \
+     namespace as rootless Podman does"
+)]
+struct NoPrivilege {
+    /// The user id this process runs as.
+    uid: u32,
+}
+
 impl Privilege {
-    fn of_this_process() -> Result<Privilege, String> {
+    fn of_this_process() -> Result<Privilege, NoPrivilege> {
         use std::os::unix::fs::MetadataExt;
         let uid = std::fs::metadata("/proc/self").map_or(0, |m| m.uid());
         if uid == 0 {
@@ -351,11 +364,7 @@ impl Privilege {
         if podman {
             Ok(Privilege::Unshare)
         } else {
-            Err(format!(
-                "the offline base is bootstrapped by debootstrap, which needs root: this process \
-                 runs as uid {uid}. Run as root or with sudo, or install podman (with uidmap) \
-                 to bootstrap in a user namespace as rootless Podman does"
-            ))
+            Err(NoPrivilege { uid })
         }
     }
 
@@ -413,8 +422,29 @@ if [ "$s" -eq 0 ]; then tar --numeric-owner --xattrs -C "$3" -cf "$5" . ; s=$?; 
 rm -rf "$3"
 exit "$s""#;
 
+/// Why the tar of a root file system could not be made.
+#[derive(Debug, thiserror::Error)]
+enum TarError {
+    /// `tar` could not be run.
+    #[error("cannot run tar for {}: {source}", dir.display())]
+    Spawn {
+        /// The tree.
+        dir: PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// `tar` failed.
+    #[error("tar of {} failed: {stderr}", dir.display())]
+    Failed {
+        /// The tree.
+        dir: PathBuf,
+        /// What it wrote on its standard error.
+        stderr: String,
+    },
+}
+
 /// A tar of the root file system with numeric owners (uids inside the image, not the host's).
-fn tar_rootfs(dir: &Path, dest: &Path) -> Result<(), String> {
+fn tar_rootfs(dir: &Path, dest: &Path) -> Result<(), TarError> {
     let out = Command::new("tar")
         .args(["--numeric-owner", "--xattrs", "-C"])
         .arg(dir)
@@ -422,23 +452,44 @@ fn tar_rootfs(dir: &Path, dest: &Path) -> Result<(), String> {
         .arg(dest)
         .arg(".")
         .output()
-        .map_err(|e| format!("cannot run tar: {e}"))?;
+        .map_err(|source| TarError::Spawn {
+            dir: dir.to_path_buf(),
+            source,
+        })?;
     if !out.status.success() {
-        return Err(format!(
-            "tar of {} failed: {}",
-            dir.display(),
-            String::from_utf8_lossy(&out.stderr)
-        ));
+        return Err(TarError::Failed {
+            dir: dir.to_path_buf(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        });
     }
     Ok(())
 }
 
+/// A build log that could not be written.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum LogWriteError {
+    /// Its folder could not be made.
+    #[error("cannot make {}: {source}", dir.display())]
+    Folder {
+        /// The folder.
+        dir: PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// The file could not be written.
+    #[error(transparent)]
+    Write(#[from] swe_eval_core::fsutil::WriteError),
+}
+
 /// Writes a build log, creating its folder; a log that cannot be written is reported, not fatal.
-pub(crate) fn write_log(path: &Path, text: &str) -> Result<(), String> {
+pub(crate) fn write_log(path: &Path, text: &str) -> Result<(), LogWriteError> {
     if let Some(p) = path.parent() {
-        std::fs::create_dir_all(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        std::fs::create_dir_all(p).map_err(|source| LogWriteError::Folder {
+            dir: p.to_path_buf(),
+            source,
+        })?;
     }
-    swe_eval_core::fsutil::write_atomic(path, text.as_bytes()).map_err(|e| e.to_string())
+    Ok(swe_eval_core::fsutil::write_atomic(path, text.as_bytes())?)
 }
 
 #[cfg(test)]

@@ -335,7 +335,7 @@ mod plan_tests {
     use std::path::Path;
 
     use crate::engine::{Call, FakeEngine};
-    use crate::images::{base_image_name, BaseOptions, BaseRecipe, RepoCache};
+    use crate::images::{base_image_name, build_log_path, BaseOptions, BaseRecipe, RepoCache};
     use crate::images::{cleanup, CacheLevel, EnvRecipe, InstanceRecipe};
     use swe_eval_core::repos::RepoSources;
     use swe_eval_core::spec::DebianRelease;
@@ -381,6 +381,60 @@ mod plan_tests {
             history_chain: super::history::MAX_CHAIN,
             hooks: Default::default(),
         }
+    }
+
+    /// An environment build that fails names its log under `logs/build_images/` in every
+    /// instance's failure; one whose log shows a certificate refused also suggests --ca-cert,
+    /// and an instance build that fails otherwise does not.
+    #[tokio::test]
+    async fn a_failed_build_names_its_log_and_a_certificate_refused_suggests_ca_cert() {
+        let tmp = tempfile::tempdir().unwrap();
+        let e = FakeEngine::new();
+        e.add_image(&base_image_name(DebianRelease::Bookworm));
+        e.fail_build(
+            "env-tls",
+            "Collecting numpy\nCould not fetch URL https://pypi.org/simple/numpy/: \
+             [SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: self-signed \
+             certificate in certificate chain (_ssl.c:1006)\n",
+        );
+        e.fail_build(
+            "inst-x",
+            "ERROR: No matching distribution found for numpy==9.9\n",
+        );
+        let plan = ImagePlan {
+            instances: vec![
+                inst("a", None, Some(chain("env-tls", "inst-a", false))),
+                inst("b", None, Some(chain("env-tls", "inst-b", false))),
+                inst("x", None, Some(chain("env-1", "inst-x", false))),
+            ],
+        };
+        let opts = opts(tmp.path());
+        let got = ensure(&e, &plan, &opts).await;
+        let env_log = build_log_path(&opts.logs_dir, Layer::Env, "env-tls");
+        assert!(env_log.starts_with(tmp.path().join("logs")), "{env_log:?}");
+        for id in ["a", "b"] {
+            let f = &got.failed[id];
+            assert_eq!(f.log_path.as_deref(), Some(env_log.as_path()));
+            assert!(
+                f.message
+                    .contains(&format!("its build log: {}", env_log.display()))
+                    && f.message
+                        .ends_with("give its CA bundle with --ca-cert FILE"),
+                "{}",
+                f.message
+            );
+        }
+        let x = &got.failed["x"];
+        let inst_log = build_log_path(&opts.logs_dir, Layer::Instance, "inst-x");
+        assert!(
+            x.message
+                .ends_with(&format!("its build log: {}", inst_log.display())),
+            "{}",
+            x.message
+        );
+        assert!(std::fs::read_to_string(&inst_log)
+            .unwrap()
+            .contains("No matching distribution"));
     }
 
     #[tokio::test]

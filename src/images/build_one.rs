@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::build_failure::failure_message;
 use super::{
     base, base_image_name, build_log_path, context_tar, context_tar_to, ensure_base, labels_for,
     BaseOptions, BaseRecipe, BuildEvent, BuildHooks, EnvRecipe, ImageError, ImageFailure, Layer,
@@ -53,10 +54,12 @@ pub(super) fn failure(
         ImageError::Engine(ee) => ee.is_transient(),
         _ => false,
     };
+    // A log named only once written (a bootstrap that did not start wrote none).
+    let log_path = log_path.filter(|p| p.exists());
     ImageFailure {
         image: image.to_string(),
         layer,
-        message: e.to_string(),
+        message: failure_message(&e.to_string(), log_path.as_deref(), e.log()),
         log_path,
         transient,
         stopped: matches!(e, ImageError::Stopped { .. }),

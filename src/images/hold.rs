@@ -34,9 +34,8 @@ use std::sync::{Arc, Mutex};
 
 use super::{CacheLevel, CleanupReport, Layer};
 use crate::engine::{
-    BuildSettings, ByteStream, CommitBuild, Engine, EngineError, EngineInfo, ImageDetails,
-    JobOutput, JobSpec, Resource, TarSource, LABEL_DOOMED, LABEL_HOLD, LABEL_OWNER, LABEL_RUN_ID,
-    LABEL_TOOL,
+    BuildSettings, CommitBuild, Engine, EngineError, TarSource, LABEL_DOOMED, LABEL_HOLD,
+    LABEL_OWNER, LABEL_RUN_ID, LABEL_TOOL,
 };
 
 /// On a hold: the holder made this image and removes it when it ends (its cache level does not
@@ -165,9 +164,13 @@ impl<E: Engine> Holding<E> {
     }
 }
 
-impl<E: Engine> Engine for Holding<E> {
-    async fn info(&self) -> Result<EngineInfo, EngineError> {
-        self.inner.info().await
+/// Every operation is the wrapped engine's; finding an image holds it, and making one (built,
+/// imported, pulled, tagged, committed) holds what was made.
+impl<E: Engine> crate::engine::Forward for Holding<E> {
+    type To = E;
+
+    fn to(&self) -> &E {
+        &self.inner
     }
 
     async fn image_exists(&self, image: &str) -> Result<bool, EngineError> {
@@ -211,75 +214,11 @@ impl<E: Engine> Engine for Holding<E> {
         self.hold_made(image, Some(Layer::Instance)).await
     }
 
-    async fn remove_image(&self, image: &str) -> Result<(), EngineError> {
-        self.inner.remove_image(image).await
-    }
-
-    async fn image_details(&self, image: &str) -> Result<Option<ImageDetails>, EngineError> {
-        self.inner.image_details(image).await
-    }
-
-    fn save_images(&self, names: &[String]) -> ByteStream<EngineError> {
-        self.inner.save_images(names)
-    }
-
-    async fn load_images(
-        &self,
-        archive: ByteStream<std::io::Error>,
-    ) -> Result<Vec<String>, EngineError> {
-        self.inner.load_images(archive).await
-    }
-
     async fn commit_build(&self, build: CommitBuild) -> Result<String, EngineError> {
         let (tag, layer) = (build.tag.clone(), layer_of(&build.labels));
         let log = self.inner.commit_build(build).await?;
         self.hold_made(&tag, layer).await?;
         Ok(log)
-    }
-
-    async fn remove_volume(&self, name: &str) -> Result<(), EngineError> {
-        self.inner.remove_volume(name).await
-    }
-
-    async fn list_volumes(
-        &self,
-        labels: BTreeMap<String, String>,
-    ) -> Result<Vec<Resource>, EngineError> {
-        self.inner.list_volumes(labels).await
-    }
-
-    async fn push_image(&self, image: &str) -> Result<(), EngineError> {
-        self.inner.push_image(image).await
-    }
-
-    async fn create_hold(
-        &self,
-        image: &str,
-        labels: BTreeMap<String, String>,
-    ) -> Result<String, EngineError> {
-        self.inner.create_hold(image, labels).await
-    }
-
-    async fn run_job(&self, job: JobSpec) -> Result<JobOutput, EngineError> {
-        self.inner.run_job(job).await
-    }
-
-    async fn list_containers(
-        &self,
-        labels: BTreeMap<String, String>,
-    ) -> Result<Vec<Resource>, EngineError> {
-        self.inner.list_containers(labels).await
-    }
-
-    async fn remove_container(&self, id: &str) -> Result<(), EngineError> {
-        self.inner.remove_container(id).await
-    }
-
-    async fn list_images(
-        &self,
-        labels: BTreeMap<String, String>,
-    ) -> Result<Vec<Resource>, EngineError> {
-        self.inner.list_images(labels).await
     }
 }
 

@@ -443,11 +443,11 @@ pub fn classify(names: &[InstanceNames], found: &[Resource]) -> Listing {
                     other_ca: None,
                 });
             }
-            Some(Err(reason)) => layers.push(LayerStatus {
+            Some(Err(unnamed)) => layers.push(LayerStatus {
                 layer: ListedLayer::History,
                 image: None,
                 state: LayerState::Unknown {
-                    reason: reason.clone(),
+                    reason: unnamed.to_string(),
                 },
                 other_ca: None,
             }),
@@ -465,14 +465,14 @@ pub fn classify(names: &[InstanceNames], found: &[Resource]) -> Listing {
                     other_ca: None,
                 });
             }
-            Some(Err(reason)) => {
+            Some(Err(unnamed)) => {
                 // Its name is unknown; images built for it are stale or current, which only
                 // its history could tell.
                 layers.push(LayerStatus {
                     layer: ListedLayer::Instance,
                     image: None,
                     state: LayerState::Unknown {
-                        reason: reason.clone(),
+                        reason: unnamed.to_string(),
                     },
                     other_ca: None,
                 })
@@ -605,6 +605,7 @@ pub async fn disk<E: Engine>(engine: &E, listing: &Listing) -> Result<Disk, Engi
 mod tests {
     use super::*;
     use crate::engine::HistoryStep;
+    use crate::images::Unnamed;
 
     fn image(name: &str, labels: &[(&str, &str)]) -> Resource {
         Resource {
@@ -615,6 +616,14 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .chain([(crate::engine::LABEL_TOOL.to_string(), "1".to_string())])
                 .collect(),
+        }
+    }
+
+    fn unnamed(reason: &str) -> Unnamed {
+        Unnamed::History {
+            repo: "o/r".into(),
+            commit: "c".into(),
+            reason: reason.into(),
         }
     }
 
@@ -631,11 +640,11 @@ mod tests {
             history: Some(
                 history
                     .map(|c| c.iter().map(|s| s.to_string()).collect())
-                    .map_err(str::to_string),
+                    .map_err(unnamed),
             ),
             instance: Some(match history {
                 Ok(_) => Ok(instance.to_string()),
-                Err(e) => Err(e.to_string()),
+                Err(e) => Err(unnamed(e)),
             }),
             compiler_cache: None,
         }

@@ -40,7 +40,7 @@ mod selection;
 mod submodules;
 mod transfer;
 
-pub use archive::{export_images, import_images, ArchiveError, ArchiveReport};
+pub use archive::{export_images, import_images, may_write_archive, ArchiveError, ArchiveReport};
 pub use base::{base_image_name, build_base, ensure_base, BaseOptions, BaseOutcome};
 pub use build::ensure;
 pub use build_events::{BuildEvent, BuildHooks, Phase, Stage, StopFlag};
@@ -61,13 +61,13 @@ pub use inventory::{
     UnusedImage,
 };
 pub use naming::{
-    build_log_path, content_hash, labels_for, with_namespace, CacheLevel, Layer, LABEL_INSTANCE,
-    LABEL_LAYER, LABEL_REPO,
+    build_log_path, check_namespace, content_hash, labels_for, with_namespace, CacheLevel, Layer,
+    NamespaceError, LABEL_INSTANCE, LABEL_LAYER, LABEL_REPO,
 };
 pub use plan::{
     plan, BaseRecipe, BuildChain, EnvRecipe, ImagePlan, InstanceImages, InstanceRecipe, PlanOptions,
 };
 pub use prune::{prune, PruneError, PruneOptions, PruneReport, VolumeReport};
 pub use repo::{RepoCache, RepoSources};
-pub use selection::{names, InstanceNames};
+pub use selection::{names, InstanceNames, Unnamed};
 pub use transfer::{in_registry, pull_images, push_images, TransferReport};

@@ -129,6 +129,117 @@ pub fn with_namespace(image: &str, namespace: &str) -> String {
     }
 }
 
+/// A `--namespace` that cannot start an image name: Docker would refuse every name made with it
+/// (and answer a lookup with a status that says nothing of why).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{namespace}` cannot start an image name: {reason} (a namespace is [HOST[:PORT]/]PATH, \
+     PATH's parts of lowercase letters and digits, joined by `.`, `_`, `__` or `-`)"
+)]
+pub struct NamespaceError {
+    /// The namespace given.
+    pub namespace: String,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+impl swe_eval_core::failure::Classify for NamespaceError {
+    fn kind(&self) -> swe_eval_core::failure::ErrorKind {
+        swe_eval_core::failure::ErrorKind::Usage
+    }
+}
+
+/// The longest repository name Docker takes.
+const NAME_MAX: usize = 255;
+
+/// Checks that `namespace` can start an image name (`<namespace>/sweb.eval....`), as Docker's
+/// reference grammar reads one: an optional registry host (it has a `.` or a `:`, or is
+/// `localhost`; an optional numeric port), then path components of lowercase letters and
+/// digits joined by one separator (`.`, `_`, `__`, or dashes). Empty (build locally) is fine.
+pub fn check_namespace(namespace: &str) -> Result<(), NamespaceError> {
+    let fail = |reason: String| NamespaceError {
+        namespace: namespace.to_string(),
+        reason,
+    };
+    if namespace.is_empty() {
+        return Ok(());
+    }
+    // The longest official name part after it: `/sweb.eval.x86_64.<id>`, ids up to ~50.
+    if namespace.len() > NAME_MAX - 80 {
+        return Err(fail(format!(
+            "it is {} characters long, and a name with it would pass Docker's {NAME_MAX}",
+            namespace.len()
+        )));
+    }
+    let ns = namespace.strip_suffix('/').unwrap_or(namespace);
+    let mut parts = ns.split('/').peekable();
+    let first = parts.peek().copied().unwrap_or_default();
+    let is_host = first.contains(['.', ':']) || first == "localhost";
+    if is_host {
+        parts.next();
+        check_host(first).map_err(fail)?;
+    }
+    for part in parts {
+        check_component(part).map_err(fail)?;
+    }
+    Ok(())
+}
+
+/// `HOST[:PORT]`: dot-separated labels of letters, digits and inner dashes; a numeric port.
+fn check_host(host: &str) -> Result<(), String> {
+    let (name, port) = match host.rsplit_once(':') {
+        Some((n, p)) => (n, Some(p)),
+        None => (host, None),
+    };
+    if let Some(p) = port {
+        if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(format!("`{host}` has a port that is not a number"));
+        }
+    }
+    let label_ok = |l: &str| {
+        !l.is_empty()
+            && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    if !name.split('.').all(label_ok) {
+        return Err(format!("`{host}` is not a registry host name"));
+    }
+    Ok(())
+}
+
+/// One path component: `[a-z0-9]+` runs joined by `.`, `_`, `__` or dashes.
+fn check_component(part: &str) -> Result<(), String> {
+    if part.is_empty() {
+        return Err("it has an empty part (two slashes, or one at its start)".to_string());
+    }
+    if let Some(c) = part
+        .chars()
+        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-')))
+    {
+        let what = if c.is_ascii_uppercase() {
+            "an uppercase letter".to_string()
+        } else {
+            format!("{c:?}")
+        };
+        return Err(format!("`{part}` has {what}"));
+    }
+    let alnum = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+    let starts_ends = part.starts_with(alnum) && part.ends_with(alnum);
+    // Separators between runs: one `.`, one `_`, `__`, or any number of `-`.
+    let separators_ok = part
+        .split(alnum)
+        .filter(|s| !s.is_empty())
+        .all(|s| s == "." || s == "_" || s == "__" || s.bytes().all(|b| b == b'-'));
+    if !starts_ends || !separators_ok {
+        return Err(format!(
+            "`{part}` does not start and end with a letter or digit, or joins them otherwise \
+             than by `.`, `_`, `__` or dashes"
+        ));
+    }
+    Ok(())
+}
+
 /// A log file path under `logs/build_images/<layer>/<image>/build_image.log`; the image name is
 /// made a single safe path component.
 pub fn build_log_path(logs_dir: &Path, layer: Layer, image: &str) -> PathBuf {
@@ -203,5 +314,39 @@ mod tests {
             p,
             Path::new("/o/logs/build_images/instances/a_b_c/build_image.log")
         );
+    }
+
+    #[test]
+    fn namespaces_are_checked_as_docker_reads_image_names() {
+        for ok in [
+            "",
+            "swebench",
+            "docker.io/swebench",
+            "127.0.0.1:5000/swebench",
+            "localhost:5000",
+            "reg.example.com/team/sub",
+            "a__b/c.d/e-f/g---h",
+            "mirror/",
+        ] {
+            assert_eq!(check_namespace(ok), Ok(()), "{ok}");
+        }
+        for (bad, says) in [
+            ("a//b", "empty part"),
+            ("/a", "empty part"),
+            ("Bad Namespace", "`Bad Namespace` has an uppercase letter"),
+            ("UPPER", "uppercase"),
+            ("a b", "' '"),
+            ("a/-b", "does not start and end"),
+            ("a/b._c", "joins them"),
+            ("reg:port/x", "port that is not a number"),
+            ("-reg.io/x", "not a registry host"),
+        ] {
+            let e = check_namespace(bad).unwrap_err();
+            assert!(e.to_string().contains(says), "{bad}: {e}");
+            assert!(e
+                .to_string()
+                .starts_with(&format!("`{bad}` cannot start an image name")));
+        }
+        assert!(check_namespace(&"a".repeat(200)).is_err());
     }
 }

@@ -379,7 +379,11 @@ mod tests {
     async fn an_instance_whose_images_cannot_be_named_stops_the_prune_before_anything_goes() {
         let fake = FakeEngine::new();
         let mut unnamed = compiling("a__x-2", "A/x", ENV_A);
-        unnamed.instance = Some(Err("repository A/x cannot be had".into()));
+        unnamed.instance = Some(Err(crate::images::Unnamed::History {
+            repo: "A/x".into(),
+            commit: "c".into(),
+            reason: "repository A/x cannot be had".into(),
+        }));
         let names = [compiling("a__x-1", "A/x", ENV_A), unnamed];
         fake.add_image("base:1").add_image("old:1");
         fake.build_image("inst.a__x-2:old", Vec::<u8>::new(), tool_labels())

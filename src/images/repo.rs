@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::ImageError;
-use swe_eval_core::repos::git;
 #[cfg(test)]
 pub(crate) use swe_eval_core::repos::git_ok;
 pub use swe_eval_core::repos::RepoSources;
+use swe_eval_core::repos::{fetch_trusting, git, GitCommandError};
 
 /// A host-side cache of bare repositories, one per `owner/name`, fetched from their sources.
 #[derive(Debug, Clone)]
@@ -43,9 +43,11 @@ impl RepoCache {
             repo: repo.to_string(),
             message,
         };
+        let git_fail = |e: GitCommandError| fail(e.to_string());
         if !bare.join("HEAD").exists() {
-            std::fs::create_dir_all(&bare).map_err(|e| fail(format!("{}: {e}", bare.display())))?;
-            git(&["init", "-q", "--bare"], Some(&bare)).map_err(fail)?;
+            std::fs::create_dir_all(&bare)
+                .map_err(|e| fail(format!("cannot make {}: {e}", bare.display())))?;
+            git(&["init", "-q", "--bare"], Some(&bare)).map_err(git_fail)?;
         }
         if has_commit(&bare, commit) {
             if !has_commit_graph(&bare) {
@@ -54,33 +56,38 @@ impl RepoCache {
             return Ok(bare);
         }
         let src = self.sources.source(repo);
+        // A repository folder the user named may be another user's (an administrator's
+        // mirrors): git is told it is safe for these fetches only.
+        let trusting = fetch_trusting(&src);
+        let fetch = |what: &[&str]| {
+            let mut args = vec!["fetch", "-q"];
+            args.extend(trusting.iter().map(String::as_str));
+            args.extend_from_slice(what);
+            git(&args, Some(&bare))
+        };
         // Every branch and tag at once, so later commits are there already; unless that failed
         // before in this process (a source that cannot send its whole history: a partial clone
         // missing objects that some base commits do not need), then each commit on its own.
-        let whole = if whole_fetch_failed(&bare, None) {
-            Err("skipped: it failed before".to_string())
-        } else {
-            git(
-                &[
-                    "fetch",
-                    "-q",
-                    "--force",
-                    &src,
-                    "+refs/heads/*:refs/heads/*",
-                    "+refs/tags/*:refs/tags/*",
-                ],
-                Some(&bare),
-            )
+        // Why fetching every branch and tag failed, if it did.
+        let whole_failed = match whole_fetch_failed(&bare, None) {
+            Some(before) => Some(format!("skipped: it failed before ({before})")),
+            None => fetch(&[
+                "--force",
+                &src,
+                "+refs/heads/*:refs/heads/*",
+                "+refs/tags/*:refs/tags/*",
+            ])
+            .err()
+            .map(|e| e.to_string()),
         };
-        if let Err(e) = &whole {
+        if let Some(e) = &whole_failed {
             whole_fetch_failed(&bare, Some(e));
         }
         if !has_commit(&bare, commit) {
             // Not on any branch or tag, or those could not be fetched: ask for the commit
             // itself (GitHub and protocol v2 allow it), its history and the tags git follows.
-            git(&["fetch", "-q", &src, commit], Some(&bare)).map_err(|e| {
-                let whole = whole
-                    .err()
+            fetch(&[&src, commit]).map_err(|e| {
+                let whole = whole_failed
                     .map(|w| format!(" (fetching every branch and tag: {w})"))
                     .unwrap_or_default();
                 fail(format!("commit {commit} not found in {src}: {e}{whole}"))
@@ -89,7 +96,7 @@ impl RepoCache {
                 &["update-ref", &format!("refs/swe-eval/{commit}"), commit],
                 Some(&bare),
             )
-            .map_err(fail)?;
+            .map_err(git_fail)?;
         }
         write_commit_graph(&bare);
         Ok(bare)
@@ -120,18 +127,18 @@ fn repo_lock(bare: &Path) -> Arc<Mutex<()>> {
     map.entry(bare.to_path_buf()).or_default().clone()
 }
 
-/// Whether fetching every branch and tag into `bare` failed in this process; `Some(error)`
-/// records that it did.
-fn whole_fetch_failed(bare: &Path, failed: Option<&String>) -> bool {
+/// How fetching every branch and tag into `bare` failed in this process, if it did;
+/// `Some(error)` records that it did.
+fn whole_fetch_failed(bare: &Path, failed: Option<&String>) -> Option<String> {
     static FAILED: OnceLock<Mutex<HashMap<PathBuf, String>>> = OnceLock::new();
     let mut map = FAILED
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|p| p.into_inner());
     if let Some(e) = failed {
-        map.insert(bare.to_path_buf(), e.clone());
+        map.entry(bare.to_path_buf()).or_insert_with(|| e.clone());
     }
-    map.contains_key(bare)
+    map.get(bare).cloned()
 }
 
 fn has_commit(repo: &Path, commit: &str) -> bool {
@@ -200,7 +207,7 @@ mod race_tests {
         let bare = cache.ensure("o/n", &good).unwrap();
         assert!(has_commit(&bare, &good));
         assert!(
-            whole_fetch_failed(&bare, None),
+            whole_fetch_failed(&bare, None).is_some(),
             "the whole fetch failed and is remembered"
         );
         let e = cache.ensure("o/n", &bad).unwrap_err().to_string();

@@ -9,6 +9,30 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{base_image_name, compiler_cache_volume, history, BaseRecipe, ImagePlan, RepoCache};
 
+/// Why an instance's history and instance images cannot be named.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unnamed {
+    /// The history of its repository at its commit could not be planned (the repository or
+    /// the commit cannot be had); `reason` says so, naming the repository.
+    #[error("{reason}")]
+    History {
+        /// `owner/name`.
+        repo: String,
+        /// The base commit.
+        commit: String,
+        /// What failed.
+        reason: String,
+    },
+    /// No history was planned for its commit.
+    #[error("no history was planned for {repo} at {commit}")]
+    NotPlanned {
+        /// `owner/name`.
+        repo: String,
+        /// The base commit.
+        commit: String,
+    },
+}
+
 /// The names of one instance's images under the current recipes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InstanceNames {
@@ -27,9 +51,9 @@ pub struct InstanceNames {
     /// The history image its instance image stands on, with the history images under it
     /// (parents first), or why they cannot be named (the repository cannot be had);
     /// `None` when the instance image needs no repository history (official flavour).
-    pub history: Option<Result<Vec<String>, String>>,
+    pub history: Option<Result<Vec<String>, Unnamed>>,
     /// The instance image built locally, or why it cannot be named.
-    pub instance: Option<Result<String, String>>,
+    pub instance: Option<Result<String, Unnamed>>,
     /// The compiler cache volume its instance build mounts ([`super::compiler_cache_volume`]
     /// of its repository and environment), when the build compiles on its history.
     pub compiler_cache: Option<String>,
@@ -67,7 +91,7 @@ pub fn names(plan: &ImagePlan, repos: &RepoCache, max_chain: usize) -> Vec<Insta
     }
     // (env, repo, commit) -> the chain of history images, root first, and what the last one
     // holds, or why there is none.
-    type Chain = Result<(Vec<String>, String), String>;
+    type Chain = Result<(Vec<String>, String), Unnamed>;
     let mut chains: BTreeMap<(String, String, String), Chain> = BTreeMap::new();
     for ((env, repo), commits) in groups {
         let (nodes, failed) = history::plan_chains(repos, &env, &repo, &commits, max_chain);
@@ -83,7 +107,12 @@ pub fn names(plan: &ImagePlan, repos: &RepoCache, max_chain: usize) -> Vec<Insta
             chains.insert(key, Ok((chain, node.content.clone())));
         }
         for (commit, e) in failed {
-            chains.insert((env.clone(), repo.clone(), commit), Err(e.to_string()));
+            let unnamed = Unnamed::History {
+                repo: repo.clone(),
+                commit: commit.clone(),
+                reason: e.to_string(),
+            };
+            chains.insert((env.clone(), repo.clone(), commit), Err(unnamed));
         }
     }
     plan.instances
@@ -123,10 +152,12 @@ pub fn names(plan: &ImagePlan, repos: &RepoCache, max_chain: usize) -> Vec<Insta
                     inst.repo.clone(),
                     inst.base_commit.clone(),
                 );
-                let history = chains
-                    .get(&key)
-                    .cloned()
-                    .unwrap_or_else(|| Err("no history was planned".to_string()));
+                let history = chains.get(&key).cloned().unwrap_or_else(|| {
+                    Err(Unnamed::NotPlanned {
+                        repo: inst.repo.clone(),
+                        commit: inst.base_commit.clone(),
+                    })
+                });
                 out.instance = Some(match &history {
                     Ok((_, content)) => Ok(history::on_history(&chain.instance.tag, content)),
                     Err(e) => Err(e.clone()),

@@ -19,8 +19,27 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::RepoCache;
-use swe_eval_core::repos::{git, git_input};
+use super::{ImageError, RepoCache};
+use swe_eval_core::repos::{git, git_input, GitCommandError};
+
+/// Why a submodule's part of a history image's context could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum SubmoduleError {
+    /// Its repository could not be fetched into the cache.
+    #[error(transparent)]
+    Repo(#[from] ImageError),
+    /// A git command failed.
+    #[error(transparent)]
+    Git(#[from] GitCommandError),
+    /// A file of its git directory could not be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        /// The file or folder.
+        path: PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+}
 
 /// One gitlink of a commit and what the history image does with it.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,9 +69,10 @@ impl Submodule {
     }
 }
 
-/// The bare caches of submodule repositories fetched while planning, by `(repo, commit)`: a
-/// gitlink shared by many commits is fetched (or found missing) once.
-pub type Fetched = BTreeMap<(String, String), Result<PathBuf, String>>;
+/// The bare caches of submodule repositories fetched while planning, by `(repo, commit)`
+/// (`None`: it could not be had): a gitlink shared by many commits is fetched (or found
+/// missing) once.
+pub type Fetched = BTreeMap<(String, String), Option<PathBuf>>;
 
 /// The submodules of `commit` in `bare` (the superproject `repo`'s cache), each fetched through
 /// `cache` when its repository can be had; tags kept by `kept_tags` (the superproject's rule).
@@ -63,8 +83,8 @@ pub fn read(
     repo: &str,
     commit: &str,
     fetched: &mut Fetched,
-    kept_tags: impl Fn(&Path, &str) -> Result<Vec<(String, String)>, String>,
-) -> Result<Vec<Submodule>, String> {
+    kept_tags: impl Fn(&Path, &str) -> Result<Vec<(String, String)>, GitCommandError>,
+) -> Result<Vec<Submodule>, GitCommandError> {
     if git(
         &["cat-file", "-e", &format!("{commit}:.gitmodules")],
         Some(bare),
@@ -137,14 +157,12 @@ pub fn read(
                     sub.url = resolved;
                     let got = fetched
                         .entry((owner_name.clone(), link.clone()))
-                        .or_insert_with(|| {
-                            cache.ensure(&owner_name, &link).map_err(|e| e.to_string())
-                        })
+                        .or_insert_with(|| cache.ensure(&owner_name, &link).ok())
                         .clone();
-                    let tags = got.and_then(|b| kept_tags(&b, &link));
+                    let tags = got.map(|b| kept_tags(&b, &link));
                     match tags {
-                        Ok(t) => sub.tags = t,
-                        Err(_) => {
+                        Some(Ok(t)) => sub.tags = t,
+                        None | Some(Err(_)) => {
                             sub.left_out = Some(format!(
                                 "{owner_name} at {link} cannot be had from {}",
                                 cache.sources.source(&owner_name)
@@ -164,7 +182,7 @@ pub fn read(
 }
 
 /// `(path, commit)` of every gitlink in `commit`'s tree.
-fn gitlinks(bare: &Path, commit: &str) -> Result<Vec<(String, String)>, String> {
+fn gitlinks(bare: &Path, commit: &str) -> Result<Vec<(String, String)>, GitCommandError> {
     let listed = git(&["ls-tree", "-r", "-z", commit], Some(bare))?;
     Ok(listed
         .split('\0')
@@ -289,13 +307,16 @@ pub fn write_context(
     subs: &[Submodule],
     parent: &[Submodule],
     gitdir: &Path,
-) -> Result<(), String> {
-    let io = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
+) -> Result<(), SubmoduleError> {
+    let io = |p: &Path, source: std::io::Error| SubmoduleError::Write {
+        path: p.to_path_buf(),
+        source,
+    };
     for s in subs.iter().filter(|s| s.included()) {
         let Some(repo) = s.repo.as_deref() else {
             continue;
         };
-        let bare = cache.ensure(repo, &s.commit).map_err(|e| e.to_string())?;
+        let bare = cache.ensure(repo, &s.commit)?;
         let before = in_parent(s, parent);
         let dir = gitdir.join("modules").join(&s.name);
         let pack_dir = dir.join("objects/pack");

@@ -38,15 +38,21 @@ pub struct ImageSet {
 }
 
 impl ImageSet {
-    /// The selected instances that have no test spec, with why (no image can be named).
+    /// The selected instances that have no test spec, with why (no image can be named): the
+    /// spec's own error, without the `no test spec: <instance>: ` its setup says it with.
     pub fn without_spec(&self) -> Vec<NoSpec> {
         let mut out: Vec<NoSpec> = self
             .specs
             .failed
             .iter()
-            .map(|(id, s)| NoSpec {
-                instance_id: id.clone(),
-                reason: s.image.clone().err().unwrap_or_default(),
+            .map(|(id, s)| {
+                let said = s.image.clone().err().unwrap_or_default();
+                let reason = said.strip_prefix("no test spec: ").unwrap_or(&said);
+                let reason = reason.strip_prefix(&format!("{id}: ")).unwrap_or(reason);
+                NoSpec {
+                    instance_id: id.clone(),
+                    reason: reason.to_string(),
+                }
             })
             .collect();
         out.sort_by(|a, b| a.instance_id.cmp(&b.instance_id));
@@ -140,7 +146,7 @@ pub async fn build_images<E: Engine>(
         notice(&events, Level::Note, w.clone());
     }
     for n in set.without_spec() {
-        let message = format!("{}: {}", n.instance_id, n.reason);
+        let message = format!("{}: no test spec: {}", n.instance_id, n.reason);
         notice(&events, Level::Warning, message);
     }
     if set.specs.ready.is_empty() {

@@ -208,6 +208,17 @@ fn images_build_list_export_import_run_and_prune_sparing_a_held_image() {
     );
     let size = std::fs::metadata(&archive).unwrap().len();
     assert!(size > 1_000_000, "the archive holds the base: {size} bytes");
+    // Again over it: refused without --force, written with it.
+    let again = swe_eval(dir, None, &["export", "-i", &ids, "-o", "calc.tar.zst"]);
+    assert_eq!(
+        again.status.code(),
+        Some(2),
+        "an existing archive is refused"
+    );
+    let forced = ["export", "-i", &ids, "-o", "calc.tar.zst", "--force"];
+    ok(&swe_eval(dir, None, &forced), "export --force");
+    let size = std::fs::metadata(&archive).unwrap().len();
+    assert!(size > 1_000_000, "written again whole: {size} bytes");
 
     // A daemon with none of the images.
     let second = Daemon::start();
@@ -606,5 +617,142 @@ fn reachable_selects_the_complete_instances_of_the_repositories_held_locally() {
     assert!(
         err.contains("0 of 9 instances kept") && err.contains("nothing to do"),
         "{err}"
+    );
+}
+
+/// The first line of `o`'s standard error, after checking it ended with exit code `code`.
+fn ended(o: &Output, code: i32, what: &str) -> String {
+    assert_eq!(o.status.code(), Some(code), "{what}: exit code");
+    String::from_utf8_lossy(&o.stderr)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// `images export` over an existing file: refused at once (before any listing), exit code 2,
+/// the message naming the file and --force; the file is left as it was.
+#[test]
+fn export_refuses_an_existing_archive_unless_forced() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    std::fs::write(dir.join("set.tar"), "keep me").unwrap();
+    let o = swe_eval(dir, None, &["export", "-i", CALC[0], "-o", "set.tar"]);
+    let line = ended(&o, 2, "export over a file");
+    assert!(
+        line.contains("set.tar exists") && line.contains("--force"),
+        "{line}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("set.tar")).unwrap(),
+        "keep me"
+    );
+}
+
+/// A `--namespace` Docker could not put in an image name is bad usage (exit code 2) with the
+/// reason, before any daemon is asked (it used to answer `status code 301`, exit code 1).
+#[test]
+fn a_namespace_that_cannot_start_an_image_name_is_bad_usage() {
+    let work = tempfile::tempdir().unwrap();
+    for (ns, says) in [
+        ("a//b", "empty part"),
+        ("Bad Namespace", "uppercase letter"),
+    ] {
+        let o = swe_eval(work.path(), None, &["list", "--namespace", ns]);
+        let line = ended(&o, 2, ns);
+        assert!(
+            line.contains("--namespace") && line.contains(ns) && line.contains(says),
+            "{line}"
+        );
+    }
+}
+
+/// An archive cut short says so, naming the file: compressed (the decompression fails; it
+/// used to be the HTTP client's `Error in the hyper legacy client`) or not (the daemon's tar
+/// reader meets its end).
+#[test]
+fn a_truncated_archive_is_said_to_be_truncated_or_corrupt() {
+    if !require("a Docker daemon", run("docker", &["version"]).is_ok()) {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    // A tar of 4 MB that does not compress away, then cut.
+    let mut data = vec![0u8; 4 << 20];
+    let mut x: u32 = 0x2545_f491;
+    for b in data.iter_mut() {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        *b = x as u8;
+    }
+    std::fs::write(dir.join("blob"), &data).unwrap();
+    must(
+        "tar",
+        &[
+            "-C",
+            &dir.to_string_lossy(),
+            "-cf",
+            &dir.join("whole.tar").to_string_lossy(),
+            "blob",
+        ],
+    );
+    let tar = std::fs::read(dir.join("whole.tar")).unwrap();
+    let zst = zstd::encode_all(&tar[..], 3).unwrap();
+    std::fs::write(dir.join("cut.tar.zst"), &zst[..zst.len() / 2]).unwrap();
+    std::fs::write(dir.join("cut.tar"), &tar[..tar.len() / 2]).unwrap();
+    for file in ["cut.tar.zst", "cut.tar"] {
+        let o = swe_eval(dir, None, &["import", file]);
+        let line = ended(&o, 1, file);
+        assert!(
+            line.contains(&format!("{file} is truncated or corrupt")),
+            "{line}"
+        );
+    }
+}
+
+/// `images list` with an instance whose test spec cannot be made (a version no spec knows):
+/// the instance and why on stderr, and exit code 3 (it used to be 0).
+#[test]
+fn list_names_the_instance_it_cannot_name_and_ends_with_problems() {
+    if !require("a Docker daemon", run("docker", &["version"]).is_ok()) {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let bench = swe_eval_core::mini::materialize(&dir.join("mini")).unwrap();
+    let first = std::fs::read_to_string(&bench.dataset)
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .to_string();
+    let mut row: Value = serde_json::from_str(&first).unwrap();
+    row["instance_id"] = "swe-eval-mini__calc-99".into();
+    row["version"] = "9.9".into();
+    std::fs::write(dir.join("rows.jsonl"), format!("{row}\n")).unwrap();
+    let o = swe_eval(
+        dir,
+        None,
+        &[
+            "list",
+            "-d",
+            "rows.jsonl",
+            "--mirrors",
+            &bench.mirrors.to_string_lossy(),
+        ],
+    );
+    let line = ended(&o, 3, "list");
+    assert!(
+        line.starts_with("warning: swe-eval-mini__calc-99: no test spec: ") && line.contains("9.9"),
+        "{line}"
+    );
+    let table = stdout(&o);
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("swe-eval-mini__calc-99 ")
+                && l.contains(" no test spec: no spec for ")),
+        "{table}"
     );
 }

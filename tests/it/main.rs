@@ -31,6 +31,7 @@ mod run_e2e;
 mod runner;
 mod safeio;
 mod serve;
+mod shared_cluster;
 mod spec;
 mod submit;
 mod swarm;

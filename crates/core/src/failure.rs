@@ -50,10 +50,11 @@ always!(
     crate::repos::RepoFlagError,
 );
 
-// An unwritable or full output folder, and the failures of the libraries used: the command
-// could not finish.
+// An unwritable or full output folder, a git command that failed, and the failures of the
+// libraries used: the command could not finish.
 always!(
     Failed: std::io::Error,
+    crate::repos::GitCommandError,
     serde_json::Error,
     csv::Error,
     rayon::ThreadPoolBuildError,

@@ -91,63 +91,167 @@ fn mirror_candidates(dir: &Path, repo: &str) -> Vec<PathBuf> {
     out
 }
 
-/// Runs git (in `cwd` when given), never prompting; its standard output, or the failure.
-pub fn git(args: &[&str], cwd: Option<&Path>) -> Result<String, String> {
+/// A git command that could not be run, or that failed: the command (and the folder it ran
+/// in) and why.
+#[derive(Debug, thiserror::Error)]
+pub enum GitCommandError {
+    /// git could not be started (it is not installed) or waited for.
+    #[error("cannot run git {}{}: {source}", args.join(" "), in_dir(dir.as_deref()))]
+    Spawn {
+        /// Its arguments.
+        args: Vec<String>,
+        /// The folder it was to run in.
+        dir: Option<PathBuf>,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// git ran and failed.
+    #[error("git {}{} failed: {stderr}", args.join(" "), in_dir(dir.as_deref()))]
+    Failed {
+        /// Its arguments.
+        args: Vec<String>,
+        /// The folder it ran in.
+        dir: Option<PathBuf>,
+        /// What it wrote on its standard error, trimmed.
+        stderr: String,
+    },
+    /// Its standard input could not be written.
+    #[error("git {}{}: writing its input: {source}", args.join(" "), in_dir(dir.as_deref()))]
+    Input {
+        /// Its arguments.
+        args: Vec<String>,
+        /// The folder it ran in.
+        dir: Option<PathBuf>,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+}
+
+/// ` (in DIR)`, or nothing.
+fn in_dir(dir: Option<&Path>) -> String {
+    dir.map(|d| format!(" (in {})", d.display()))
+        .unwrap_or_default()
+}
+
+/// A git command (in `cwd` when given) that never prompts: a missing repository must fail,
+/// not hang waiting for credentials.
+fn command(args: &[&str], cwd: Option<&Path>) -> Command {
     let mut cmd = Command::new("git");
     if let Some(d) = cwd {
         cmd.current_dir(d);
     }
-    // Never prompt for credentials: a missing repository must fail, not hang.
     cmd.env("GIT_TERMINAL_PROMPT", "0").args(args);
-    let out = cmd.output().map_err(|e| format!("cannot run git: {e}"))?;
-    git_outcome(args, &out)
+    cmd
+}
+
+/// Runs git (in `cwd` when given), never prompting; its standard output, or the failure.
+pub fn git(args: &[&str], cwd: Option<&Path>) -> Result<String, GitCommandError> {
+    let out = command(args, cwd)
+        .output()
+        .map_err(|source| GitCommandError::Spawn {
+            args: owned(args),
+            dir: cwd.map(Path::to_path_buf),
+            source,
+        })?;
+    git_outcome(args, cwd, &out).map(|stdout| String::from_utf8_lossy(&stdout).into_owned())
+}
+
+fn owned(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| a.to_string()).collect()
 }
 
 /// A finished git's standard output, or its failure with its standard error.
-fn git_outcome(args: &[&str], out: &std::process::Output) -> Result<String, String> {
+fn git_outcome(
+    args: &[&str],
+    cwd: Option<&Path>,
+    out: &std::process::Output,
+) -> Result<Vec<u8>, GitCommandError> {
     if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        Ok(out.stdout.clone())
     } else {
-        Err(format!(
-            "git {} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
+        Err(GitCommandError::Failed {
+            args: owned(args),
+            dir: cwd.map(Path::to_path_buf),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
     }
 }
 
 /// [`git`] with `input` on its standard input (`pack-objects --revs`, `fetch --stdin`).
-pub fn git_input(args: &[&str], cwd: Option<&Path>, input: &[u8]) -> Result<String, String> {
+pub fn git_input(
+    args: &[&str],
+    cwd: Option<&Path>,
+    input: &[u8],
+) -> Result<String, GitCommandError> {
     git_input_bytes(args, cwd, input).map(|out| String::from_utf8_lossy(&out).into_owned())
 }
 
 /// [`git_input`] whose standard output is bytes (`cat-file --batch`: objects are binary).
-pub fn git_input_bytes(args: &[&str], cwd: Option<&Path>, input: &[u8]) -> Result<Vec<u8>, String> {
+pub fn git_input_bytes(
+    args: &[&str],
+    cwd: Option<&Path>,
+    input: &[u8],
+) -> Result<Vec<u8>, GitCommandError> {
     use std::io::Write;
     use std::process::Stdio;
-    let mut cmd = Command::new("git");
-    if let Some(d) = cwd {
-        cmd.current_dir(d);
-    }
-    cmd.env("GIT_TERMINAL_PROMPT", "0")
-        .args(args)
+    let spawn_err = |source| GitCommandError::Spawn {
+        args: owned(args),
+        dir: cwd.map(Path::to_path_buf),
+        source,
+    };
+    let mut child = command(args, cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().map_err(|e| format!("cannot run git: {e}"))?;
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(spawn_err)?;
     let mut stdin = child.stdin.take().expect("piped stdin");
     // Written from a thread: git may fill its output pipe before it has read all its input.
     let input = input.to_vec();
     let writer = std::thread::spawn(move || stdin.write_all(&input));
-    let out = child
-        .wait_with_output()
-        .map_err(|e| format!("cannot run git: {e}"))?;
+    let out = child.wait_with_output().map_err(spawn_err)?;
     let written = writer.join().unwrap_or(Ok(()));
-    if !out.status.success() {
-        git_outcome(args, &out)?;
+    let stdout = git_outcome(args, cwd, &out)?;
+    written.map_err(|source| GitCommandError::Input {
+        args: owned(args),
+        dir: cwd.map(Path::to_path_buf),
+        source,
+    })?;
+    Ok(stdout)
+}
+
+/// The arguments that let this process's git work in `dir`, a repository the user named
+/// (`--repo`, `--mirrors`), whoever owns it: `-c safe.directory=<dir>`. Git refuses a
+/// repository another user owns ("dubious ownership", as an administrator's mirrors on a
+/// shared machine are) unless it is declared safe; this declares that one repository, for
+/// this command only, and leaves the user's git configuration as it is.
+pub fn trusting(dir: &Path) -> [String; 2] {
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    [
+        "-c".to_string(),
+        format!("safe.directory={}", dir.display()),
+    ]
+}
+
+/// The options of `git fetch` from `src` that let it read `src` when it is a repository
+/// folder the user named, whoever owns it (see [`trusting`]): `--upload-pack` with
+/// `safe.directory` set to its git directory (`src/.git`, or `src` when it is bare). A fetch
+/// runs `git upload-pack` in the source without the fetch's own `-c` settings, so they are
+/// given to it there. None for a URL or a bundle, which no `upload-pack` reads here.
+pub fn fetch_trusting(src: &str) -> Vec<String> {
+    let path = Path::new(src);
+    if !path.is_dir() {
+        return Vec::new();
     }
-    written.map_err(|e| format!("git {}: writing its input: {e}", args.join(" ")))?;
-    Ok(out.stdout)
+    let git_dir = match path.join(".git") {
+        dot_git if dot_git.is_dir() => dot_git,
+        _ => path.to_path_buf(),
+    };
+    let git_dir = std::fs::canonicalize(&git_dir).unwrap_or(git_dir);
+    let setting = format!("safe.directory={}", git_dir.display());
+    // `upload-pack` is run through the shell: the setting is one quoted word.
+    let quoted = format!("'{}'", setting.replace('\'', "'\\''"));
+    vec![format!("--upload-pack=git -c {quoted} upload-pack")]
 }
 
 /// [`git`] in `dir` with a throwaway identity, panicking on error: for tests that make
@@ -184,5 +288,68 @@ mod tests {
         assert!(!RepoSources::default().holds("psf/requests"));
         assert!(s.add_override("nonsense").is_err());
         assert!(s.add_override("a=b").is_err());
+    }
+
+    /// A repository folder gets `upload-pack` told it is safe (its git directory, quoted for
+    /// the shell git runs it through: a path with a space and a quote still fetches); a URL
+    /// or a bundle gets nothing.
+    #[test]
+    fn fetches_from_a_repository_folder_trust_its_git_directory_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert!(fetch_trusting("https://github.com/a/b.git").is_empty());
+        let bundle = tmp.path().join("a.bundle");
+        std::fs::write(&bundle, b"").unwrap();
+        assert!(fetch_trusting(&bundle.to_string_lossy()).is_empty());
+
+        let up = tmp.path().join("it's a repo");
+        std::fs::create_dir(&up).unwrap();
+        git_ok(&up, &["init", "-q"]);
+        git_ok(&up, &["commit", "-q", "--allow-empty", "-m", "1"]);
+        let head = git_ok(&up, &["rev-parse", "HEAD"]);
+        let git_dir = std::fs::canonicalize(up.join(".git")).unwrap();
+        assert_eq!(
+            fetch_trusting(&up.to_string_lossy()),
+            [format!(
+                "--upload-pack=git -c 'safe.directory={}' upload-pack",
+                git_dir.display().to_string().replace('\'', "'\\''")
+            )]
+        );
+        let bare = tmp.path().join("bare.git");
+        git(&["init", "-q", "--bare", &bare.to_string_lossy()], None).unwrap();
+        let bare_dir = std::fs::canonicalize(&bare).unwrap();
+        assert!(fetch_trusting(&bare.to_string_lossy())[0]
+            .contains(&format!("safe.directory={}'", bare_dir.display())));
+        let mut args = vec!["fetch".to_string(), "-q".to_string()];
+        args.extend(fetch_trusting(&up.to_string_lossy()));
+        args.extend([up.to_string_lossy().into_owned(), "HEAD".to_string()]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        git(&args, Some(&bare)).unwrap();
+        assert_eq!(git_ok(&bare, &["rev-parse", "FETCH_HEAD"]), head);
+        assert_eq!(
+            trusting(&up),
+            [
+                "-c".to_string(),
+                format!(
+                    "safe.directory={}",
+                    std::fs::canonicalize(&up).unwrap().display()
+                )
+            ]
+        );
+    }
+
+    /// A failed command says which command, in which folder, and git's own words.
+    #[test]
+    fn a_failed_git_names_the_command_and_its_folder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let e = git(&["rev-parse", "nothing-here"], Some(tmp.path())).unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.starts_with(&format!(
+                "git rev-parse nothing-here (in {}) failed: ",
+                tmp.path().display()
+            )) && text.contains("not a git repository"),
+            "{text}"
+        );
+        assert!(matches!(e, GitCommandError::Failed { .. }));
     }
 }

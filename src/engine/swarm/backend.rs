@@ -1,5 +1,7 @@
-//! [`Engine`] for [`SwarmEngine`]: images on the manager's own daemon, jobs as services,
-//! and the run's services and configs listed and removed beside its containers.
+//! [`Engine`] for [`SwarmEngine`], as a [`Forward`](crate::engine::Forward) to the manager's own daemon: images are
+//! built, held and removed there (every operation not written here is handed to it); jobs
+//! run as services; the run's services and configs are listed and removed beside its
+//! containers.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
@@ -10,10 +12,7 @@ use super::inputs;
 use super::strand;
 use super::*;
 use crate::engine::docker::label_filters;
-use crate::engine::{
-    BuildSettings, ByteStream, CommitBuild, Engine, EngineError, EngineInfo, ImageDetails,
-    JobOutput, JobSpec, Resource, TarSource,
-};
+use crate::engine::{DockerEngine, Engine, EngineError, EngineInfo, JobOutput, JobSpec, Resource};
 
 /// Id prefixes of the Swarm objects [`Engine::list_containers`] returns beside containers.
 pub const SERVICE_PREFIX: &str = "service:";
@@ -33,7 +32,14 @@ fn resource(prefix: &str, id: Option<String>, spec: Option<Named>) -> Resource {
     }
 }
 
-impl Engine for SwarmEngine {
+impl crate::engine::Forward for SwarmEngine {
+    type To = DockerEngine;
+
+    /// The manager's own daemon: images are built, held and removed there.
+    fn to(&self) -> &DockerEngine {
+        &self.local
+    }
+
     async fn info(&self) -> Result<EngineInfo, EngineError> {
         let mut info = self.local.info().await?;
         // Jobs run on the ready nodes, each job given one CPU.
@@ -50,85 +56,6 @@ impl Engine for SwarmEngine {
             })
             .filter(|&n| n > 0);
         Ok(info)
-    }
-
-    async fn image_exists(&self, image: &str) -> Result<bool, EngineError> {
-        self.local.image_exists(image).await
-    }
-
-    async fn build_image_with(
-        &self,
-        tag: &str,
-        context_tar: impl Into<TarSource> + Send,
-        labels: BTreeMap<String, String>,
-        settings: BuildSettings,
-    ) -> Result<String, EngineError> {
-        self.local
-            .build_image_with(tag, context_tar, labels, settings)
-            .await
-    }
-
-    async fn import_image(
-        &self,
-        tag: &str,
-        rootfs_tar: impl Into<TarSource> + Send,
-        labels: BTreeMap<String, String>,
-    ) -> Result<(), EngineError> {
-        self.local.import_image(tag, rootfs_tar, labels).await
-    }
-
-    async fn tag_image(&self, image: &str, new_name: &str) -> Result<(), EngineError> {
-        self.local.tag_image(image, new_name).await
-    }
-
-    async fn pull_image(&self, image: &str) -> Result<(), EngineError> {
-        self.local.pull_image(image).await
-    }
-
-    async fn remove_image(&self, image: &str) -> Result<(), EngineError> {
-        self.local.remove_image(image).await
-    }
-
-    async fn image_details(&self, image: &str) -> Result<Option<ImageDetails>, EngineError> {
-        self.local.image_details(image).await
-    }
-
-    fn save_images(&self, names: &[String]) -> ByteStream<EngineError> {
-        self.local.save_images(names)
-    }
-
-    async fn load_images(
-        &self,
-        archive: ByteStream<std::io::Error>,
-    ) -> Result<Vec<String>, EngineError> {
-        self.local.load_images(archive).await
-    }
-
-    async fn commit_build(&self, build: CommitBuild) -> Result<String, EngineError> {
-        self.local.commit_build(build).await
-    }
-
-    async fn remove_volume(&self, name: &str) -> Result<(), EngineError> {
-        self.local.remove_volume(name).await
-    }
-
-    async fn list_volumes(
-        &self,
-        labels: BTreeMap<String, String>,
-    ) -> Result<Vec<Resource>, EngineError> {
-        self.local.list_volumes(labels).await
-    }
-
-    async fn push_image(&self, image: &str) -> Result<(), EngineError> {
-        self.local.push_image(image).await
-    }
-
-    async fn create_hold(
-        &self,
-        image: &str,
-        labels: BTreeMap<String, String>,
-    ) -> Result<String, EngineError> {
-        self.local.create_hold(image, labels).await
     }
 
     async fn run_job(&self, job: JobSpec) -> Result<JobOutput, EngineError> {
@@ -285,11 +212,9 @@ impl Engine for SwarmEngine {
         }
     }
 
-    async fn list_images(
-        &self,
-        labels: BTreeMap<String, String>,
-    ) -> Result<Vec<Resource>, EngineError> {
-        self.local.list_images(labels).await
+    /// Jobs are services created when they may start: nothing is prepared ahead.
+    fn prepares_ahead(&self) -> bool {
+        false
     }
 
     fn exported(&self) -> Vec<(String, std::time::Duration)> {

@@ -18,6 +18,20 @@ const POLL_RUNNING: Duration = Duration::from_millis(400);
 /// Bound on the read that completes a task's output (a node that vanished never answers).
 const LOG_READ_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Why the rest of a task's output could not be read.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum OutputReadError {
+    /// The daemon's log stream failed.
+    #[error("{0}")]
+    Daemon(bollard::errors::Error),
+    /// The stream did not end in time (a node that vanished never answers).
+    #[error("no end of the task's output within {timeout:?}")]
+    NoEnd {
+        /// How long it was waited for.
+        timeout: Duration,
+    },
+}
+
 impl SwarmEngine {
     /// Reads the output the followed stream has not given yet (non-following, from its last
     /// timestamp).
@@ -25,7 +39,7 @@ impl SwarmEngine {
         &self,
         id: &str,
         reader: &mut logs::Reader,
-    ) -> Result<(), String> {
+    ) -> Result<(), OutputReadError> {
         let opts = LogsOptionsBuilder::default()
             .follow(false)
             .stdout(true)
@@ -37,7 +51,7 @@ impl SwarmEngine {
         let mut stream = self.docker().service_logs(id, Some(opts));
         let read = async {
             while let Some(item) = stream.next().await {
-                let bytes = item.map_err(|e| e.to_string())?.into_bytes();
+                let bytes = item.map_err(OutputReadError::Daemon)?.into_bytes();
                 if skip.is_new(&bytes) {
                     reader.push(&bytes);
                 }
@@ -46,7 +60,9 @@ impl SwarmEngine {
         };
         tokio::time::timeout(LOG_READ_TIMEOUT, read)
             .await
-            .map_err(|_| format!("no end of the task's output within {LOG_READ_TIMEOUT:?}"))?
+            .map_err(|_| OutputReadError::NoEnd {
+                timeout: LOG_READ_TIMEOUT,
+            })?
     }
 
     /// Everything between the service's creation and its removal.
@@ -198,7 +214,7 @@ impl SwarmEngine {
         out.run = started.map_or(Duration::ZERO, |s| s.elapsed());
         // The rest of the output (for a timed-out task: up to now, before it is killed).
         if let Err(e) = self.complete_output(id, &mut reader).await {
-            log_error.get_or_insert(e);
+            log_error.get_or_insert(e.to_string());
         }
         out.exit_code = exit;
         let (output, dropped) = reader.buf.finish();

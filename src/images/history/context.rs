@@ -32,13 +32,15 @@ pub fn write_context(
     parent: Option<&HistoryNode>,
     dir: &Path,
 ) -> Result<(), ImageError> {
-    let fail = |m: String| repo_error(&node.repo, m);
-    let io = |p: &Path, e: std::io::Error| repo_error(&node.repo, format!("{}: {e}", p.display()));
+    let fail = |e: &dyn std::fmt::Display| repo_error(&node.repo, e);
+    let io = |p: &Path, e: std::io::Error| {
+        repo_error(&node.repo, format!("cannot write {}: {e}", p.display()))
+    };
     let bare = cache.ensure(&node.repo, &node.commit)?;
     let gitdir = dir.join("git");
     let pack_dir = gitdir.join("objects/pack");
     std::fs::create_dir_all(&pack_dir).map_err(|e| io(&pack_dir, e))?;
-    let objects = split_objects(&bare, &revs(node, parent)).map_err(fail)?;
+    let objects = split_objects(&bare, &revs(node, parent)).map_err(|e| fail(&e))?;
     let base = pack_dir.join("pack");
     for part in [&objects.rest, &objects.fixed] {
         if part.is_empty() {
@@ -57,7 +59,7 @@ pub fn write_context(
             Some(&bare),
             part.as_bytes(),
         )
-        .map_err(fail)?;
+        .map_err(|e| fail(&e))?;
     }
     let refs: String = node
         .tags
@@ -70,7 +72,7 @@ pub fn write_context(
     };
     write("packed-refs", &refs)?;
     let before = parent.map_or(&[][..], |p| &p.submodules[..]);
-    submodules::write_context(cache, &node.submodules, before, &gitdir).map_err(fail)?;
+    submodules::write_context(cache, &node.submodules, before, &gitdir).map_err(|e| fail(&e))?;
     if parent.is_none() {
         write("HEAD", &format!("{}\n", node.commit))?;
         write(

@@ -47,9 +47,10 @@ pub struct HistoryNode {
     pub submodules: Vec<Submodule>,
 }
 
-pub(super) fn repo_error(repo: &str, message: String) -> ImageError {
+/// [`ImageError::Repo`] of `repo`, saying `what` went wrong.
+pub(super) fn repo_error(repo: &str, what: impl std::fmt::Display) -> ImageError {
     ImageError::Repo {
         repo: repo.to_string(),
-        message,
+        message: what.to_string(),
     }
 }

@@ -5,7 +5,21 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::node::HistoryNode;
-use swe_eval_core::repos::{git_input, git_input_bytes};
+use swe_eval_core::repos::{git_input, git_input_bytes, GitCommandError};
+
+/// Why the objects of a history step could not be listed.
+#[derive(Debug, thiserror::Error)]
+pub enum PackError {
+    /// A git command failed.
+    #[error(transparent)]
+    Git(#[from] GitCommandError),
+    /// `git cat-file --batch` gave what is not a tree as this reads one.
+    #[error("git cat-file --batch: {what}")]
+    Batch {
+        /// What could not be read.
+        what: String,
+    },
+}
 
 /// The objects a history image adds to its parent's, as `git rev-list --objects` lines
 /// (`<id> [<path>]`, the path guiding `pack-objects`' choice of deltas), in two parts.
@@ -45,7 +59,7 @@ pub(super) fn revs(node: &HistoryNode, parent: Option<&HistoryNode>) -> String {
 /// would not be enough; such trees live only in their own small pack, which is the one
 /// touched. A tree counts whatever its subtrees hold: a few more trees in the small pack cost
 /// nothing, one missing would cost the whole pack.
-pub fn split_objects(bare: &Path, revs: &str) -> Result<StepObjects, String> {
+pub fn split_objects(bare: &Path, revs: &str) -> Result<StepObjects, PackError> {
     let listed = git_input(
         &["rev-list", "--objects", "--stdin"],
         Some(bare),
@@ -84,8 +98,10 @@ pub fn split_objects(bare: &Path, revs: &str) -> Result<StepObjects, String> {
 
 /// The ids of the trees in `cat-file --batch` output whose every entry is an executable file,
 /// a directory, a symlink or a submodule.
-fn fixed_trees(batch: &[u8]) -> Result<BTreeSet<String>, String> {
-    let bad = |what: &str| format!("git cat-file --batch: {what}");
+fn fixed_trees(batch: &[u8]) -> Result<BTreeSet<String>, PackError> {
+    let bad = |what: &str| PackError::Batch {
+        what: what.to_string(),
+    };
     let mut fixed = BTreeSet::new();
     let mut at = 0;
     while at < batch.len() {

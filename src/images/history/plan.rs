@@ -10,7 +10,7 @@ use super::node::{repo_error, HistoryNode, LAYOUT};
 use super::pack::{revs, split_objects};
 use crate::images::submodules;
 use crate::images::{content_hash, ImageError, RepoCache};
-use swe_eval_core::repos::git;
+use swe_eval_core::repos::{git, GitCommandError};
 
 /// The history images of one repository on one environment image, parents first; commits
 /// that could not be planned are reported by commit.
@@ -66,7 +66,7 @@ pub fn plan_chains(
         let sub_ancestor = |r: &str, a: &str, b: &str| {
             fetched
                 .get(&(r.to_string(), b.to_string()))
-                .and_then(|f| f.as_ref().ok())
+                .and_then(Option::as_ref)
                 .is_some_and(|sub_bare| is_ancestor(sub_bare, a, b))
         };
         // The nearest planned ancestor: of those with fewer commits, the one with the most
@@ -142,7 +142,7 @@ fn is_ancestor(bare: &Path, a: &str, b: &str) -> bool {
 
 /// The tags to keep at `commit`: those pointing at it or an ancestor whose commit is dated no
 /// later than it (committer dates compared as the repo script compares them, `%ci` strings).
-fn kept_tags(bare: &Path, commit: &str) -> Result<Vec<(String, String)>, String> {
+fn kept_tags(bare: &Path, commit: &str) -> Result<Vec<(String, String)>, GitCommandError> {
     let date = git(&["show", "-s", "--format=%ci", commit], Some(bare))?;
     let date = date.trim();
     let out = git(
