@@ -113,17 +113,13 @@ pub fn setup(
     }
 }
 
-/// Why an instance has no image, for its setup (with the build log when there is one).
+/// Why an instance has no image, for its setup (the failure's message names its build log
+/// when there is one).
 pub fn unavailable(failure: Option<&ImageFailure>) -> String {
     match failure {
         Some(f) => {
-            let log = f
-                .log_path
-                .as_ref()
-                .map(|p| format!(" (log: {})", p.display()))
-                .unwrap_or_default();
             format!(
-                "image {} ({} layer) not available: {}{log}",
+                "image {} ({} layer) not available: {}",
                 f.image,
                 f.layer.as_str(),
                 f.message
