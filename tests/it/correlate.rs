@@ -776,3 +776,113 @@ fn format_versions_of_the_inputs_are_checked() {
     assert_eq!(loaded.problems.len(), 1, "{:?}", loaded.problems);
     assert_eq!(loaded.problems[0].location.line, Some(5));
 }
+
+/// `swe-eval correlate --rewards R --results O -o OUT`.
+fn correlate(rewards: &Path, outcomes: &Path, out: &Path) -> (bool, String, String) {
+    run_bin(&[
+        "correlate",
+        "--rewards",
+        rewards.to_str().unwrap(),
+        "--results",
+        outcomes.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ])
+}
+
+/// Two joined predictions, or scores all equal, are stated as such: no "tracks correctness
+/// strongly" on two rows, no "CI 0.500-0.500" on scores that rank nothing; the headline,
+/// summary.json and report.md say the same.
+#[test]
+fn small_samples_and_ties_are_stated_not_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let rewards = write(
+        d,
+        "r.jsonl",
+        "{\"instance_id\":\"a__a-1\",\"similarity\":0.9,\"reward\":0.9}\n\
+         {\"instance_id\":\"a__a-2\",\"similarity\":0.1,\"reward\":0.1}\n",
+    );
+    let outcomes = write(
+        d,
+        "o.jsonl",
+        "{\"instance_id\":\"a__a-1\",\"resolved\":true}\n\
+         {\"instance_id\":\"a__a-2\",\"resolved\":false}\n",
+    );
+    let out = d.join("two");
+    let (ok, stdout, stderr) = correlate(&rewards, &outcomes, &out);
+    assert!(ok, "{stderr}");
+    let first = stdout.lines().next().unwrap();
+    assert!(
+        first.starts_with(
+            "Too few predictions to tell whether resemblance tracks correctness: 2 joined \
+             (1 resolved, 1 not)"
+        ),
+        "{first}"
+    );
+    assert!(
+        !stdout.contains("strongly") && !stdout.contains("CI"),
+        "{stdout}"
+    );
+    let sj = summary_of(&out);
+    assert_eq!(sj["similarity"]["small_sample"], true);
+    assert_eq!(sj["similarity"]["auroc"].as_f64(), Some(1.0));
+    assert!(sj["similarity"]["auroc_ci95"].is_null());
+    assert!(sj["settings"]["small_sample_rule"]
+        .as_str()
+        .unwrap()
+        .contains("at least 20 joined predictions"));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("| AUROC [95% CI] | 1.000 (small sample) |"),
+        "{md}"
+    );
+
+    // Forty predictions whose rewards are all equal: the score ranks nothing.
+    let (mut r, mut o) = (String::new(), String::new());
+    for i in 0..40 {
+        r += &format!("{{\"instance_id\":\"a__a-{i}\",\"similarity\":0.0,\"reward\":-1}}\n");
+        o += &format!(
+            "{{\"instance_id\":\"a__a-{i}\",\"resolved\":{}}}\n",
+            i % 4 == 0
+        );
+    }
+    let (rewards, outcomes) = (write(d, "r40.jsonl", &r), write(d, "o40.jsonl", &o));
+    let out = d.join("tied");
+    let (ok, stdout, stderr) = correlate(&rewards, &outcomes, &out);
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.starts_with(
+            "No reading: every resolved and unresolved prediction of the 40 joined has the same \
+             similarity, so it ranks nothing (AUROC 0.500 by ties alone, no interval)."
+        ),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("0.500-0.500"), "{stdout}");
+    let sj = summary_of(&out);
+    assert_eq!(sj["reward"]["tied_pairs"].as_f64(), Some(1.0));
+    assert!(sj["reward"]["auroc_ci95"].is_null());
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("| AUROC [95% CI] | 0.500 (all tied) | 0.500 (all tied) |"),
+        "{md}"
+    );
+}
+
+/// `bench correlate` prints its interval as an interval, not as a Rust value.
+#[test]
+fn bench_correlate_prints_an_interval() {
+    let (ok, stdout, stderr) = run_bin(&["bench", "correlate", "--n", "500", "--bootstrap", "50"]);
+    assert!(ok, "{stderr}");
+    let line = stdout
+        .lines()
+        .find(|l| l.contains("similarity AUROC"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(!line.contains("Some("), "{line}");
+    assert!(line.contains(", 95% CI 0."), "{line}");
+    let (ok, stdout, _) = run_bin(&["bench", "correlate", "--n", "500", "--bootstrap", "0"]);
+    assert!(
+        ok && stdout.contains("no interval (--bootstrap 0)"),
+        "{stdout}"
+    );
+}

@@ -16,7 +16,7 @@ mod report;
 mod stats;
 mod summary;
 
-pub use analyze::{analyze, auroc_words};
+pub use analyze::{analyze, auroc_words, interval_words};
 pub use bestofn::{best_of_n, BestOfN, Sample};
 pub(crate) use inputs::assign_samples;
 pub use inputs::{
@@ -31,10 +31,10 @@ pub use report::{write_study, WriteReportError};
 pub use report::{Patches, PredictionCsvRow, SummaryFile, Written};
 pub use stats::{
     auroc, bootstrap_auroc_ci, calibration, kendall_tau_b, mean, median, point_biserial,
-    precision_recall, roc_curve, spearman, CalibrationBin, PrecisionRecall, RocPoint,
+    precision_recall, roc_curve, spearman, tied_pairs, CalibrationBin, PrecisionRecall, RocPoint,
 };
 pub(crate) use stats::{percentile_sorted, stream_seed, SplitMix};
 pub use summary::{
-    BlindSpot, BlindSpots, Options, Score, ScoreStudy, Settings, Stats, Summary, ROC_POINTS,
-    UNMATCHED_SHOWN,
+    BlindSpot, BlindSpots, Options, Reading, Score, ScoreStudy, Settings, Stats, Summary,
+    READING_MIN_EACH, READING_MIN_N, ROC_POINTS, UNMATCHED_SHOWN,
 };
