@@ -252,6 +252,7 @@ pub fn analyze(joined: &Joined, opts: &Options) -> Summary {
     let instances = groups_by(obs, |o| o.instance_id.clone());
     let mut summary = Summary {
         headline: String::new(),
+        model: joined.model.clone(),
         n: obs.len(),
         n_resolved,
         n_unresolved: obs.len() - n_resolved - n_no_verdict,

@@ -2,10 +2,10 @@
 //! the human patch (the SWE-RL similarity and reward) track executed correctness, where does it
 //! fail, and is it good enough to choose among samples?
 //!
-//! Flow: `inputs` reads rewards and outcomes and joins them on (instance, sample) into
-//! [`Observation`]s; [`analyze`] computes every statistic (pure, `stats` and `bestofn`);
-//! `plots` draws SVG (and rasterizes it to PNG); `report` writes summary.json,
-//! per_prediction.csv, report.md and report.html.
+//! Flow: `inputs` reads rewards and outcomes and joins them on (model, instance, sample) into
+//! [`Observation`]s, one set per model; [`analyze`] computes every statistic of one set (pure,
+//! `stats` and `bestofn`); `plots` draws SVG (and rasterizes it to PNG); `report` writes
+//! summary.json, per_prediction.csv, report.md and report.html.
 
 mod analyze;
 mod bestofn;
@@ -18,10 +18,9 @@ mod summary;
 
 pub use analyze::{analyze, auroc_words, interval_words};
 pub use bestofn::{best_of_n, BestOfN, Sample};
-pub(crate) use inputs::assign_samples;
 pub use inputs::{
-    join, load_outcome_files, load_outcomes, load_rewards, load_rewards_files, Joined, OutcomeRow,
-    RewardRow,
+    assign_samples, join, load_outcome_files, load_outcomes, load_rewards, load_rewards_files,
+    model_key, JoinError, Joined, Keyed, OutcomeRow, RewardRow,
 };
 pub use outcome::{repo_from_instance_id, Observation, Outcome};
 pub(crate) use plots::{Chart, BLUE, GREEN, GREY, RED};

@@ -200,6 +200,8 @@ pub struct BlindSpots {
 pub struct Summary {
     /// The answer in one sentence.
     pub headline: String,
+    /// The model studied (as a folder name); `None` when neither input names one.
+    pub model: Option<String>,
     /// Joined predictions (with a reward and an outcome).
     pub n: usize,
     /// Of them resolved.
