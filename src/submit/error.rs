@@ -31,6 +31,10 @@ pub enum SubmitError {
     /// The inputs yield no package: no predictions, an unusable instance id.
     #[error("{0}")]
     Input(String),
+    /// The package written disagrees with its own logs graded again (each difference named);
+    /// it is not kept.
+    #[error("the package does not verify ({} difference(s)); nothing written", .0.len())]
+    Unverified(Vec<String>),
 }
 
 impl swe_eval_core::failure::Classify for SubmitError {
@@ -39,6 +43,7 @@ impl swe_eval_core::failure::Classify for SubmitError {
         match self {
             SubmitError::Usage(_) => ErrorKind::Usage,
             SubmitError::Input(_) => ErrorKind::NothingComputable,
+            SubmitError::Unverified(_) => ErrorKind::Failed,
             SubmitError::Report(e) => e.kind(),
             SubmitError::Read { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
                 ErrorKind::Usage

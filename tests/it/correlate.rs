@@ -962,3 +962,28 @@ fn two_models_are_studied_apart_never_dropped_as_duplicates() {
     );
     assert!(!d.join("refused").exists(), "nothing written");
 }
+
+/// Issue 34, item 4, on the real mini run: the rewards of the bundled predictions (mini-gold
+/// and mini-demo) correlate with the run's outcomes model by model, without a warning.
+pub fn mini_run_correlates_with_its_rewards(results: &Path) {
+    let work = tempfile::tempdir().unwrap();
+    let rewards = reward_cmd(
+        &results.join("mini/dataset.jsonl"),
+        &results.join("mini/predictions.jsonl"),
+        &work.path().join("rewards.jsonl"),
+    );
+    let out = work.path().join("study");
+    let (ok, stdout, stderr) = correlate(&rewards, results, &out, &[]);
+    assert!(ok, "{stderr}");
+    assert!(!stderr.contains("warning"), "{stderr}");
+    assert!(stdout.starts_with("mini-gold: "), "{stdout}");
+    assert!(
+        stdout.contains("\nmini-demo: Too few predictions"),
+        "{stdout}"
+    );
+    for (model, n) in [("mini-gold", 8), ("mini-demo", 14)] {
+        let sj = summary_of(&out.join(model));
+        assert_eq!(sj["n"].as_u64(), Some(n), "{model}");
+        assert_eq!(sj["n_unmatched"].as_u64(), Some(0), "{model}");
+    }
+}
