@@ -198,6 +198,19 @@ pub fn run(args: Args) -> CliResult {
                 mismatches.len()
             )));
         }
+        Err(submit::SubmitError::NothingToPackage {
+            model,
+            sample,
+            warnings,
+        }) => {
+            super::print_problems("warning: ", &warnings);
+            return Err(submit::SubmitError::NothingToPackage {
+                model,
+                sample,
+                warnings: Vec::new(),
+            }
+            .into());
+        }
         Err(e) => return Err(e.into()),
     };
     super::print_problems("warning: ", &pkg.warnings);

@@ -357,14 +357,11 @@ pub fn build(ds: &Dataset, src: &Source, opts: &Options) -> Result<Package, Subm
     )?;
     let bound = bind_logs(src, chosen, &mut warnings)?;
     if bound.is_empty() {
-        for w in &warnings {
-            eprintln!("warning: {w}");
-        }
-        return Err(SubmitError::Input(format!(
-            "nothing to package: no prediction of {model} (sample {}) is left to package \
-             (see the warnings); nothing written",
-            opts.sample
-        )));
+        return Err(SubmitError::NothingToPackage {
+            model,
+            sample: opts.sample,
+            warnings,
+        });
     }
     staged(&opts.output, |out| {
         let mut pkg = write_package(ds, src, opts, out, model, bound, warnings)?;
@@ -407,7 +404,6 @@ fn write_package(
     // eval.sh when its log folder holds one.
     let logs_dir = out.join(LOGS_DIR);
     let (mut no_log, mut apply_failed, mut problems) = (Vec::new(), Vec::new(), Vec::new());
-    let mut run_resolved = BTreeSet::new();
     for (p, saved, folder) in bound.iter().filter(|(p, _, _)| !p.is_empty_patch()) {
         let dir = logs_dir.join(&p.instance_id);
         fsutil::write_atomic(&dir.join(PATCH_FILE), p.patch().as_bytes())?;
@@ -445,9 +441,6 @@ fn write_package(
         let input = GradeInput::for_instance(inst, p.model_patch.as_deref(), saved.outcome());
         match grading::grade(&input) {
             Ok(v) => {
-                if v.category(Mode::Official).is_resolved() {
-                    run_resolved.insert(p.instance_id.clone());
-                }
                 if let Some(r) = InstanceReport::from_verdict(&v, Mode::Official) {
                     report::write_instance_report(&logs_dir, &p.instance_id, &r)?;
                 }

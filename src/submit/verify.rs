@@ -296,7 +296,8 @@ fn eval_script_of(inst: &Instance, held: &str) -> Result<(), String> {
         )
     };
     Err(format!(
-        "not the eval script of {} in the dataset: line {} is {}, the {label} script's is {}",
+        "not an eval script rendered for {} from its dataset row (the official flavour's, the \
+         Debian flavour's, or the row's own): line {} is {}, the {label} script's is {}",
         inst.instance_id,
         at + 1,
         line(held),

@@ -722,7 +722,7 @@ fn a_patch_that_did_not_run_is_never_packaged_nor_graded() {
         let script = std::fs::read_to_string(&f).unwrap();
         std::fs::write(&f, script.replace("pytest -rA", "pytest -rA -k nothing")).unwrap();
     });
-    assert!(err.contains("mismatch: logs/swe-eval-mini__calc-2/eval.sh: not the eval script of swe-eval-mini__calc-2 in the dataset: line "), "{err}");
+    assert!(err.contains("mismatch: logs/swe-eval-mini__calc-2/eval.sh: not an eval script rendered for swe-eval-mini__calc-2 from its dataset row (the official flavour's, the Debian flavour's, or the row's own): line "), "{err}");
     // A test output that ran on another commit (calc-2's base commit in calc-1's trace).
     let err = doctor("other-commit", &|p| {
         let (ds, _) = swe_eval_core::dataset::load_dataset(&dataset).unwrap();
@@ -807,4 +807,32 @@ fn a_failed_submit_leaves_no_output() {
     let out = submit_run(&run, &dataset, &pkg, &["--model", "m"]);
     assert_eq!(out.status.code(), Some(3));
     assert!(pkg.join("results/results.json").is_file());
+}
+
+/// The 399 eval scripts the official harness wrote for the MiniMax run are, byte for byte, the
+/// ones `--verify` renders for their dataset rows (the official flavour): a package holding
+/// them as `logs/<id>/eval.sh` verifies them.
+#[test]
+fn the_official_eval_scripts_are_the_ones_verify_renders() {
+    use swe_eval_core::spec::{Flavour, TestSpec};
+    let shared = crate::require_shared!();
+    let (ds, _) = swe_eval_core::dataset::load_dataset(
+        &shared.join("partial-verified/swebench_verified_partial.jsonl"),
+    )
+    .unwrap();
+    let scripts = std::fs::read_to_string(
+        shared.join("predictions/pydantic-deep_minimax-m2.5/instance_eval_scripts.jsonl"),
+    )
+    .unwrap();
+    let mut n = 0;
+    for line in scripts.lines() {
+        let row: serde_json::Value = serde_json::from_str(line).unwrap();
+        let id = row["instance_id"].as_str().unwrap();
+        let rendered = TestSpec::new(ds.get(id).unwrap(), Flavour::Official)
+            .unwrap()
+            .eval_script;
+        assert_eq!(rendered, row["eval_sh"].as_str().unwrap(), "{id}");
+        n += 1;
+    }
+    assert_eq!(n, 399);
 }

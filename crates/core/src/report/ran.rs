@@ -85,29 +85,36 @@ impl Basis {
     }
 }
 
-/// Holds `patch` against what the log folder `dir` ran: its `patch.diff`, else its
-/// `verdict.json`'s `patch_hash`; [`Check::Unknown`] when it has neither.
+/// Holds `patch` against what the log folder `dir` ran: its `patch.diff` and its
+/// `verdict.json`'s `patch_hash`, each where present (either showing another patch decides);
+/// [`Check::Unknown`] when it has neither.
 pub fn check_folder(dir: &Path, patch: &str) -> Result<Check, ReportError> {
     let path = dir.join(PATCH_FILE);
-    match std::fs::read(&path) {
+    let by_file = match std::fs::read(&path) {
+        Ok(ran) if ran == patch.as_bytes() => Some(Check::Same(Basis::PatchFile)),
         Ok(ran) => {
-            return Ok(if ran == patch.as_bytes() {
-                Check::Same(Basis::PatchFile)
-            } else {
-                Check::Differs(format!(
-                    "{} is another patch (sha256 {}, the prediction's {}; {})",
-                    path.display(),
-                    short(&crate::predictions::patch_hash(&String::from_utf8_lossy(
-                        &ran
-                    ))),
-                    short(&crate::predictions::patch_hash(patch)),
-                    first_difference(&String::from_utf8_lossy(&ran), patch)
-                ))
-            })
+            let ran = String::from_utf8_lossy(&ran);
+            return Ok(Check::Differs(format!(
+                "{} is another patch (sha256 {}, the prediction's {}; {})",
+                path.display(),
+                short(&crate::predictions::patch_hash(&ran)),
+                short(&crate::predictions::patch_hash(patch)),
+                first_difference(&ran, patch)
+            )));
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(source) => return Err(ReportError::Read { path, source }),
-    }
+    };
+    let by_hash = check_verdict(dir, patch)?;
+    Ok(match (by_file, by_hash) {
+        (_, differs @ Check::Differs(_)) => differs,
+        (Some(same), _) => same,
+        (None, other) => other,
+    })
+}
+
+/// Holds `patch` against the `patch_hash` of the folder's `verdict.json`.
+fn check_verdict(dir: &Path, patch: &str) -> Result<Check, ReportError> {
     let path = dir.join(VERDICT_FILE);
     let text = match std::fs::read(&path) {
         Ok(t) => t,
@@ -139,8 +146,8 @@ pub fn check_folder(dir: &Path, patch: &str) -> Result<Check, ReportError> {
     })
 }
 
-/// Holds `patch` against a saved log: its folder's `patch.diff` or `verdict.json` when it
-/// came from a folder holding one, else its test output.
+/// Holds `patch` against a saved log: its folder's `patch.diff` and `verdict.json`, and its
+/// test output; any of them showing another patch decides.
 pub fn check_log(
     folder: Option<&Path>,
     log: &super::SavedLog,
@@ -150,9 +157,16 @@ pub fn check_log(
         Some(dir) => check_folder(dir, patch)?,
         None => Check::Unknown("the log has no folder".into()),
     };
-    Ok(match (by_folder, log) {
-        (Check::Unknown(_), super::SavedLog::Output(out)) => check_output(out, patch),
-        (other, _) => other,
+    // The test output is held against the patch as well: a folder's patch.diff replaced after
+    // the run still shows in the tree the tests ran in.
+    let by_output = match log {
+        super::SavedLog::Output(out) => check_output(out, patch),
+        _ => Check::Unknown("the log has no test output".into()),
+    };
+    Ok(match (by_folder, by_output) {
+        (differs @ Check::Differs(_), _) | (_, differs @ Check::Differs(_)) => differs,
+        (same @ Check::Same(_), _) => same,
+        (Check::Unknown(_), other) => other,
     })
 }
 

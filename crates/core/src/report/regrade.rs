@@ -172,44 +172,51 @@ pub fn read_logs(
             .iter()
             .map(|p| format!("skipped log row: {p}")),
     );
-    preds
-        .iter()
+    // In parallel over the cores (each log is read and held against its patch), the problems
+    // kept in prediction order.
+    use rayon::prelude::*;
+    let found: Vec<(SavedLog, Option<String>)> = preds
+        .par_iter()
         .map(|p| {
             if p.patch().is_empty() {
-                return SavedLog::Missing;
+                return (SavedLog::Missing, None);
             }
             let key = log_key(p);
+            let failed = |e: &dyn std::fmt::Display| {
+                (SavedLog::Missing, Some(format!("{e}; graded as an error")))
+            };
             match logs.find(&key, &p.model_dir_name(), run_id) {
-                Ok((SavedLog::Missing, _)) => {
-                    problems.push(format!(
+                Ok((SavedLog::Missing, _)) => (
+                    SavedLog::Missing,
+                    Some(format!(
                         "{key}: no saved log; looked for {}; graded as an error",
                         logs.looked_for(&key)
-                    ));
-                    SavedLog::Missing
-                }
+                    )),
+                ),
                 Ok((log, folder)) => match super::check_log(folder.as_deref(), &log, p.patch()) {
-                    Ok(super::Check::Differs(why)) => {
-                        problems.push(format!(
+                    Ok(super::Check::Differs(why)) => (
+                        SavedLog::Missing,
+                        Some(format!(
                             "{}: {} (model {}, sample {}): its log ran another patch: {why}; \
                              not graded from it (counted as an error)",
                             prediction_at(preds_path, p),
                             p.instance_id,
                             p.model_name_or_path,
                             p.sample
-                        ));
-                        SavedLog::Missing
-                    }
-                    Ok(_) => log,
-                    Err(e) => {
-                        problems.push(format!("{e}; graded as an error"));
-                        SavedLog::Missing
-                    }
+                        )),
+                    ),
+                    Ok(_) => (log, None),
+                    Err(e) => failed(&e),
                 },
-                Err(e) => {
-                    problems.push(format!("{e}; graded as an error"));
-                    SavedLog::Missing
-                }
+                Err(e) => failed(&e),
             }
+        })
+        .collect();
+    found
+        .into_iter()
+        .map(|(log, problem)| {
+            problems.extend(problem);
+            log
         })
         .collect()
 }

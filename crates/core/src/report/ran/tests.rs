@@ -82,6 +82,8 @@ fn a_folder_ran_the_patch_its_patch_diff_or_verdict_holds() {
         panic!("a README edit is not the empty patch that ran")
     };
     assert!(why.contains("the run's patch was empty"), "{why}");
+    // An official log folder: patch.diff, no verdict.json.
+    std::fs::remove_file(d.path().join(VERDICT_FILE)).unwrap();
     std::fs::write(d.path().join(PATCH_FILE), RAN).unwrap();
     assert_eq!(
         check_folder(d.path(), RAN).unwrap(),
@@ -92,6 +94,34 @@ fn a_folder_ran_the_patch_its_patch_diff_or_verdict_holds() {
     };
     assert!(why.contains("patch.diff is another patch"), "{why}");
     assert!(why.contains("first difference at line 1"), "{why}");
+    // patch.diff replaced after the run: verdict.json still has the hash of what ran.
+    std::fs::write(
+        d.path().join(VERDICT_FILE),
+        format!(
+            "{{\"patch_hash\":\"{}\"}}",
+            crate::predictions::patch_hash(RAN)
+        ),
+    )
+    .unwrap();
+    std::fs::write(d.path().join(PATCH_FILE), README_EDIT).unwrap();
+    let Check::Differs(why) = check_folder(d.path(), README_EDIT).unwrap() else {
+        panic!("patch.diff and verdict.json disagree")
+    };
+    assert!(why.contains("verdict.json is of another patch"), "{why}");
+    std::fs::write(d.path().join(PATCH_FILE), RAN).unwrap();
+    // The test output shows what ran too: a folder without patch.diff or verdict.json, and
+    // one whose patch.diff was replaced.
+    let bare = tempfile::tempdir().unwrap();
+    let log = crate::report::SavedLog::Output(output(MODIFIED, "", &ran_diff()));
+    assert_eq!(
+        check_log(Some(bare.path()), &log, RAN).unwrap(),
+        Check::Same(Basis::Lines)
+    );
+    std::fs::write(bare.path().join(PATCH_FILE), README_EDIT).unwrap();
+    assert!(matches!(
+        check_log(Some(bare.path()), &log, README_EDIT).unwrap(),
+        Check::Differs(_)
+    ));
     // Byte for byte: a trailing newline more is another text, as it is another hash.
     assert!(matches!(
         check_folder(d.path(), &format!("{RAN}\n")).unwrap(),
