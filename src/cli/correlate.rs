@@ -56,6 +56,10 @@ pub struct Args {
     /// Blind spots to show of each kind [allowed: 0 to 1000].
     #[arg(long, default_value_t = 10, value_name = "K", value_parser = super::values::blind_spots())]
     pub blind_spots: usize,
+    /// Study only this model's rows (rows that name no model count as its) [default: one
+    /// study per model the inputs name].
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
 }
 
 impl Args {
@@ -83,7 +87,7 @@ pub(crate) fn report_problems(problems: &[InputProblem]) {
     super::print_problems("warning: ", problems);
 }
 
-/// Joins, studies, writes the files and prints the headline.
+/// Joins, studies each model, writes the files and prints the headlines.
 pub fn run(args: Args) -> CliResult {
     let started = Instant::now();
     let mut problems = Vec::new();
@@ -94,28 +98,170 @@ pub fn run(args: Args) -> CliResult {
     let rewards = study::load_rewards_files(&args.rewards, &mut problems)?;
     let outcomes = study::load_outcome_files(&args.results, &mut problems)?;
     let (n_rewards, n_outcomes) = (rewards.len(), outcomes.len());
-    let joined = study::join(rewards, outcomes, ds.as_ref());
+    let joined = study::join(rewards, outcomes, ds.as_ref(), args.model.as_deref())?;
     let opts = Options {
         bootstrap: args.bootstrap,
         seed: args.seed,
         thresholds: args.thresholds.clone(),
         blind_spots: args.blind_spots,
     };
-    let summary = study::analyze(&joined, &opts);
-    if summary.n == 0 {
+    let studied = joined.iter().filter(|j| !j.observations.is_empty()).count();
+    if studied == 0 {
         report_problems(&problems);
         return Err(super::NothingComputable(format!(
             "nothing to study: no reward found its outcome ({n_rewards} reward rows, \
              {n_outcomes} outcome rows{}); nothing written",
-            match &summary.models_differ {
-                Some([r, o]) =>
+            match joined.iter().find_map(|j| j.models_differ.as_ref()) {
+                Some((r, o)) =>
                     format!("; the rewards are of {r}, the outcomes of {o}: different runs"),
                 None => String::new(),
             }
         ))
         .into());
     }
+    let predicted = load_patches(&args.predictions, &mut problems)?;
 
+    // One study per model; several are written to a folder each, named after the model.
+    let mut unmatched = 0;
+    let mut png_problems = Vec::new();
+    let mut lines = Vec::new();
+    for j in &joined {
+        let name = j
+            .model
+            .clone()
+            .unwrap_or_else(|| "unnamed-model".to_string());
+        if j.observations.is_empty() {
+            unmatched += j.unmatched_rewards.len() + j.unmatched_outcomes.len();
+            lines.push(format!(
+                "model {name}: not studied, no reward found its outcome{}",
+                unmatched_words(j)
+            ));
+            continue;
+        }
+        let summary = study::analyze(j, &opts);
+        let dir = if studied > 1 {
+            args.output.join(&name)
+        } else {
+            args.output.clone()
+        };
+        let patches = patches_for(&summary, j.model.as_deref(), ds.as_ref(), &predicted);
+        let written = study::write_study(&dir, &summary, &j.observations, &patches)?;
+        unmatched += summary.n_unmatched;
+        png_problems.extend(written.png_problems);
+        lines.push(format!(
+            "{}joined {} predictions; {} resolved, {} without verdict{}",
+            if studied > 1 {
+                format!("model {name}: ")
+            } else {
+                String::new()
+            },
+            summary.n,
+            summary.n_resolved,
+            summary.n_no_verdict,
+            unmatched_words(j)
+        ));
+        println!(
+            "{}{}",
+            if studied > 1 {
+                format!("{name}: ")
+            } else {
+                String::new()
+            },
+            summary.headline
+        );
+        println!("wrote {} files to {}", written.files.len(), dir.display());
+    }
+    report_problems(&problems);
+    eprintln!(
+        "{n_rewards} reward rows, {n_outcomes} outcome rows; {} (open report.html), {:.2} s",
+        match studied {
+            1 => "one study".to_string(),
+            n => format!(
+                "{n} studies, one per model, each in its folder under {}",
+                args.output.display()
+            ),
+        },
+        started.elapsed().as_secs_f64()
+    );
+    for line in &lines {
+        eprintln!("{line}");
+    }
+    super::print_problems("warning: ", &png_problems);
+    // Unmatched rows are an input problem of their own (exit 3), not only a note.
+    Ok(ending(&Troubles::of_inputs(
+        problems.len() + png_problems.len() + unmatched,
+    )))
+}
+
+/// "; unmatched: 2 rewards without an outcome (a__a-1#0, ...), ..." or nothing.
+fn unmatched_words(j: &study::Joined) -> String {
+    let show = |v: &[(String, u32)]| -> String {
+        let mut s: Vec<String> = v
+            .iter()
+            .take(5)
+            .map(|(id, k)| format!("{id}#{k}"))
+            .collect();
+        if v.len() > 5 {
+            s.push(format!("... {} more", v.len() - 5));
+        }
+        s.join(", ")
+    };
+    let mut parts = Vec::new();
+    if !j.unmatched_rewards.is_empty() {
+        parts.push(format!(
+            "{} rewards without an outcome: {}",
+            j.unmatched_rewards.len(),
+            show(&j.unmatched_rewards)
+        ));
+    }
+    if !j.unmatched_outcomes.is_empty() {
+        parts.push(format!(
+            "{} outcomes without a reward: {}",
+            j.unmatched_outcomes.len(),
+            show(&j.unmatched_outcomes)
+        ));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("; unmatched: {}", parts.join("; "))
+    }
+}
+
+/// The predicted patches of `--predictions`, by (model, instance, sample); with several files
+/// the k-th file is sample k, as for `--rewards`.
+type Predicted = Vec<(Option<String>, String, u32, String)>;
+
+fn load_patches(
+    paths: &[PathBuf],
+    problems: &mut Vec<InputProblem>,
+) -> Result<Predicted, swe_eval_core::dataset::LoadError> {
+    let several = paths.len() > 1;
+    let mut out = Vec::new();
+    for (k, path) in paths.iter().enumerate() {
+        let loaded = swe_eval_core::predictions::load_path(path)?;
+        problems.extend(loaded.problems);
+        for p in loaded.items {
+            let sample = if several { k as u32 } else { p.sample };
+            out.push((
+                study::model_key(Some(&p.model_name_or_path)),
+                p.instance_id,
+                sample,
+                p.model_patch.unwrap_or_default(),
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// The patches one study's blind spots show: the predictions of its model (any, when the
+/// study names none) and the dataset's gold patches.
+fn patches_for(
+    summary: &study::Summary,
+    model: Option<&str>,
+    ds: Option<&swe_eval_core::dataset::Dataset>,
+    predicted: &Predicted,
+) -> Patches {
     let mut patches = Patches::default();
     let wanted: Vec<(String, u32)> = summary
         .blind_spots
@@ -124,71 +270,18 @@ pub fn run(args: Args) -> CliResult {
         .chain(&summary.blind_spots.unresolved_most_similar)
         .map(|b| (b.instance_id.clone(), b.sample))
         .collect();
-    if let Some(d) = &ds {
+    if let Some(d) = ds {
         for (id, _) in &wanted {
             if let Some(inst) = d.get(id) {
                 patches.gold.insert(id.clone(), inst.patch.clone());
             }
         }
     }
-    let several = args.predictions.len() > 1;
-    for (k, path) in args.predictions.iter().enumerate() {
-        let loaded = swe_eval_core::predictions::load_path(path)?;
-        problems.extend(loaded.problems);
-        for p in loaded.items {
-            let key = (
-                p.instance_id.clone(),
-                if several { k as u32 } else { p.sample },
-            );
-            if wanted.contains(&key) {
-                patches.predicted.insert(key, p.patch().to_string());
-            }
+    for (m, id, sample, patch) in predicted {
+        let key = (id.clone(), *sample);
+        if model.is_none_or(|want| m.as_deref() == Some(want)) && wanted.contains(&key) {
+            patches.predicted.insert(key, patch.clone());
         }
     }
-
-    let written = study::write_study(&args.output, &summary, &joined.observations, &patches)?;
-    report_problems(&problems);
-    eprintln!(
-        "joined {} predictions ({} reward rows, {} outcome rows); {} resolved, {} without verdict",
-        summary.n, n_rewards, n_outcomes, summary.n_resolved, summary.n_no_verdict
-    );
-    if summary.n_unmatched > 0 {
-        let show = |v: &[(String, u32)]| -> String {
-            let mut s: Vec<String> = v
-                .iter()
-                .take(5)
-                .map(|(id, k)| format!("{id}#{k}"))
-                .collect();
-            if v.len() > 5 {
-                s.push(format!("... {} more", v.len() - 5));
-            }
-            s.join(", ")
-        };
-        if !joined.unmatched_rewards.is_empty() {
-            eprintln!(
-                "unmatched: {} rewards without an outcome: {}",
-                joined.unmatched_rewards.len(),
-                show(&joined.unmatched_rewards)
-            );
-        }
-        if !joined.unmatched_outcomes.is_empty() {
-            eprintln!(
-                "unmatched: {} outcomes without a reward: {}",
-                joined.unmatched_outcomes.len(),
-                show(&joined.unmatched_outcomes)
-            );
-        }
-    }
-    super::print_problems("warning: ", &written.png_problems);
-    println!("{}", summary.headline);
-    println!(
-        "wrote {} files to {} in {:.2} s (open report.html)",
-        written.files.len(),
-        args.output.display(),
-        started.elapsed().as_secs_f64()
-    );
-    // Unmatched rows are an input problem of their own (exit 3), not only a note.
-    Ok(ending(&Troubles::of_inputs(
-        problems.len() + written.png_problems.len() + summary.n_unmatched,
-    )))
+    patches
 }

@@ -57,7 +57,10 @@ OUT/<model>.<run_id>.sample<k>.json), one row per prediction in OUT/results.json
 and OUT/report.html. Each prediction is graded from its own model's log folder (and its
 run's, with --run-id); a prediction whose log is not found, or that cannot be graded, is an
 error in every file and is named on stderr. A second log row for one prediction is left out
-and named. With no logs at all nothing is written.";
+and named. A log that ran another patch than the prediction's (its folder's patch.diff or
+verdict.json, or its test output's git status and git diff) is not the prediction's log: the
+prediction is named with its file, line, model and sample and counts as an error. With no
+logs at all nothing is written.";
 
 /// Grades every prediction from its log, writes the files, prints the counts.
 pub fn run(args: Args) -> CliResult {

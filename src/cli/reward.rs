@@ -126,6 +126,15 @@ pub fn run(args: Args) -> CliResult {
 }
 
 fn run_in_pool(args: Args) -> CliResult {
+    // Every `--repo` is checked before anything is read, whatever the variant: a malformed one
+    // is bad usage (exit 2), as in `run`, not a flag silently unused.
+    let mut source = RepoSources {
+        mirrors: args.mirrors.clone(),
+        ..Default::default()
+    };
+    for flag in &args.repos {
+        source.add_override(flag)?;
+    }
     // A file's rows must carry the gold patch; a hub split always does.
     let (dataset, ds_problems) = if args.dataset.dataset.exists() {
         swe_eval_core::dataset::load_with_gold(&args.dataset.dataset)?
@@ -138,16 +147,7 @@ fn run_in_pool(args: Args) -> CliResult {
     let preds = loaded.items;
     let results = match args.variant {
         Variant::Unidiff => reward::unidiff_rewards(&dataset, &preds),
-        Variant::SearchReplace => {
-            let mut source = RepoSources {
-                mirrors: args.mirrors.clone(),
-                ..Default::default()
-            };
-            for flag in &args.repos {
-                source.add_override(flag)?;
-            }
-            reward::search_replace_rewards(&dataset, &preds, &source)
-        }
+        Variant::SearchReplace => reward::search_replace_rewards(&dataset, &preds, &source),
     };
     let mut records = Vec::with_capacity(preds.len());
     for (p, r) in preds.iter().zip(&results) {

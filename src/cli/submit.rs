@@ -27,9 +27,17 @@ results/{results.json,resolved_by_repo.json,resolved_by_time.json}, metadata.yam
 results/ is graded from the package's own logs as the repository's analysis script does.
 Every checklist requirement the inputs do not meet is a warning naming the rule.
 
+The package is written into a folder beside OUTPUT and renamed to it once it verifies: a
+failure leaves no output. Each prediction is packaged from its own log only: a log that ran
+another patch (its folder's patch.diff or verdict.json, or its test output's git status and
+git diff) is named and the prediction left out; --sample K packages sample K of every
+instance, and an instance without it is left out, never given another sample.
+
 --verify grades a package again from its own logs and checks every number of results/, each
-report.json, all_preds.jsonl and the README's summary line; any difference fails (exit 1).
-Checklist warnings make the exit code 3.")]
+report.json, all_preds.jsonl and the README's summary line, each patch.diff against what its
+test_output.txt shows ran (files and lines of git status and git diff, and the base commit),
+and each eval.sh against the eval script rendered for the dataset row; any difference fails
+(exit 1). Checklist warnings make the exit code 3.")]
 /// `swe-eval submit`: the run to package (or the package to verify) and what to say of it.
 pub struct Args {
     /// The run's output folder (see below).
@@ -58,6 +66,10 @@ pub struct Args {
     /// The model to package when the run has several.
     #[arg(long)]
     pub model: Option<String>,
+    /// The sample to package for every instance; an instance without it is left out (named),
+    /// never given another sample.
+    #[arg(long, default_value_t = 0, value_name = "K")]
+    pub sample: u32,
     /// Folder of reasoning traces, one per instance, the instance id in each name.
     #[arg(long)]
     pub trajs: Option<PathBuf>,
@@ -151,6 +163,7 @@ pub fn run(args: Args) -> CliResult {
     };
     let source = Source {
         predictions,
+        predictions_path: args.predictions.clone(),
         logs,
         run_id: args.run_id.clone(),
         summaries: submit::summaries_in(&run),
@@ -160,6 +173,7 @@ pub fn run(args: Args) -> CliResult {
         model: args.model.clone(),
         trajs: args.trajs.clone(),
         split: args.split.clone(),
+        sample: args.sample,
         metadata: Metadata {
             name: args.name,
             site: args.site,
@@ -174,26 +188,40 @@ pub fn run(args: Args) -> CliResult {
             declared: args.declare,
         },
     };
-    let pkg = submit::build(&ds, &source, &opts)?;
+    let pkg = match submit::build(&ds, &source, &opts) {
+        Ok(pkg) => pkg,
+        Err(submit::SubmitError::Unverified(mismatches)) => {
+            super::print_problems("mismatch: ", &mismatches);
+            return Err(failed(format!(
+                "the package for {} does not verify ({} difference(s)); nothing written",
+                output.display(),
+                mismatches.len()
+            )));
+        }
+        Err(submit::SubmitError::NothingToPackage {
+            model,
+            sample,
+            warnings,
+        }) => {
+            super::print_problems("warning: ", &warnings);
+            return Err(submit::SubmitError::NothingToPackage {
+                model,
+                sample,
+                warnings: Vec::new(),
+            }
+            .into());
+        }
+        Err(e) => return Err(e.into()),
+    };
     super::print_problems("warning: ", &pkg.warnings);
     print!("{}", pkg.results.summary_text(&pkg.name, &args.split));
     println!(
-        "packaged {} prediction(s) of {} ({} with a reasoning trace) into {}",
+        "packaged {} prediction(s) of {} ({} with a reasoning trace) into {}; it verifies",
         pkg.predictions,
         pkg.model,
         pkg.trajs,
         output.display()
     );
-    // The package is checked as the maintainers would before it is called done.
-    let check = submit::verify(&ds, &output)?;
-    if !check.mismatches.is_empty() {
-        super::print_problems("mismatch: ", &check.mismatches);
-        return Err(failed(format!(
-            "the package written to {} does not verify ({} difference(s))",
-            output.display(),
-            check.mismatches.len()
-        )));
-    }
     Ok(if pkg.warnings.is_empty() {
         Ending::Clean
     } else {
@@ -213,6 +241,7 @@ fn verify(ds: &dataset::Dataset, pkg: &std::path::Path) -> CliResult {
         )));
     }
     super::print_problems("missing: ", &v.missing);
+    super::print_problems("not tied to its patch: ", &v.ran.unknown);
     let unchecked = match v.unchecked.len() {
         0 => String::new(),
         n => format!(
@@ -224,7 +253,9 @@ fn verify(ds: &dataset::Dataset, pkg: &std::path::Path) -> CliResult {
         "{} {}: resolved {} of {} instances ({}%), no_generation {}, no_logs {}; \
          results/results.json, resolved_by_repo.json ({} repositories), resolved_by_time.json \
          ({} years), every report.json, all_preds.jsonl, README.md, metadata.yaml and trajs/ \
-         agree with the logs{unchecked}{}",
+         agree with the logs; every patch.diff is the patch its test_output.txt ran ({} shown \
+         line by line, {} by file{}), {} test output(s) ran on the dataset's base commit, {} \
+         eval.sh equal the dataset's{unchecked}{}",
         if v.missing.is_empty() {
             "verified"
         } else {
@@ -238,6 +269,14 @@ fn verify(ds: &dataset::Dataset, pkg: &std::path::Path) -> CliResult {
         v.results.no_logs.len(),
         v.results.by_repo.len(),
         v.results.by_year.len(),
+        v.ran.by_lines,
+        v.ran.by_files,
+        match v.ran.unknown.len() {
+            0 => String::new(),
+            n => format!(", {n} not shown (listed above)"),
+        },
+        v.ran.base_commits,
+        v.ran.eval_scripts,
         match v.missing.len() {
             0 => String::new(),
             n => format!("; but {n} file(s) the layout requires are missing (listed above)"),

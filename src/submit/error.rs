@@ -31,6 +31,20 @@ pub enum SubmitError {
     /// The inputs yield no package: no predictions, an unusable instance id.
     #[error("{0}")]
     Input(String),
+    /// Every prediction was left out (each named in `warnings`): nothing is written.
+    #[error("nothing to package: no prediction of {model} (sample {sample}) is left (see the warnings); nothing written")]
+    NothingToPackage {
+        /// The model chosen.
+        model: String,
+        /// The sample chosen.
+        sample: u32,
+        /// Why each prediction was left out, and the other warnings.
+        warnings: Vec<super::Warning>,
+    },
+    /// The package written disagrees with its own logs graded again (each difference named);
+    /// it is not kept.
+    #[error("the package does not verify ({} difference(s)); nothing written", .0.len())]
+    Unverified(Vec<String>),
 }
 
 impl swe_eval_core::failure::Classify for SubmitError {
@@ -39,6 +53,8 @@ impl swe_eval_core::failure::Classify for SubmitError {
         match self {
             SubmitError::Usage(_) => ErrorKind::Usage,
             SubmitError::Input(_) => ErrorKind::NothingComputable,
+            SubmitError::Unverified(_) => ErrorKind::Failed,
+            SubmitError::NothingToPackage { .. } => ErrorKind::NothingComputable,
             SubmitError::Report(e) => e.kind(),
             SubmitError::Read { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
                 ErrorKind::Usage

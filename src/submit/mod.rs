@@ -35,5 +35,5 @@ pub use package::{build, check_output, Options, Package};
 pub use results::Results;
 pub use source::{predictions_from_tree, summaries_in, Logs, Source};
 pub use text::{Metadata, DECLARATIONS};
-pub use verify::{verify, Verification};
+pub use verify::{verify, Ran, Verification};
 pub use warning::Warning;

@@ -9,11 +9,12 @@ use swe_eval_core::dataset::Dataset;
 use swe_eval_core::fsutil::{self};
 use swe_eval_core::grading::{self, GradeInput, Mode};
 use swe_eval_core::predictions::{model_dir_name, Prediction};
-use swe_eval_core::report::SavedLog;
-use swe_eval_core::report::{self, InstanceReport, TEST_OUTPUT_FILE};
+use swe_eval_core::report::{self, Check, InstanceReport, SavedLog, TEST_OUTPUT_FILE};
 
 use super::error::SubmitError;
-use super::layout::{METADATA_FILE, PREDS_FILE, README_FILE, TRAJS_DIR};
+use super::layout::{
+    id_in_name, EVAL_SCRIPT_FILE, METADATA_FILE, PREDS_FILE, README_FILE, TRAJS_DIR,
+};
 use super::results;
 use super::results::Results;
 use super::results::{LOGS_DIR, PATCH_FILE, RESULTS_DIR};
@@ -34,6 +35,9 @@ pub struct Options {
     pub metadata: Metadata,
     /// `verified`, `lite`, `test`, ... (the `evaluation/<split>/` folder).
     pub split: String,
+    /// The sample packaged for every instance (0: the first attempt); an instance without it
+    /// is left out, never given another sample.
+    pub sample: u32,
 }
 
 /// What [`build`] wrote.
@@ -107,12 +111,14 @@ fn resolve(p: &Path) -> PathBuf {
     }
 }
 
-/// Chooses the model and one prediction per instance (sample 0, else the first), warning
-/// about every prediction left out.
+/// Chooses the model and, per instance, its prediction of sample `sample`, warning about
+/// every prediction left out. An instance without that sample is left out (named), never
+/// given another sample.
 fn choose(
     ds: &Dataset,
     preds: &[Prediction],
     model: Option<&str>,
+    sample: u32,
     warnings: &mut Vec<Warning>,
 ) -> Result<(String, Vec<Prediction>), SubmitError> {
     let models: BTreeSet<&str> = preds
@@ -154,6 +160,7 @@ fn choose(
     let mut chosen = Vec::new();
     let mut several = Vec::new();
     let mut unknown = Vec::new();
+    let mut without = Vec::new();
     for (id, mut list) in by_id {
         if ds.get(id).is_none() {
             unknown.push(id.to_string());
@@ -168,7 +175,16 @@ fn choose(
         if list.len() > 1 {
             several.push(id.to_string());
         }
-        chosen.push(list[0].clone());
+        match list.iter().find(|p| p.sample == sample) {
+            Some(p) => chosen.push((*p).clone()),
+            None => without.push(format!(
+                "{id} (has sample {})",
+                list.iter()
+                    .map(|p| p.sample.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
     }
     if !several.is_empty() {
         warn(
@@ -176,10 +192,23 @@ fn choose(
             "pass@1",
             format!(
                 "the checklist asks for one attempt per task instance; {} instance(s) have several \
-                 predictions ({}); packaged sample 0 of each. If a module of the system chose among \
-                 attempts without the SWE-bench tests, that is best@k: pass --attempts 2+",
+                 predictions ({}); packaged sample {sample} of each. If a module of the system \
+                 chose among attempts without the SWE-bench tests, that is best@k: pass \
+                 --attempts 2+",
                 several.len(),
                 shorten(&several)
+            ),
+        );
+    }
+    if !without.is_empty() {
+        warn(
+            warnings,
+            "sample",
+            format!(
+                "{} instance(s) have no sample {sample} of {model} and are not packaged (no other \
+                 sample is put in its place; --sample chooses another for every instance): {}",
+                without.len(),
+                shorten(&without)
             ),
         );
     }
@@ -204,6 +233,102 @@ fn choose(
     Ok((model, chosen))
 }
 
+/// Each chosen prediction's saved log, held against the prediction's patch (see
+/// `swe_eval_core::report::check_log`): a log that ran another patch is not the prediction's,
+/// and the prediction is left out of the package, named with its file, line, model and
+/// sample. Empty patches need no log.
+fn bind_logs(
+    src: &Source,
+    chosen: Vec<Prediction>,
+    warnings: &mut Vec<Warning>,
+) -> Result<Vec<(Prediction, SavedLog, Option<PathBuf>)>, SubmitError> {
+    let mut out = Vec::with_capacity(chosen.len());
+    for p in chosen {
+        if p.is_empty_patch() {
+            out.push((p, SavedLog::Missing, None));
+            continue;
+        }
+        let (saved, folder) = src.logs.find(&p, src.run_id.as_deref())?;
+        if matches!(saved, SavedLog::Missing) {
+            out.push((p, saved, None));
+            continue;
+        }
+        match report::check_log(folder.as_deref(), &saved, p.patch())? {
+            Check::Differs(why) => {
+                let at = match (&src.predictions_path, p.line) {
+                    (Some(f), Some(l)) => format!("{f}:{l}: "),
+                    (Some(f), None) => format!("{f}: "),
+                    (None, _) => String::new(),
+                };
+                warn(
+                    warnings,
+                    "patch",
+                    format!(
+                        "{at}{} (model {}, sample {}): its log ran another patch: {why}; not \
+                         packaged",
+                        p.instance_id, p.model_name_or_path, p.sample
+                    ),
+                );
+            }
+            _ => out.push((p, saved, folder)),
+        }
+    }
+    Ok(out)
+}
+
+/// Runs `write` on a new folder beside `output` and renames it to `output` when `write`
+/// succeeds (`output` may be an empty folder: the rename replaces it); when `write` fails, the
+/// new folder is removed, with the parent folders this made, so a failure leaves no output.
+pub(super) fn staged<T>(
+    output: &Path,
+    write: impl FnOnce(&Path) -> Result<T, SubmitError>,
+) -> Result<T, SubmitError> {
+    let abs = std::path::absolute(output).map_err(|source| SubmitError::Read {
+        path: output.to_path_buf(),
+        source,
+    })?;
+    let (Some(parent), Some(name)) = (abs.parent(), abs.file_name()) else {
+        return Err(SubmitError::Usage(format!(
+            "{} cannot be a package folder",
+            output.display()
+        )));
+    };
+    // The topmost parent folder this creates, to remove again (if left empty) on failure.
+    let made = fsutil::first_missing(parent);
+    let write_err = |path: &Path, step, source| {
+        SubmitError::Write(fsutil::WriteError {
+            path: path.to_path_buf(),
+            step,
+            source,
+        })
+    };
+    std::fs::create_dir_all(parent).map_err(|e| write_err(parent, "create folder", e))?;
+    let mut k = 0u32;
+    let tmp = loop {
+        let candidate = parent.join(format!(
+            ".{}.partial-{}-{k}",
+            name.to_string_lossy(),
+            std::process::id()
+        ));
+        match std::fs::create_dir(&candidate) {
+            Ok(()) => break candidate,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && k < 1000 => k += 1,
+            Err(e) => return Err(write_err(&candidate, "create folder", e)),
+        }
+    };
+    let result = write(&tmp).and_then(|v| {
+        std::fs::rename(&tmp, &abs).map_err(|e| write_err(&abs, "rename into place", e))?;
+        Ok(v)
+    });
+    if result.is_err() {
+        let _ = std::fs::remove_dir_all(&tmp);
+        if let Some(top) = made {
+            fsutil::remove_empty_folders(&top);
+        }
+    }
+    result
+}
+
 fn shorten(ids: &[String]) -> String {
     const SHOW: usize = 5;
     if ids.len() <= SHOW {
@@ -218,12 +343,49 @@ fn shorten(ids: &[String]) -> String {
 }
 
 /// Writes the submission package into `opts.output` (which must be new or empty and apart from
-/// every input; see [`check_output`]).
+/// every input; see [`check_output`]). The package is written into a folder beside it, checked
+/// with [`verify`](super::verify), and only then renamed to `opts.output`: a failure at any
+/// point, or a package that does not verify, leaves no output folder.
 pub fn build(ds: &Dataset, src: &Source, opts: &Options) -> Result<Package, SubmitError> {
     let mut warnings = Vec::new();
-    let out = &opts.output;
-    let (model, chosen) = choose(ds, &src.predictions, opts.model.as_deref(), &mut warnings)?;
+    let (model, chosen) = choose(
+        ds,
+        &src.predictions,
+        opts.model.as_deref(),
+        opts.sample,
+        &mut warnings,
+    )?;
+    let bound = bind_logs(src, chosen, &mut warnings)?;
+    if bound.is_empty() {
+        return Err(SubmitError::NothingToPackage {
+            model,
+            sample: opts.sample,
+            warnings,
+        });
+    }
+    staged(&opts.output, |out| {
+        let mut pkg = write_package(ds, src, opts, out, model, bound, warnings)?;
+        let check = super::verify(ds, out)?;
+        if !check.mismatches.is_empty() {
+            return Err(SubmitError::Unverified(check.mismatches));
+        }
+        pkg.dir = opts.output.clone();
+        Ok(pkg)
+    })
+}
+
+/// Writes every file of the package into `out`.
+fn write_package(
+    ds: &Dataset,
+    src: &Source,
+    opts: &Options,
+    out: &Path,
+    model: String,
+    bound: Vec<(Prediction, SavedLog, Option<PathBuf>)>,
+    mut warnings: Vec<Warning>,
+) -> Result<Package, SubmitError> {
     let name = opts.metadata.name.clone().unwrap_or_else(|| model.clone());
+    let chosen: Vec<Prediction> = bound.iter().map(|(p, _, _)| p.clone()).collect();
 
     // all_preds.jsonl: the submitted prediction of every instance, in dataset order.
     let mut preds = Vec::new();
@@ -238,20 +400,31 @@ pub fn build(ds: &Dataset, src: &Source, opts: &Options) -> Result<Package, Subm
     }
     fsutil::write_atomic(&out.join(PREDS_FILE), &preds)?;
 
-    // logs/<id>/: patch.diff, test_output.txt and the official report.json.
+    // logs/<id>/: patch.diff, test_output.txt, the official report.json, and the run's
+    // eval.sh when its log folder holds one.
     let logs_dir = out.join(LOGS_DIR);
     let (mut no_log, mut apply_failed, mut problems) = (Vec::new(), Vec::new(), Vec::new());
-    let mut run_resolved = BTreeSet::new();
-    for p in chosen.iter().filter(|p| !p.is_empty_patch()) {
+    for (p, saved, folder) in bound.iter().filter(|(p, _, _)| !p.is_empty_patch()) {
         let dir = logs_dir.join(&p.instance_id);
         fsutil::write_atomic(&dir.join(PATCH_FILE), p.patch().as_bytes())?;
-        let saved = src.logs.get(p, src.run_id.as_deref())?;
-        match &saved {
+        match saved {
             SavedLog::Output(text) => {
                 fsutil::write_atomic(&dir.join(TEST_OUTPUT_FILE), text.as_bytes())?;
             }
             SavedLog::ApplyFailed => apply_failed.push(p.instance_id.clone()),
             SavedLog::Missing => no_log.push(p.instance_id.clone()),
+        }
+        if let Some(script) = folder.as_ref().map(|f| f.join(EVAL_SCRIPT_FILE)) {
+            match std::fs::read(&script) {
+                Ok(bytes) => fsutil::write_atomic(&dir.join(EVAL_SCRIPT_FILE), &bytes)?,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => {
+                    return Err(SubmitError::Read {
+                        path: script,
+                        source,
+                    })
+                }
+            }
         }
         let Some(inst) = ds.get(&p.instance_id) else {
             continue;
@@ -268,9 +441,6 @@ pub fn build(ds: &Dataset, src: &Source, opts: &Options) -> Result<Package, Subm
         let input = GradeInput::for_instance(inst, p.model_patch.as_deref(), saved.outcome());
         match grading::grade(&input) {
             Ok(v) => {
-                if v.category(Mode::Official).is_resolved() {
-                    run_resolved.insert(p.instance_id.clone());
-                }
                 if let Some(r) = InstanceReport::from_verdict(&v, Mode::Official) {
                     report::write_instance_report(&logs_dir, &p.instance_id, &r)?;
                 }
@@ -336,7 +506,7 @@ pub fn build(ds: &Dataset, src: &Source, opts: &Options) -> Result<Package, Subm
             ),
         );
     }
-    cross_check(&src.summaries, &model, &results, &mut warnings);
+    cross_check(&src.summaries, &model, opts.sample, &results, &mut warnings);
 
     let pass_at_1 = !warnings.iter().any(|w| w.rule == "pass@1");
     let mut meta = opts.metadata.clone();
@@ -356,7 +526,7 @@ pub fn build(ds: &Dataset, src: &Source, opts: &Options) -> Result<Package, Subm
         text::readme(&meta, &name, &opts.split, &results, pass_at_1).as_bytes(),
     )?;
     Ok(Package {
-        dir: out.clone(),
+        dir: out.to_path_buf(),
         model,
         name,
         results,
@@ -409,12 +579,22 @@ fn metadata_warnings(m: &Metadata, warnings: &mut Vec<Warning>) {
 }
 
 /// Warns when the run's own summary resolves other instances than the package's logs.
-fn cross_check(summaries: &[PathBuf], model: &str, results: &Results, warnings: &mut Vec<Warning>) {
+fn cross_check(
+    summaries: &[PathBuf],
+    model: &str,
+    sample: u32,
+    results: &Results,
+    warnings: &mut Vec<Warning>,
+) {
     let prefix = format!("{}.", model_dir_name(model));
+    let of_sample = |n: &str| match sample {
+        0 => !n.contains(".sample"),
+        k => n.ends_with(&format!(".sample{k}.json")),
+    };
     let Some(path) = summaries.iter().find(|p| {
         p.file_name()
             .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with(&prefix) && !n.contains(".sample"))
+            .is_some_and(|n| n.starts_with(&prefix) && of_sample(n))
     }) else {
         return;
     };
@@ -446,21 +626,6 @@ fn cross_check(summaries: &[PathBuf], model: &str, results: &Results, warnings: 
             ),
         );
     }
-}
-
-/// The instance id a trajectory's file name carries: the longest id found in the name and not
-/// followed by another digit (so `django__django-1234` does not claim `...-12345.traj`).
-pub(super) fn id_in_name<'a>(name: &str, ids: &'a [String]) -> Option<&'a String> {
-    ids.iter()
-        .filter(|id| {
-            name.match_indices(id.as_str()).any(|(at, _)| {
-                !name[at + id.len()..]
-                    .chars()
-                    .next()
-                    .is_some_and(|c| c.is_ascii_digit())
-            })
-        })
-        .max_by_key(|id| id.len())
 }
 
 /// Copies the traces of the chosen instances from `dir` into `out/trajs/`; returns how many
@@ -582,5 +747,38 @@ mod tests {
             .to_string()
             .contains("not empty"));
         check_output(&dir.path().join("new"), &[&run]).unwrap();
+    }
+
+    #[test]
+    fn a_write_that_fails_part_way_leaves_no_output_and_success_renames_into_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("a/b/pkg");
+        let failed = staged(&out, |tmp| {
+            fsutil::write_atomic(&tmp.join("logs/x/patch.diff"), b"diff")?;
+            Err::<(), _>(SubmitError::Input("a write failed".into()))
+        });
+        assert!(failed.is_err());
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+        assert!(
+            left.is_empty(),
+            "no output, no partial folder, no parent made: {left:?}"
+        );
+
+        staged(&out, |tmp| Ok(fsutil::write_atomic(&tmp.join("x"), b"x")?)).unwrap();
+        assert_eq!(std::fs::read(out.join("x")).unwrap(), b"x");
+        // An empty output folder is replaced by the package.
+        let empty = dir.path().join("empty");
+        std::fs::create_dir(&empty).unwrap();
+        staged(&empty, |tmp| {
+            Ok(fsutil::write_atomic(&tmp.join("y"), b"y")?)
+        })
+        .unwrap();
+        assert!(empty.join("y").is_file());
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.iter().all(|n| !n.contains("partial")), "{names:?}");
     }
 }

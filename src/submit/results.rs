@@ -31,8 +31,8 @@ pub const RESULTS_FILE: &str = "results.json";
 pub const BY_REPO_FILE: &str = "resolved_by_repo.json";
 /// Resolved and total per year of `created_at`.
 pub const BY_TIME_FILE: &str = "resolved_by_time.json";
-/// A prediction's patch, in `logs/<instance_id>/`.
-pub const PATCH_FILE: &str = "patch.diff";
+/// A prediction's patch, in `logs/<instance_id>/` (as in a run's log folder).
+pub use swe_eval_core::report::PATCH_FILE;
 /// The per-instance logs folder.
 pub const LOGS_DIR: &str = "logs";
 
@@ -175,14 +175,20 @@ fn read_instance(logs: &Path, id: &str) -> Result<Found, SubmitError> {
         return Ok(Found::NoLogs);
     }
     let patch = read_text(&patch_path)?;
-    let mut output = read_text(&out_path)?;
-    // A test output dumped by sb-cli is one JSON string; the script decodes it first.
+    let output = read_test_output(&out_path)?;
+    Ok(Found::Logs { patch, output })
+}
+
+/// A package's `test_output.txt`, decoded as the analysis script decodes it: a test output
+/// dumped by sb-cli is one JSON string.
+pub(super) fn read_test_output(path: &Path) -> Result<String, SubmitError> {
+    let mut output = read_text(path)?;
     if output.starts_with('"') {
         if let Ok(Value::String(s)) = serde_json::from_str::<Value>(&output) {
             output = s;
         }
     }
-    Ok(Found::Logs { patch, output })
+    Ok(output)
 }
 
 pub(crate) fn read_text(path: &Path) -> Result<String, SubmitError> {

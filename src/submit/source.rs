@@ -5,7 +5,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use swe_eval_core::predictions::Prediction;
-use swe_eval_core::report::{SavedLog, SavedLogs};
+use swe_eval_core::report::{log_key, SavedLog, SavedLogError, SavedLogs};
 
 use super::error::SubmitError;
 use super::results;
@@ -15,6 +15,9 @@ use super::results::PATCH_FILE;
 pub struct Source {
     /// Every prediction of the run (several models or samples are narrowed down by [`super::build`]).
     pub predictions: Vec<Prediction>,
+    /// The predictions file they were read from, for messages (`None`: read back from the
+    /// run's own log folders).
+    pub predictions_path: Option<String>,
     /// The run's test outputs.
     pub logs: Logs,
     /// Chooses among several runs in a logs tree.
@@ -34,15 +37,19 @@ pub enum Logs {
 }
 
 impl Logs {
-    pub(super) fn get(
+    /// The saved log of `p` (its own sample's: `<id>.sample<k>` for sample k > 0), with the
+    /// folder it came from, if any.
+    pub(super) fn find(
         &self,
         p: &Prediction,
         run_id: Option<&str>,
-    ) -> Result<SavedLog, SubmitError> {
+    ) -> Result<(SavedLog, Option<PathBuf>), SubmitError> {
         match self {
-            Logs::Saved(saved) => saved
-                .get(&p.instance_id, &p.model_dir_name(), run_id)
-                .map_err(|e| SubmitError::Usage(e.to_string())),
+            // Folders of other models only: this prediction has no log (warned as no_logs).
+            Logs::Saved(saved) => match saved.find(&log_key(p), &p.model_dir_name(), run_id) {
+                Err(SavedLogError::NotFor { .. }) => Ok((SavedLog::Missing, None)),
+                other => other.map_err(|e| SubmitError::Usage(e.to_string())),
+            },
             Logs::Folders(dirs) => {
                 let key = (
                     p.model_name_or_path.clone(),
@@ -50,8 +57,11 @@ impl Logs {
                     p.instance_id.clone(),
                 );
                 match dirs.get(&key) {
-                    Some(dir) => Ok(swe_eval_core::report::read_instance_dir(dir)?),
-                    None => Ok(SavedLog::Missing),
+                    Some(dir) => Ok((
+                        swe_eval_core::report::read_instance_dir(dir)?,
+                        Some(dir.clone()),
+                    )),
+                    None => Ok((SavedLog::Missing, None)),
                 }
             }
         }
@@ -182,9 +192,9 @@ mod tests {
         let got: Vec<(u32, &str)> = preds.iter().map(|p| (p.sample, p.patch())).collect();
         assert_eq!(got, [(0, ""), (1, "diff")]);
         assert_eq!(preds[0].model_name_or_path, "org__m");
-        assert_eq!(logs.get(&preds[0], None).unwrap(), SavedLog::Missing);
+        assert_eq!(logs.find(&preds[0], None).unwrap().0, SavedLog::Missing);
         assert_eq!(
-            logs.get(&preds[1], None).unwrap(),
+            logs.find(&preds[1], None).unwrap().0,
             SavedLog::Output("log 1".into()),
             "each sample's log comes from its own folder"
         );

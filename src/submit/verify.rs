@@ -1,14 +1,19 @@
 //! Checking a finished package ([`verify`]): its `results/` computed again from its own logs,
-//! every number that differs named.
+//! every number that differs named; every `patch.diff` held against what its
+//! `test_output.txt` shows ran (and at the dataset's base commit), every `eval.sh` against the
+//! eval script rendered for the dataset row.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
-use swe_eval_core::dataset::Dataset;
-use swe_eval_core::report::{self};
+use swe_eval_core::dataset::{Dataset, Instance};
+use swe_eval_core::report::{self, Basis, Check};
+use swe_eval_core::spec::{Flavour, TestSpec};
 
 use super::error::SubmitError;
-use super::layout::{KEPT_BY_SCRIPT, METADATA_FILE, PREDS_FILE, README_FILE, TRAJS_DIR};
+use super::layout::{
+    EVAL_SCRIPT_FILE, KEPT_BY_SCRIPT, METADATA_FILE, PREDS_FILE, README_FILE, TRAJS_DIR,
+};
 use super::results;
 use super::results::Results;
 use super::results::{LOGS_DIR, PATCH_FILE};
@@ -27,8 +32,25 @@ pub struct Verification {
     /// trajs/ per predicted instance): the package is not complete.
     pub missing: Vec<String>,
     /// Files the package holds that no check reads (a run's own records under logs/, such as
-    /// `run_instance.log` or `eval.sh`), relative to the package: named, not vouched for.
+    /// `run_instance.log`), relative to the package: named, not vouched for.
     pub unchecked: Vec<String>,
+    /// How each `patch.diff` was held against its `test_output.txt`.
+    pub ran: Ran,
+}
+
+/// How the package's patches and eval scripts were held against its logs and the dataset.
+#[derive(Debug, Default)]
+pub struct Ran {
+    /// Patches whose test output shows them line by line.
+    pub by_lines: usize,
+    /// Patches whose test output shows their files (its diffs could not be read whole).
+    pub by_files: usize,
+    /// Patches whose test output does not show which patch ran, and why.
+    pub unknown: Vec<String>,
+    /// Test outputs whose `git diff <commit>` names the dataset row's base commit.
+    pub base_commits: usize,
+    /// `eval.sh` files equal to the eval script rendered for the dataset row.
+    pub eval_scripts: usize,
 }
 
 /// Grades the package in `dir` again from its own `logs/` and checks `results/`, every
@@ -75,6 +97,8 @@ pub fn verify(ds: &Dataset, dir: &Path) -> Result<Verification, SubmitError> {
             Err(e) => mismatches.push(e.to_string()),
         }
     }
+
+    let ran = check_ran(ds, &logs, &mut mismatches);
 
     // all_preds.jsonl against the patches in logs/.
     let mut predicted: BTreeSet<String> = BTreeSet::new();
@@ -178,7 +202,107 @@ pub fn verify(ds: &Dataset, dir: &Path) -> Result<Verification, SubmitError> {
         warnings,
         missing,
         unchecked,
+        ran,
     })
+}
+
+/// Holds every instance's `patch.diff` against what its `test_output.txt` shows ran
+/// (`report::check_output`) and at which commit (the dataset row's base commit), and every
+/// `eval.sh` against the eval script rendered for the dataset row; each difference is a
+/// mismatch.
+fn check_ran(ds: &Dataset, logs: &Path, mismatches: &mut Vec<String>) -> Ran {
+    let mut ran = Ran::default();
+    for inst in &ds.instances {
+        let id = &inst.instance_id;
+        let dir = logs.join(id);
+        let (patch, output) = (dir.join(PATCH_FILE), dir.join(report::TEST_OUTPUT_FILE));
+        if patch.is_file() && output.is_file() {
+            let read = results::read_text(&patch)
+                .and_then(|p| Ok((p, results::read_test_output(&output)?)));
+            let (patch, output) = match read {
+                Ok(both) => both,
+                Err(e) => {
+                    mismatches.push(e.to_string());
+                    continue;
+                }
+            };
+            match report::check_output(&output, &patch) {
+                Check::Same(Basis::Files) => ran.by_files += 1,
+                Check::Same(_) => ran.by_lines += 1,
+                Check::Differs(why) => mismatches.push(format!(
+                    "{LOGS_DIR}/{id}/{PATCH_FILE} is not the patch its {} ran: {why}",
+                    report::TEST_OUTPUT_FILE
+                )),
+                Check::Unknown(why) => ran.unknown.push(format!("{LOGS_DIR}/{id}: {why}")),
+            }
+            match report::diff_base(&output) {
+                Some(b) if inst.base_commit.starts_with(b) => ran.base_commits += 1,
+                Some(b) => mismatches.push(format!(
+                    "{LOGS_DIR}/{id}/{}: its tests ran on commit {b}, the dataset's base commit \
+                     of {id} is {}",
+                    report::TEST_OUTPUT_FILE,
+                    inst.base_commit
+                )),
+                None => {}
+            }
+        }
+        let script = dir.join(EVAL_SCRIPT_FILE);
+        if script.is_file() {
+            match results::read_text(&script).map(|held| eval_script_of(inst, &held)) {
+                Ok(Ok(())) => ran.eval_scripts += 1,
+                Ok(Err(why)) => {
+                    mismatches.push(format!("{LOGS_DIR}/{id}/{EVAL_SCRIPT_FILE}: {why}"))
+                }
+                Err(e) => mismatches.push(e.to_string()),
+            }
+        }
+    }
+    ran
+}
+
+/// Whether `held` is an eval script swe-eval renders for `inst` (the official flavour's, which
+/// is the official harness's byte for byte, the Debian flavour's, or the row's own), else
+/// where it first differs from the nearest.
+fn eval_script_of(inst: &Instance, held: &str) -> Result<(), String> {
+    let mut rendered: Vec<(&str, String)> = Vec::new();
+    for (label, flavour) in [("official", Flavour::Official), ("debian", Flavour::Debian)] {
+        if let Ok(spec) = TestSpec::new(inst, flavour) {
+            rendered.push((label, spec.eval_script));
+        }
+    }
+    if let Some(own) = &inst.eval_script {
+        rendered.push(("the row's own", own.clone()));
+    }
+    if rendered.iter().any(|(_, s)| s == held) {
+        return Ok(());
+    }
+    let common = |s: &str| {
+        s.lines()
+            .zip(held.lines())
+            .take_while(|(a, b)| a == b)
+            .count()
+    };
+    let Some((label, nearest)) = rendered.iter().max_by_key(|(_, s)| common(s)) else {
+        return Err(format!(
+            "no eval script can be rendered for {} from the dataset row",
+            inst.instance_id
+        ));
+    };
+    let at = common(nearest);
+    let line = |s: &str| {
+        s.lines().nth(at).map_or_else(
+            || "(end)".to_string(),
+            |l| format!("{:?}", l.chars().take(80).collect::<String>()),
+        )
+    };
+    Err(format!(
+        "not an eval script rendered for {} from its dataset row (the official flavour's, the \
+         Debian flavour's, or the row's own): line {} is {}, the {label} script's is {}",
+        inst.instance_id,
+        at + 1,
+        line(held),
+        line(nearest)
+    ))
 }
 
 /// The files the layout requires and the files the package holds, beyond what [`verify`]
@@ -249,7 +373,13 @@ fn inventory(
             mismatches.push(format!("{LOGS_DIR}/{id}: no prediction in {PREDS_FILE}"));
         }
         for (name, _) in entries(&path) {
-            if ![PATCH_FILE, report::REPORT_FILE, report::TEST_OUTPUT_FILE].contains(&name.as_str())
+            if ![
+                PATCH_FILE,
+                report::REPORT_FILE,
+                report::TEST_OUTPUT_FILE,
+                EVAL_SCRIPT_FILE,
+            ]
+            .contains(&name.as_str())
             {
                 unchecked.push(format!("{LOGS_DIR}/{id}/{name}"));
             }
@@ -259,7 +389,7 @@ fn inventory(
     let ids: Vec<String> = predicted.iter().cloned().collect();
     let mut traced = BTreeSet::new();
     for (name, _) in entries(&dir.join(TRAJS_DIR)) {
-        match super::package::id_in_name(&name, &ids) {
+        match super::layout::id_in_name(&name, &ids) {
             Some(id) => {
                 traced.insert(id.clone());
             }

@@ -271,7 +271,14 @@ fn input_formats_and_the_join() {
     let r = study::load_rewards_files(std::slice::from_ref(&rewards_csv), &mut problems).unwrap();
     let o = study::load_outcome_files(std::slice::from_ref(&summary), &mut problems).unwrap();
     assert!(problems.is_empty(), "{problems:?}");
-    let j = study::join(r, o, None);
+    let joined = study::join(r, o, None, None).unwrap();
+    assert_eq!(
+        joined.len(),
+        1,
+        "the summary names no model: it is the rewards' model m"
+    );
+    let j = &joined[0];
+    assert_eq!(j.model.as_deref(), Some("m"));
     assert_eq!(j.observations.len(), 3);
     assert_eq!(j.unmatched_rewards, vec![("z__z-9".to_string(), 0)]);
     assert_eq!(
@@ -337,7 +344,7 @@ fn input_formats_and_the_join() {
     let r0 = write(d, "r0.jsonl", "{\"instance_id\":\"a__a-1\",\"sample\":0,\"similarity\":0.2,\"reward\":0.2}\n{\"instance_id\":\"a__a-2\",\"sample\":0,\"similarity\":0.3,\"reward\":0.3}\n");
     let r1 = write(d, "r1.jsonl", "{\"instance_id\":\"a__a-1\",\"sample\":0,\"similarity\":0.8,\"reward\":0.8}\n{\"instance_id\":\"a__a-2\",\"sample\":0,\"similarity\":0.1,\"reward\":0.1}\n");
     let r = study::load_rewards_files(&[r0, r1], &mut problems).unwrap();
-    let j = study::join(r, o, None);
+    let j = study::join(r, o, None, None).unwrap().remove(0);
     assert!(j.unmatched_rewards.is_empty() && j.unmatched_outcomes.is_empty());
     let s = study::analyze(
         &j,
@@ -356,17 +363,7 @@ fn input_formats_and_the_join() {
 
     // The binary end to end on the CSV + summary, reporting the unmatched rows.
     let out = d.join("out");
-    let (ok, stdout, stderr) = run_bin(&[
-        "correlate",
-        "--rewards",
-        rewards_csv.to_str().unwrap(),
-        "--results",
-        summary.to_str().unwrap(),
-        "--output",
-        out.to_str().unwrap(),
-        "--bootstrap",
-        "100",
-    ]);
+    let (ok, stdout, stderr) = correlate(&rewards_csv, &summary, &out, &["--bootstrap", "100"]);
     // Unmatched rows are an input problem: the study is written, the exit code is 3 (not
     // success), and the headline says so first.
     assert!(!ok, "unmatched rows must not exit 0: {stderr}");
@@ -775,4 +772,218 @@ fn format_versions_of_the_inputs_are_checked() {
     );
     assert_eq!(loaded.problems.len(), 1, "{:?}", loaded.problems);
     assert_eq!(loaded.problems[0].location.line, Some(5));
+}
+
+/// `swe-eval correlate --rewards R --results O -o OUT` and `extra`.
+fn correlate(
+    rewards: &Path,
+    outcomes: &Path,
+    out: &Path,
+    extra: &[&str],
+) -> (bool, String, String) {
+    let mut args = vec![
+        "correlate",
+        "--rewards",
+        rewards.to_str().unwrap(),
+        "--results",
+        outcomes.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    run_bin(&args)
+}
+
+/// Two joined predictions, or scores all equal, are stated as such: no "tracks correctness
+/// strongly" on two rows, no "CI 0.500-0.500" on scores that rank nothing; the headline,
+/// summary.json and report.md say the same.
+#[test]
+fn small_samples_and_ties_are_stated_not_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let rewards = write(
+        d,
+        "r.jsonl",
+        "{\"instance_id\":\"a__a-1\",\"similarity\":0.9,\"reward\":0.9}\n\
+         {\"instance_id\":\"a__a-2\",\"similarity\":0.1,\"reward\":0.1}\n",
+    );
+    let outcomes = write(
+        d,
+        "o.jsonl",
+        "{\"instance_id\":\"a__a-1\",\"resolved\":true}\n\
+         {\"instance_id\":\"a__a-2\",\"resolved\":false}\n",
+    );
+    let out = d.join("two");
+    let (ok, stdout, stderr) = correlate(&rewards, &outcomes, &out, &[]);
+    assert!(ok, "{stderr}");
+    let first = stdout.lines().next().unwrap();
+    assert!(
+        first.starts_with(
+            "Too few predictions to tell whether resemblance tracks correctness: 2 joined \
+             (1 resolved, 1 not)"
+        ),
+        "{first}"
+    );
+    assert!(
+        !stdout.contains("strongly") && !stdout.contains("CI"),
+        "{stdout}"
+    );
+    let sj = summary_of(&out);
+    assert_eq!(sj["similarity"]["small_sample"], true);
+    assert_eq!(sj["similarity"]["auroc"].as_f64(), Some(1.0));
+    assert!(sj["similarity"]["auroc_ci95"].is_null());
+    assert!(sj["settings"]["small_sample_rule"]
+        .as_str()
+        .unwrap()
+        .contains("at least 20 joined predictions"));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("| AUROC [95% CI] | 1.000 (small sample) |"),
+        "{md}"
+    );
+
+    // Forty predictions whose rewards are all equal: the score ranks nothing.
+    let (mut r, mut o) = (String::new(), String::new());
+    for i in 0..40 {
+        r += &format!("{{\"instance_id\":\"a__a-{i}\",\"similarity\":0.0,\"reward\":-1}}\n");
+        o += &format!(
+            "{{\"instance_id\":\"a__a-{i}\",\"resolved\":{}}}\n",
+            i % 4 == 0
+        );
+    }
+    let (rewards, outcomes) = (write(d, "r40.jsonl", &r), write(d, "o40.jsonl", &o));
+    let out = d.join("tied");
+    let (ok, stdout, stderr) = correlate(&rewards, &outcomes, &out, &[]);
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.starts_with(
+            "No reading: every resolved and unresolved prediction of the 40 joined has the same \
+             similarity, so it ranks nothing (AUROC 0.500 by ties alone, no interval)."
+        ),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("0.500-0.500"), "{stdout}");
+    let sj = summary_of(&out);
+    assert_eq!(sj["reward"]["tied_pairs"].as_f64(), Some(1.0));
+    assert!(sj["reward"]["auroc_ci95"].is_null());
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("| AUROC [95% CI] | 0.500 (all tied) | 0.500 (all tied) |"),
+        "{md}"
+    );
+}
+
+/// `bench correlate` prints its interval as an interval, not as a Rust value.
+#[test]
+fn bench_correlate_prints_an_interval() {
+    let (ok, stdout, stderr) = run_bin(&["bench", "correlate", "--n", "500", "--bootstrap", "50"]);
+    assert!(ok, "{stderr}");
+    let line = stdout
+        .lines()
+        .find(|l| l.contains("similarity AUROC"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(!line.contains("Some("), "{line}");
+    assert!(line.contains(", 95% CI 0."), "{line}");
+    let (ok, stdout, _) = run_bin(&["bench", "correlate", "--n", "500", "--bootstrap", "0"]);
+    assert!(
+        ok && stdout.contains("no interval (--bootstrap 0)"),
+        "{stdout}"
+    );
+}
+
+/// Rows of two models with the same instances and samples (what `swe-eval serve` exports after
+/// seeing two model names): every row is kept, one study per model in its own folder, no
+/// warning; `--model` studies one; outcomes that name no model against two models are refused
+/// with how to choose.
+#[test]
+fn two_models_are_studied_apart_never_dropped_as_duplicates() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let (mut r, mut o) = (String::new(), String::new());
+    for (m, model) in ["org/m1", "m2"].iter().enumerate() {
+        for i in 0..30 {
+            for sample in 0..2 {
+                let resolved = (i + sample + m) % 3 == 0;
+                let score = if resolved { 0.8 } else { 0.3 } + 0.001 * i as f64;
+                r += &format!(
+                    "{{\"instance_id\":\"a__a-{i}\",\"model_name_or_path\":\"{model}\",\"sample\":{sample},\"similarity\":{score},\"reward\":{score},\"format_version\":1}}\n"
+                );
+                o += &format!(
+                    "{{\"instance_id\":\"a__a-{i}\",\"model_name_or_path\":\"{model}\",\"sample\":{sample},\"resolved\":{resolved},\"category\":\"{}\",\"mask\":false}}\n",
+                    if resolved { "resolved" } else { "unresolved" }
+                );
+            }
+        }
+    }
+    let (rewards, outcomes) = (
+        write(d, "rewards.jsonl", &r),
+        write(d, "outcomes.jsonl", &o),
+    );
+    let out = d.join("study");
+    let (ok, stdout, stderr) = correlate(&rewards, &outcomes, &out, &[]);
+    assert!(ok, "{stderr}");
+    assert!(!stderr.contains("warning"), "{stderr}");
+    assert!(!stderr.contains("more than once"), "{stderr}");
+    for (model, line) in ["org__m1", "m2"].iter().zip(stdout.lines().step_by(2)) {
+        assert!(
+            line.starts_with(&format!("{model}: Resemblance tracks correctness")),
+            "{line}"
+        );
+        let sj = summary_of(&out.join(model));
+        assert_eq!(sj["model"], *model);
+        assert_eq!(sj["n"].as_u64(), Some(60), "{model}: every row kept");
+        assert_eq!(sj["n_unmatched"].as_u64(), Some(0));
+    }
+    let one = d.join("one");
+    let (ok, stdout, _) = correlate(&rewards, &outcomes, &one, &["--model", "m2"]);
+    assert!(ok && stdout.starts_with("Resemblance"), "{stdout}");
+    assert_eq!(summary_of(&one)["model"], "m2");
+
+    // An official summary names no model: whose outcomes would they be?
+    let summary = write(
+        d,
+        "s.json",
+        r#"{"resolved_ids":["a__a-0"],"submitted_ids":["a__a-0","a__a-1"],"completed_ids":["a__a-0","a__a-1"]}"#,
+    );
+    let out = Command::new(crate::common::bin())
+        .args(["correlate", "--rewards"])
+        .arg(&rewards)
+        .arg("--results")
+        .arg(&summary)
+        .arg("-o")
+        .arg(d.join("refused"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the outcomes rows that name no model cannot be given to one model: the rewards name 2 (org__m1, m2); pass --model"),
+        "{err}"
+    );
+    assert!(!d.join("refused").exists(), "nothing written");
+}
+
+/// Issue 34, item 4, on the real mini run: the rewards of the bundled predictions (mini-gold
+/// and mini-demo) correlate with the run's outcomes model by model, without a warning.
+pub fn mini_run_correlates_with_its_rewards(results: &Path) {
+    let work = tempfile::tempdir().unwrap();
+    let rewards = reward_cmd(
+        &results.join("mini/dataset.jsonl"),
+        &results.join("mini/predictions.jsonl"),
+        &work.path().join("rewards.jsonl"),
+    );
+    let out = work.path().join("study");
+    let (ok, stdout, stderr) = correlate(&rewards, results, &out, &[]);
+    assert!(ok, "{stderr}");
+    assert!(!stderr.contains("warning"), "{stderr}");
+    assert!(stdout.starts_with("mini-gold: "), "{stdout}");
+    assert!(
+        stdout.contains("\nmini-demo: Too few predictions"),
+        "{stdout}"
+    );
+    for (model, n) in [("mini-gold", 8), ("mini-demo", 14)] {
+        let sj = summary_of(&out.join(model));
+        assert_eq!(sj["n"].as_u64(), Some(n), "{model}");
+        assert_eq!(sj["n_unmatched"].as_u64(), Some(0), "{model}");
+    }
 }

@@ -463,6 +463,75 @@ fn cli_reports_unknown_instances_and_malformed_lines_and_writes_the_rest() {
     assert_eq!(csv.lines().count(), 3);
 }
 
+/// A dataset of one row (written to `dir/ds.jsonl`) and a prediction row of its gold patch.
+fn one_row(dir: &Path) -> (PathBuf, String) {
+    let ds = write(
+        dir,
+        "ds.jsonl",
+        &json!({"instance_id": "o__r-1", "repo": "o/r", "base_commit": "abc", "patch": GOLD})
+            .to_string(),
+    );
+    let good = json!({"instance_id": "o__r-1", "model_name_or_path": "m", "model_patch": GOLD})
+        .to_string();
+    (ds, good)
+}
+
+/// A malformed `--repo` is bad usage (exit 2) whatever the variant, as in `run`; nothing is
+/// written.
+#[test]
+fn a_malformed_repo_flag_is_bad_usage() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ds, good) = one_row(dir.path());
+    let preds = write(dir.path(), "p.jsonl", &good);
+    let out = dir.path().join("out.jsonl");
+    for variant in ["unidiff", "search-replace"] {
+        let res = run_reward(
+            &ds,
+            &preds,
+            &out,
+            &["--repo", "garbage", "--variant", variant],
+        );
+        let stderr = String::from_utf8_lossy(&res.stderr);
+        assert_eq!(res.status.code(), Some(2), "{variant}: {stderr}");
+        assert_eq!(
+            stderr.lines().next(),
+            Some("error: `--repo garbage`: expected owner/name=PATH_OR_URL"),
+            "{stderr}"
+        );
+        assert!(!out.exists(), "nothing written");
+    }
+}
+
+/// A lone UTF-16 surrogate escape (`\ud800`) in a patch is refused by file, line and field,
+/// in JSON Lines and in a JSON list; the other rows are scored.
+#[test]
+fn a_lone_surrogate_in_a_patch_is_refused_by_file_line_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ds, good) = one_row(dir.path());
+    // Written by hand: no JSON library writes a lone surrogate.
+    let bad = r#"{"instance_id": "o__r-1", "model_name_or_path": "m2", "model_patch": "x\ud800y"}"#;
+    for (name, text, line) in [
+        ("p.jsonl", format!("{good}\n{bad}\n"), 2),
+        ("p.json", format!("[\n{good},\n\n{bad}\n]\n"), 4),
+    ] {
+        let preds = write(dir.path(), name, &text);
+        let out = dir.path().join(format!("{name}.out.jsonl"));
+        let res = run_reward(&ds, &preds, &out, &[]);
+        let stderr = String::from_utf8_lossy(&res.stderr);
+        assert_eq!(res.status.code(), Some(3), "{stderr}");
+        let first = stderr.lines().next().unwrap();
+        assert!(
+            first.starts_with(&format!(
+                "problem: {}:{line}: field `model_patch`: a lone surrogate escape \\ud800",
+                preds.display()
+            )),
+            "{first}"
+        );
+        assert!(first.contains("Python"), "{first}");
+        assert_eq!(read_jsonl(&out).len(), 1, "the good row is scored");
+    }
+}
+
 // ---------------------------------------------------------------- search/replace with git
 
 /// Files read from a commit: a missing commit is an error, a missing file is left out, and

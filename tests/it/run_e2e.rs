@@ -255,6 +255,7 @@ fn mini_benchmark_runs_with_no_arguments_and_resumes_without_recomputing() {
     check_verdicts(&results, "mini", Mode::Official);
     check_official_files(&results, "mini");
     crate::submit::mini_run_packages(&results);
+    crate::correlate::mini_run_correlates_with_its_rewards(&results);
     assert!(
         containers_of(&rt, first.pid).is_empty(),
         "no container of the run is left"

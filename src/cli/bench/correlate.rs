@@ -100,10 +100,16 @@ pub fn run(args: Args) -> CliResult {
          (target < 1 s: {})",
         if analyze_s < 1.0 { "met" } else { "NOT met" }
     );
+    let overall = &summary.similarity.overall;
     println!(
-        "  similarity AUROC {:.4}, 95% CI {:?}",
-        summary.similarity.overall.auroc.unwrap_or(f64::NAN),
-        summary.similarity.overall.auroc_ci95
+        "  similarity AUROC {}, {}",
+        overall
+            .auroc
+            .map_or_else(|| "n/a".to_string(), |a| format!("{a:.4}")),
+        study::interval_words(overall.auroc_ci95).unwrap_or_else(|| match overall.reading() {
+            study::Reading::Read(_) => "no interval (--bootstrap 0)".to_string(),
+            _ => "no interval (too few predictions, or every pair tied)".to_string(),
+        })
     );
     let mut write_s = None;
     if let Some(dir) = &args.write {

@@ -54,7 +54,7 @@ pub fn run(args: Args) -> CliResult {
         &mut problems,
     )?;
     let logs = SavedLogs::open(&logs_path)?;
-    let saved = read_logs(&preds, &logs, None, &mut problems);
+    let saved = read_logs(&preds, &predictions, &logs, None, &mut problems);
     let load = t.elapsed();
     let log_bytes: usize = saved
         .iter()

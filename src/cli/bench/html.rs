@@ -39,15 +39,16 @@ pub fn run(args: Args) -> CliResult {
         "{SHARED}/partial-verified/swebench_verified_partial.jsonl"
     ));
     let mut problems = Vec::new();
+    let predictions = format!("{run_dir}/all_preds.jsonl");
     let (ds, preds) = load_inputs(
         swe_eval_core::dataset::load_dataset(&dataset)?,
-        &format!("{run_dir}/all_preds.jsonl"),
+        &predictions,
         &mut problems,
     )?;
     let logs = SavedLogs::open(&PathBuf::from(format!(
         "{run_dir}/instance_test_outputs.jsonl"
     )))?;
-    let saved = read_logs(&preds, &logs, None, &mut problems);
+    let saved = read_logs(&preds, &predictions, &logs, None, &mut problems);
     let verdicts = grade_all(&ds, &preds, &saved, &mut problems);
     let base =
         swe_eval_core::report::records_for_grading(&ds, &preds, &verdicts, &saved, Mode::Official);

@@ -554,6 +554,7 @@ mod tests {
 
     fn run(name: &str, verdicts: &[(&str, &[bool])]) -> Run {
         Run {
+            model: None,
             name: name.into(),
             source: name.into(),
             outcomes: verdicts

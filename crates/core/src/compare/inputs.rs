@@ -25,7 +25,7 @@ use serde_json::Value;
 
 use crate::dataset::{InputProblem, LoadError};
 use crate::failure::UsageError;
-use crate::study::{assign_samples, OutcomeRow, RewardRow};
+use crate::study::{assign_samples, model_key, OutcomeRow};
 use crate::study::{load_outcomes, load_rewards, Outcome};
 
 /// One parsed run argument.
@@ -96,6 +96,8 @@ pub struct Run {
     pub name: String,
     /// Where it came from (`PATH`, `PATH#RUN`).
     pub source: String,
+    /// The model whose outcomes these are (as a folder name), when the source names one.
+    pub model: Option<String>,
     /// Instance -> (sample, outcome), in sample order.
     pub outcomes: BTreeMap<String, Vec<(u32, Outcome)>>,
     /// Similarity per (instance, sample), from `--rewards`, when given.
@@ -273,18 +275,13 @@ fn read_run_dir(
     Ok(rows)
 }
 
-/// The model a row belongs to, as a folder name (`org/m` and `org__m` are one model).
-fn model_key(row: &OutcomeRow) -> Option<String> {
-    row.model.as_deref().map(crate::predictions::model_dir_name)
-}
-
 /// One source's rows as runs: one run named `name` when the rows name at most one model; one
 /// run per model otherwise, named `<name>.<model>` in the order the models first appear, so
 /// that no model's outcomes are dropped as duplicates of another's.
 fn split_by_model(name: &str, rows: Vec<OutcomeRow>) -> Vec<(String, Vec<OutcomeRow>)> {
     let mut groups: Vec<(Option<String>, Vec<OutcomeRow>)> = Vec::new();
     for row in rows {
-        let key = model_key(&row);
+        let key = model_key(row.model.as_deref());
         match groups.iter_mut().find(|(k, _)| *k == key) {
             Some((_, v)) => v.push(row),
             None => groups.push((key, vec![row])),
@@ -404,11 +401,8 @@ fn to_run(
     rows: Vec<OutcomeRow>,
     problems: &mut Vec<InputProblem>,
 ) -> Run {
-    let numbered = assign_samples(
-        vec![(path.to_path_buf(), rows)],
-        |r: &mut OutcomeRow| (r.instance_id.as_str(), &mut r.sample),
-        problems,
-    );
+    let model = rows.first().and_then(|r| model_key(r.model.as_deref()));
+    let numbered = assign_samples(vec![(path.to_path_buf(), rows)], problems);
     let mut outcomes: BTreeMap<String, Vec<(u32, Outcome)>> = BTreeMap::new();
     for (id, s, row) in numbered {
         outcomes.entry(id).or_default().push((s, row.outcome));
@@ -419,6 +413,7 @@ fn to_run(
     Run {
         name,
         source,
+        model,
         outcomes,
         similarity: None,
     }
@@ -515,18 +510,42 @@ fn split_runs(
 }
 
 /// Reads a rewards file (`swe-eval reward` output, JSON Lines or CSV) into similarity per
-/// (instance, sample), repeated keys dropped with a problem.
+/// (instance, sample) for the run of `model`: rows naming another model are not this run's and
+/// are left out; rows naming none are taken as the run's. A run that names no model takes a
+/// file of one model, and refuses one of several (whose would they be?). Repeated keys are
+/// dropped with a problem.
 pub fn load_similarity(
     path: &Path,
+    model: Option<&str>,
     problems: &mut Vec<InputProblem>,
-) -> Result<HashMap<(String, u32), f64>, LoadError> {
+) -> Result<HashMap<(String, u32), f64>, LoadRunsError> {
     let loaded = load_rewards(path)?;
     problems.extend(loaded.problems);
-    let numbered = assign_samples(
-        vec![(path.to_path_buf(), loaded.items)],
-        |r: &mut RewardRow| (r.instance_id.as_str(), &mut r.sample),
-        problems,
-    );
+    let mut named: Vec<String> = loaded
+        .items
+        .iter()
+        .filter_map(|r| model_key(r.model.as_deref()))
+        .collect();
+    named.sort();
+    named.dedup();
+    if model.is_none() && named.len() > 1 {
+        return Err(LoadRunsError::Request(format!(
+            "--rewards {}: the file holds the rewards of {} models ({}) and the run names no \
+             model; give a file of one model's rewards",
+            path.display(),
+            named.len(),
+            named.join(", ")
+        )));
+    }
+    let rows: Vec<_> = loaded
+        .items
+        .into_iter()
+        .filter(|r| {
+            model.is_none()
+                || model_key(r.model.as_deref()).is_none_or(|m| Some(m.as_str()) == model)
+        })
+        .collect();
+    let numbered = assign_samples(vec![(path.to_path_buf(), rows)], problems);
     Ok(numbered
         .into_iter()
         .map(|(id, s, row)| ((id, s), row.similarity))
@@ -594,7 +613,7 @@ pub fn load_all(
                 "--rewards given twice for run `{name}`"
             )));
         }
-        let sims = load_similarity(file, problems)?;
+        let sims = load_similarity(file, run.model.as_deref(), problems)?;
         let mut orphans: Vec<&(String, u32)> = sims
             .keys()
             .filter(|(id, s)| {
@@ -780,6 +799,55 @@ mod tests {
         .unwrap();
         assert_eq!(runs.len(), 1);
         assert_eq!(runs[0].name, "r1");
+    }
+
+    /// A rewards file of two models gives each model's run its own model's similarity, never
+    /// the other's for the same (instance, sample); a run naming no model refuses such a file.
+    #[test]
+    fn rewards_attach_to_the_run_of_their_model() {
+        let d = tempfile::tempdir().unwrap();
+        let run = d.path().join("run");
+        std::fs::create_dir(&run).unwrap();
+        let rows = [
+            outcome_row("a__a-1", "m1", true),
+            outcome_row("a__a-1", "m2", false),
+        ];
+        std::fs::write(run.join("r1.predictions.jsonl"), rows.join("\n")).unwrap();
+        let rewards = d.path().join("rewards.jsonl");
+        std::fs::write(
+            &rewards,
+            "{\"instance_id\":\"a__a-1\",\"model_name_or_path\":\"m2\",\"sample\":0,\"similarity\":0.2}\n\
+             {\"instance_id\":\"a__a-1\",\"model_name_or_path\":\"m1\",\"sample\":0,\"similarity\":0.9}\n",
+        )
+        .unwrap();
+        let spec = RunSpec::parse(run.to_str().unwrap()).unwrap();
+        let mut problems = Vec::new();
+        let runs = load_all(
+            std::slice::from_ref(&spec),
+            &[
+                ("r1.m1".to_string(), rewards.clone()),
+                ("r1.m2".to_string(), rewards.clone()),
+            ],
+            &mut problems,
+        )
+        .unwrap();
+        assert!(problems.is_empty(), "no duplicate dropped: {problems:?}");
+        let sim = |r: &Run| r.similarity.as_ref().unwrap()[&("a__a-1".to_string(), 0)];
+        assert_eq!((sim(&runs[0]), sim(&runs[1])), (0.9, 0.2));
+
+        let summary = d.path().join("m.r.json");
+        std::fs::write(
+            &summary,
+            r#"{"resolved_ids":["a__a-1"],"submitted_ids":["a__a-1"]}"#,
+        )
+        .unwrap();
+        let spec = RunSpec::parse(&format!("s={}", summary.display())).unwrap();
+        let e = load_all(&[spec], &[("s".to_string(), rewards)], &mut problems).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("holds the rewards of 2 models (m1, m2) and the run names no model"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -90,16 +90,52 @@ pub fn kind_of(v: &Value) -> &'static str {
 /// Splits a JSON or JSON Lines file into values with their 1-based line numbers. A JSON
 /// document whose top level is a list yields its elements (line = where each starts); an
 /// object keyed by id yields its values with the key injected as `instance_id` if absent.
-/// A row holding bytes that are not UTF-8 is refused with its file, line and field, never read
-/// with the bytes replaced: the patch applied and scored would not be the user's. (SWE-bench's
-/// tools read these files as UTF-8 with Python's strict decoder and stop at such a byte; here
-/// only the row is left out.)
+///
+/// Two kinds of text no program can take as the user wrote it are refused row by row, with
+/// the file, line and field, never read changed (the patch applied and scored would not be the
+/// user's), and the other rows are read:
+/// - bytes that are not UTF-8 (SWE-bench's tools read these files as UTF-8 with Python's strict
+///   decoder and stop at such a byte);
+/// - a lone UTF-16 surrogate escape (`\ud800` with no low half after it, or a low half alone).
+///   Python's `json` reads it into a string that no UTF-8 file can hold: the official harness
+///   then fails writing the patch to `patch.diff` (`UnicodeEncodeError`) and counts the
+///   instance as an error, with no test run. Here the row is refused instead, naming where.
 pub fn json_values(path: &Path, bytes: &[u8]) -> Result<Located<Value>, LoadError> {
-    let bad = non_utf8_lines(bytes);
-    if bad.is_empty() {
-        return json_values_of(path, bytes);
+    let mut flaws: Vec<Flaw> = non_utf8_lines(bytes)
+        .into_iter()
+        .map(|(line, column)| Flaw {
+            line,
+            field: None,
+            message: format!(
+                "bytes that are not UTF-8 (byte {column} of the line); the row is left out, not \
+                 read with the bytes replaced (SWE-bench's tools refuse the file)"
+            ),
+        })
+        .collect();
+    let text = String::from_utf8_lossy(bytes);
+    let lone = lone_surrogates(&text);
+    if flaws.is_empty() && lone.is_empty() {
+        return json_values_of(path, &text);
     }
-    let mut all = json_values_of(path, bytes)?;
+    // Each lone escape is read as U+FFFD (same length, so lines and columns stay), and the row
+    // holding it is refused below.
+    let mut readable = text.into_owned();
+    for l in &lone {
+        readable.replace_range(l.offset..l.offset + 6, "\\ufffd");
+        flaws.push(Flaw {
+            line: l.line,
+            field: l.field.clone(),
+            message: format!(
+                "a lone surrogate escape {} (column {}): half of a UTF-16 pair, not a character. \
+                 Python's json module reads it, but no UTF-8 file can hold it: the official \
+                 harness fails writing such a patch and counts the instance as an error. The \
+                 row is left out",
+                l.escape, l.column
+            ),
+        });
+    }
+    flaws.sort_by_key(|f| f.line);
+    let mut all = json_values_of(path, &readable)?;
     // A row spans the lines from its start to the next row's start.
     let starts: Vec<usize> = all.items.iter().filter_map(|(_, line)| *line).collect();
     let mut out = Located {
@@ -113,29 +149,189 @@ pub fn json_values(path: &Path, bytes: &[u8]) -> Result<Located<Value>, LoadErro
             .copied()
             .find(|&l| l > start)
             .unwrap_or(usize::MAX);
-        match bad.iter().find(|(l, _)| (start..end).contains(l)) {
-            None => out.items.push((value, line)),
-            Some(&(bad_line, column)) => {
-                let fields = replaced_fields(&value);
-                out.problems.push(InputProblem::new(
-                    path.to_path_buf(),
-                    Some(bad_line),
-                    fields.first().cloned(),
-                    format!(
-                        "bytes that are not UTF-8 (byte {column} of the line{}); the row is left \
-                         out, not read with the bytes replaced (SWE-bench's tools refuse the file)",
-                        if fields.len() > 1 {
-                            format!("; also in {}", fields[1..].join(", "))
-                        } else {
-                            String::new()
-                        }
-                    ),
-                ));
-            }
+        let here: Vec<&Flaw> = flaws
+            .iter()
+            .filter(|f| (start..end).contains(&f.line))
+            .collect();
+        let Some(first) = here.first() else {
+            out.items.push((value, line));
+            continue;
+        };
+        // Bytes that are not UTF-8 were read as U+FFFD: the fields holding one are named.
+        let fields = match &first.field {
+            Some(f) => vec![f.clone()],
+            None => replaced_fields(&value),
+        };
+        let mut message = first.message.clone();
+        if fields.len() > 1 {
+            message += &format!("; also in {}", fields[1..].join(", "));
         }
+        if here.len() > 1 {
+            message += &format!("; {} more such place(s) in this row", here.len() - 1);
+        }
+        out.problems.push(InputProblem::new(
+            path.to_path_buf(),
+            Some(first.line),
+            fields.first().cloned(),
+            message,
+        ));
     }
     out.problems.sort_by_key(|p| p.location.line);
     Ok(out)
+}
+
+/// Text in a row that cannot be read as written: where, in which field when known, and why.
+struct Flaw {
+    line: usize,
+    field: Option<String>,
+    message: String,
+}
+
+/// A `\uXXXX` escape of a JSON string that is half of a surrogate pair with no other half.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct LoneSurrogate {
+    /// Byte offset of its backslash in the text.
+    offset: usize,
+    /// 1-based line.
+    line: usize,
+    /// 1-based byte of the line where the escape starts.
+    column: usize,
+    /// The escape as written (`\ud800`).
+    escape: String,
+    /// The key of the object whose value holds the string (the innermost object), if any.
+    field: Option<String>,
+}
+
+/// Every lone surrogate escape in the JSON strings of `text`, found by a scan that knows
+/// strings, escapes, objects and keys only (anything else is left to the JSON parser).
+fn lone_surrogates(text: &str) -> Vec<LoneSurrogate> {
+    let b = text.as_bytes();
+    let hex4 = |at: usize| -> Option<u16> {
+        let digits = text.get(at..at + 4)?;
+        if digits.bytes().all(|c| c.is_ascii_hexdigit()) {
+            u16::from_str_radix(digits, 16).ok()
+        } else {
+            None
+        }
+    };
+    // Per open object: its current key, and whether the next string is a key.
+    let mut objects: Vec<Option<(Option<String>, bool)>> = Vec::new();
+    let mut out = Vec::new();
+    let (mut i, mut line, mut line_start) = (0usize, 1usize, 0usize);
+    while i < b.len() {
+        match b[i] {
+            b'\n' => {
+                line += 1;
+                line_start = i + 1;
+            }
+            b'{' => objects.push(Some((None, true))),
+            b'[' => objects.push(None),
+            b'}' | b']' => {
+                objects.pop();
+            }
+            b':' => {
+                if let Some(Some((_, want_key))) = objects.last_mut() {
+                    *want_key = false;
+                }
+            }
+            b',' => {
+                if let Some(Some((_, want_key))) = objects.last_mut() {
+                    *want_key = true;
+                }
+            }
+            b'"' => {
+                let is_key = matches!(objects.last(), Some(Some((_, true))));
+                let field = objects
+                    .iter()
+                    .rev()
+                    .flatten()
+                    .next()
+                    .and_then(|o| o.0.clone());
+                let mut key = String::new();
+                let mut j = i + 1;
+                while j < b.len() && b[j] != b'"' && b[j] != b'\n' {
+                    if b[j] != b'\\' {
+                        let ch = text[j..].chars().next().unwrap_or('\u{fffd}');
+                        key.push(ch);
+                        j += ch.len_utf8();
+                        continue;
+                    }
+                    match b.get(j + 1) {
+                        Some(b'u') => match hex4(j + 2) {
+                            Some(hi @ 0xD800..=0xDBFF) => {
+                                let low = (b.get(j + 6) == Some(&b'\\')
+                                    && b.get(j + 7) == Some(&b'u'))
+                                .then(|| hex4(j + 8))
+                                .flatten()
+                                .filter(|lo| (0xDC00..=0xDFFF).contains(lo));
+                                match low {
+                                    Some(lo) => {
+                                        let c = 0x10000
+                                            + ((u32::from(hi) - 0xD800) << 10)
+                                            + (u32::from(lo) - 0xDC00);
+                                        key.extend(char::from_u32(c));
+                                        j += 12;
+                                    }
+                                    None => {
+                                        out.push(lone_at(text, j, line, line_start, field.clone()));
+                                        j += 6;
+                                    }
+                                }
+                            }
+                            Some(0xDC00..=0xDFFF) => {
+                                out.push(lone_at(text, j, line, line_start, field.clone()));
+                                j += 6;
+                            }
+                            Some(c) => {
+                                key.extend(char::from_u32(u32::from(c)));
+                                j += 6;
+                            }
+                            None => j += 2,
+                        },
+                        Some(&c) => {
+                            key.push(match c {
+                                b'n' => '\n',
+                                b't' => '\t',
+                                b'r' => '\r',
+                                other => other as char,
+                            });
+                            j += 2;
+                        }
+                        None => j += 1,
+                    }
+                }
+                if is_key {
+                    if let Some(Some((k, _))) = objects.last_mut() {
+                        *k = Some(key);
+                    }
+                }
+                // The closing quote (or the end of the line, for a broken string).
+                i = j;
+                if b.get(i) == Some(&b'\n') {
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out
+}
+
+fn lone_at(
+    text: &str,
+    at: usize,
+    line: usize,
+    line_start: usize,
+    field: Option<String>,
+) -> LoneSurrogate {
+    LoneSurrogate {
+        offset: at,
+        line,
+        column: at - line_start + 1,
+        escape: text[at..at + 6].to_string(),
+        field,
+    }
 }
 
 /// (1-based line, 1-based byte of the line) of the first byte that is not UTF-8, per line.
@@ -165,9 +361,8 @@ fn replaced_fields(value: &Value) -> Vec<String> {
         .collect()
 }
 
-/// [`json_values`] with bytes that are not UTF-8 read as U+FFFD (the caller refuses such rows).
-fn json_values_of(path: &Path, bytes: &[u8]) -> Result<Located<Value>, LoadError> {
-    let text = String::from_utf8_lossy(bytes);
+/// [`json_values`] on text already decoded (the caller refuses the rows it had to change).
+fn json_values_of(path: &Path, text: &str) -> Result<Located<Value>, LoadError> {
     let trimmed = text.trim_start_matches('\u{feff}');
     let first = trimmed.trim_start().chars().next();
     let mut out = Located::default();
@@ -328,5 +523,49 @@ mod tests {
         let read = json_values(path, own.as_bytes()).unwrap();
         assert!(read.problems.is_empty());
         assert_eq!(read.items[0].0["model_patch"], "\u{fffd}");
+    }
+
+    #[test]
+    fn lone_surrogates_are_found_with_their_field_and_pairs_and_escaped_backslashes_are_not() {
+        let text = concat!(
+            r#"{"instance_id": "a", "model_patch": "ok \ud83d\ude00 and \\ud800 is text"}"#,
+            "\n",
+            r#"{"instance_id": "b", "extra": {"k": ["\udc00"]}, "model_patch": "x\uD800y"}"#,
+            "\n"
+        );
+        let found = lone_surrogates(text);
+        let got: Vec<(usize, usize, &str, Option<&str>)> = found
+            .iter()
+            .map(|l| (l.line, l.column, l.escape.as_str(), l.field.as_deref()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (2, 39, r"\udc00", Some("k")),
+                (2, 67, r"\uD800", Some("model_patch")),
+            ]
+        );
+        let read = json_values(Path::new("p.jsonl"), text.as_bytes()).unwrap();
+        assert_eq!(
+            read.items.len(),
+            1,
+            "the row with a pair and an escaped backslash is read"
+        );
+        assert_eq!(
+            read.items[0].0["model_patch"],
+            "ok \u{1f600} and \\ud800 is text"
+        );
+        let p = &read.problems[0];
+        assert_eq!(
+            (p.location.line, p.location.field.as_deref()),
+            (Some(2), Some("k"))
+        );
+        assert!(
+            p.message
+                .contains(r"lone surrogate escape \udc00 (column 39)"),
+            "{}",
+            p.message
+        );
+        assert!(p.message.contains("1 more such place(s)"), "{}", p.message);
     }
 }

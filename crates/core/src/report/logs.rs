@@ -273,15 +273,26 @@ impl SavedLogs {
         model_dir: &str,
         run_id: Option<&str>,
     ) -> Result<SavedLog, SavedLogError> {
+        Ok(self.find(instance_id, model_dir, run_id)?.0)
+    }
+
+    /// [`SavedLogs::get`], with the log's folder when it came from one (a tree).
+    pub fn find(
+        &self,
+        instance_id: &str,
+        model_dir: &str,
+        run_id: Option<&str>,
+    ) -> Result<(SavedLog, Option<PathBuf>), SavedLogError> {
         let (root, candidates) = match self {
             SavedLogs::Jsonl { rows, .. } => {
-                return Ok(rows
+                let log = rows
                     .get(instance_id)
-                    .map_or(SavedLog::Missing, |s| SavedLog::Output(s.clone())));
+                    .map_or(SavedLog::Missing, |s| SavedLog::Output(s.clone()));
+                return Ok((log, None));
             }
             SavedLogs::Tree { root, dirs } => match dirs.get(instance_id) {
                 Some(c) => (root, c),
-                None => return Ok(SavedLog::Missing),
+                None => return Ok((SavedLog::Missing, None)),
             },
         };
         // (run, model) of a folder, as far as its depth below the root tells.
@@ -300,7 +311,7 @@ impl SavedLogs {
             })
             .collect();
         match chosen.as_slice() {
-            [one] => read_instance_dir(one).map_err(SavedLogError::from),
+            [one] => Ok((read_instance_dir(one)?, Some(one.to_path_buf()))),
             [] => Err(SavedLogError::NotFor {
                 id: instance_id.to_string(),
                 want: match run_id {

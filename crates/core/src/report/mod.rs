@@ -13,6 +13,7 @@ mod html;
 mod instance;
 mod logs;
 mod pyjson;
+mod ran;
 mod regrade;
 mod rows;
 mod summary;
@@ -31,9 +32,12 @@ pub use instance::{
 };
 pub use logs::{read_instance_dir, SavedLog, SavedLogError, SavedLogs, RUN_INSTANCE_LOG};
 pub use pyjson::{to_python_json, to_python_json_indent};
+pub use ran::{
+    check_folder, check_log, check_output, diff_base, Basis, Check, PATCH_FILE, VERDICT_FILE,
+};
 pub use regrade::{
-    grade_all, load_inputs, log_key, read_logs, regrade, Group, RegradeError, RegradeOptions,
-    Regraded,
+    grade_all, load_inputs, log_key, prediction_at, read_logs, regrade, Group, RegradeError,
+    RegradeOptions, Regraded,
 };
 pub use rows::{write_rows_csv, write_rows_jsonl, PredictionRow, Timings};
 pub use summary::{write_run_summary, RunSummary, Submitted};

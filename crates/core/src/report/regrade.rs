@@ -156,9 +156,13 @@ pub fn load_inputs(
 /// Reads every prediction's saved log (the I/O part), keyed like `preds`; reports the rows
 /// of a logs file that could not be read, and each prediction with a patch whose log is not
 /// there, naming where it was looked for (it counts as an error, as the official harness
-/// counts it).
+/// counts it). A log that ran another patch than the prediction's (its folder's `patch.diff`,
+/// `verdict.json`, or its test output's `git status` and `git diff`, `super::check_log`) is
+/// not the prediction's: named with the predictions file, line, model and sample, and the
+/// prediction counts as having no log (an error), never graded from it.
 pub fn read_logs(
     preds: &[Prediction],
+    preds_path: &str,
     logs: &SavedLogs,
     run_id: Option<&str>,
     problems: &mut Vec<String>,
@@ -168,29 +172,61 @@ pub fn read_logs(
             .iter()
             .map(|p| format!("skipped log row: {p}")),
     );
-    preds
-        .iter()
+    // In parallel over the cores (each log is read and held against its patch), the problems
+    // kept in prediction order.
+    use rayon::prelude::*;
+    let found: Vec<(SavedLog, Option<String>)> = preds
+        .par_iter()
         .map(|p| {
             if p.patch().is_empty() {
-                return SavedLog::Missing;
+                return (SavedLog::Missing, None);
             }
             let key = log_key(p);
-            match logs.get(&key, &p.model_dir_name(), run_id) {
-                Ok(SavedLog::Missing) => {
-                    problems.push(format!(
+            let failed = |e: &dyn std::fmt::Display| {
+                (SavedLog::Missing, Some(format!("{e}; graded as an error")))
+            };
+            match logs.find(&key, &p.model_dir_name(), run_id) {
+                Ok((SavedLog::Missing, _)) => (
+                    SavedLog::Missing,
+                    Some(format!(
                         "{key}: no saved log; looked for {}; graded as an error",
                         logs.looked_for(&key)
-                    ));
-                    SavedLog::Missing
-                }
-                Ok(log) => log,
-                Err(e) => {
-                    problems.push(format!("{e}; graded as an error"));
-                    SavedLog::Missing
-                }
+                    )),
+                ),
+                Ok((log, folder)) => match super::check_log(folder.as_deref(), &log, p.patch()) {
+                    Ok(super::Check::Differs(why)) => (
+                        SavedLog::Missing,
+                        Some(format!(
+                            "{}: {} (model {}, sample {}): its log ran another patch: {why}; \
+                             not graded from it (counted as an error)",
+                            prediction_at(preds_path, p),
+                            p.instance_id,
+                            p.model_name_or_path,
+                            p.sample
+                        )),
+                    ),
+                    Ok(_) => (log, None),
+                    Err(e) => failed(&e),
+                },
+                Err(e) => failed(&e),
             }
         })
+        .collect();
+    found
+        .into_iter()
+        .map(|(log, problem)| {
+            problems.extend(problem);
+            log
+        })
         .collect()
+}
+
+/// `FILE:LINE` of a prediction (its position for `gold`), for messages.
+pub fn prediction_at(preds_path: &str, p: &Prediction) -> String {
+    match p.line {
+        Some(l) => format!("{preds_path}:{l}"),
+        None => preds_path.to_string(),
+    }
 }
 
 /// Grades every prediction from its saved log (no I/O), in parallel over the cores. A
@@ -262,7 +298,13 @@ pub fn regrade(
         .clone()
         .or_else(|| logs.run_id())
         .unwrap_or_else(|| "regrade".to_string());
-    let saved = read_logs(&preds, &logs, opts.run_id.as_deref(), &mut problems);
+    let saved = read_logs(
+        &preds,
+        &opts.predictions,
+        &logs,
+        opts.run_id.as_deref(),
+        &mut problems,
+    );
     let verdicts = grade_all(&ds, &preds, &saved, &mut problems);
     Ok(Regraded {
         dataset: ds,
@@ -364,6 +406,16 @@ mod tests {
         std::fs::write(path, text).unwrap();
     }
 
+    /// Official grading of `preds` from `logs`, every run.
+    fn official(preds: &Path, logs: PathBuf) -> RegradeOptions {
+        RegradeOptions {
+            predictions: preds.to_string_lossy().into_owned(),
+            logs,
+            mode: Mode::Official,
+            run_id: None,
+        }
+    }
+
     fn log(inst: &crate::dataset::Instance, pass: bool) -> String {
         let mut s = String::from(">>>>> Start Test Output\n");
         for t in inst.fail_to_pass().iter().chain(inst.pass_to_pass()) {
@@ -398,12 +450,7 @@ mod tests {
         }
         let preds_path = d.path().join("preds.jsonl");
         jsonl(&preds_path, &preds);
-        let opts = RegradeOptions {
-            predictions: preds_path.to_string_lossy().into_owned(),
-            logs: d.path().join("logs"),
-            mode: Mode::Official,
-            run_id: None,
-        };
+        let opts = official(&preds_path, d.path().join("logs"));
         let g = regrade(&opts, loaded()).unwrap();
         assert!(g.problems.is_empty(), "{:?}", g.problems);
         assert_eq!(g.run_id, "r1");
@@ -456,6 +503,53 @@ mod tests {
             g.problems[0].contains("no log of model model-c"),
             "{:?}",
             g.problems
+        );
+    }
+
+    /// A log whose patch.diff is another patch than the prediction's is not its log: the
+    /// prediction is named (file, line, model, sample) and counted an error; each sample is
+    /// held against its own folder.
+    #[test]
+    fn a_log_of_another_patch_is_never_graded_as_the_predictions() {
+        let d = tempfile::tempdir().unwrap();
+        let bench = crate::mini::materialize(&d.path().join("mini")).unwrap();
+        let loaded = || crate::dataset::load_dataset(&bench.dataset).unwrap();
+        let (ds, _) = loaded();
+        let inst = &ds.instances[0];
+        let model = d.path().join("logs/logs/run_evaluation/r1/m");
+        for (folder, patch) in [
+            (inst.instance_id.clone(), "the patch that ran\n"),
+            (format!("{}.sample1", inst.instance_id), "sample one\n"),
+        ] {
+            std::fs::create_dir_all(model.join(&folder)).unwrap();
+            std::fs::write(model.join(&folder).join("patch.diff"), patch).unwrap();
+            std::fs::write(model.join(&folder).join("test_output.txt"), log(inst, true)).unwrap();
+        }
+        let preds_path = d.path().join("preds.jsonl");
+        let pred = |patch: &str| {
+            serde_json::json!({"instance_id": inst.instance_id, "model_name_or_path": "m",
+                "model_patch": patch})
+        };
+        jsonl(
+            &preds_path,
+            &[pred("another patch\n"), pred("sample one\n")],
+        );
+        let opts = official(&preds_path, d.path().join("logs"));
+        let g = regrade(&opts, loaded()).unwrap();
+        assert_eq!(g.problems.len(), 1, "{:?}", g.problems);
+        assert!(
+            g.problems[0].starts_with(&format!(
+                "{}:1: {} (model m, sample 0): its log ran another patch: ",
+                preds_path.display(),
+                inst.instance_id
+            )),
+            "{}",
+            g.problems[0]
+        );
+        assert_eq!(g.verdicts[0].category, grading::Category::InfraError);
+        assert!(
+            g.verdicts[1].category(Mode::Official).is_resolved(),
+            "sample 1 is graded from its own folder, whose patch it is"
         );
     }
 }

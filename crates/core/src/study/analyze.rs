@@ -10,8 +10,8 @@ use super::inputs::Joined;
 use super::outcome::{Observation, Outcome};
 use super::stats;
 use super::summary::{
-    BlindSpot, BlindSpots, Options, Score, ScoreStudy, Settings, Stats, Summary, ROC_POINTS,
-    UNMATCHED_SHOWN,
+    BlindSpot, BlindSpots, Options, Reading, Score, ScoreStudy, Settings, Stats, Summary,
+    READING_MIN_EACH, READING_MIN_N, ROC_POINTS, UNMATCHED_SHOWN,
 };
 
 /// Computes the statistics of `scores` against `resolved`; `ci` is the bootstrap interval,
@@ -46,6 +46,8 @@ fn stats_of(scores: &[f64], resolved: &[bool], ci: Option<[f64; 2]>, opts: &Opti
             .map(|&t| stats::precision_recall(scores, resolved, t))
             .collect(),
         calibration: stats::calibration(scores, resolved),
+        small_sample: Stats::too_few(scores.len(), pos.len()),
+        tied_pairs: stats::tied_pairs(scores, resolved),
     }
 }
 
@@ -189,7 +191,12 @@ pub fn analyze(joined: &Joined, opts: &Options) -> Summary {
     ];
     for ((level, g, name, _), mut pair) in groups.into_iter().zip(done) {
         for (k, st) in pair.iter_mut().enumerate() {
-            st.auroc_ci95 = ci[k][level][g];
+            // No interval where there is no reading: a bootstrap of a handful of predictions,
+            // or of scores that are all tied, gives a narrow interval that means nothing.
+            st.auroc_ci95 = match st.reading() {
+                Reading::Read(_) => ci[k][level][g],
+                _ => None,
+            };
         }
         let [s, r] = pair;
         per[2 * level].insert(name.clone(), s);
@@ -245,6 +252,7 @@ pub fn analyze(joined: &Joined, opts: &Options) -> Summary {
     let instances = groups_by(obs, |o| o.instance_id.clone());
     let mut summary = Summary {
         headline: String::new(),
+        model: joined.model.clone(),
         n: obs.len(),
         n_resolved,
         n_unresolved: obs.len() - n_resolved - n_no_verdict,
@@ -286,6 +294,11 @@ pub fn analyze(joined: &Joined, opts: &Options) -> Summary {
             no_verdict_rule: "predictions without a test verdict (error, empty patch) count as \
                               unresolved; the AUROCs without harness errors leave out those \
                               whose reason is an error (empty patches stay, unresolved)",
+            small_sample_rule: SMALL_SAMPLE_RULE,
+            ties_rule: "equal scores of a resolved and an unresolved prediction count one half \
+                        in the AUROC; `tied_pairs` is the share of such pairs, named in the \
+                        headline from 10%; when every pair is tied the score ranks nothing and \
+                        no AUROC is read (0.500 by ties alone, no interval)",
         },
     };
     summary.headline = headline(&summary);
@@ -354,6 +367,28 @@ pub(super) fn blind_spots(obs: &[Observation], k: usize) -> BlindSpots {
     }
 }
 
+/// How the study decides that a sample is too small, as summary.json's settings say it.
+const SMALL_SAMPLE_RULE: &str = "an AUROC is read (in words, with a bootstrap interval) from at \
+     least 20 joined predictions with at least 5 resolved and 5 unresolved; below that, overall \
+     or in a repository or difficulty, it is given without words or interval and marked \
+     `small_sample`";
+
+/// A bootstrap interval as the headline writes it (`95% CI 0.712-0.790`); `None` without one.
+pub fn interval_words(ci: Option<[f64; 2]>) -> Option<String> {
+    ci.map(|[lo, hi]| format!("95% CI {lo:.3}-{hi:.3}"))
+}
+
+/// " N% of resolved-unresolved pairs have equal similarity ..." from 10% of pairs tied.
+fn ties_sentence(tied: Option<f64>) -> String {
+    match tied {
+        Some(t) if t >= 0.1 => format!(
+            " {:.0}% of resolved-unresolved pairs have equal similarity, each counted one half.",
+            t * 100.0
+        ),
+        _ => String::new(),
+    }
+}
+
 /// How an AUROC reads, in words (the usual rough bands), as an adverb for the headline.
 pub fn auroc_words(a: f64) -> &'static str {
     match a {
@@ -384,22 +419,38 @@ pub(super) fn headline(s: &Summary) -> String {
             None => h.push_str(". "),
         }
     }
-    h.push_str(&match o.auroc {
-        Some(a) => {
-            let ci = o
-                .auroc_ci95
-                .map(|[lo, hi]| format!(" (95% CI {lo:.3}-{hi:.3})"))
+    h.push_str(&match o.reading() {
+        Reading::Read(a) => {
+            let ci = interval_words(o.auroc_ci95)
+                .map(|w| format!(" ({w})"))
                 .unwrap_or_default();
             format!(
                 "Resemblance tracks correctness {}: similarity AUROC {a:.3}{ci} over {} \
                  predictions: a resolved prediction is more similar to the human patch \
-                 than an unresolved one {:.0}% of the time.",
+                 than an unresolved one {:.0}% of the time.{}",
                 auroc_words(a),
                 s.n,
-                a * 100.0
+                a * 100.0,
+                ties_sentence(o.tied_pairs)
             )
         }
-        None => format!(
+        Reading::SmallSample(a) => format!(
+            "Too few predictions to tell whether resemblance tracks correctness: {} joined \
+             ({} resolved, {} not); a reading needs at least {READING_MIN_N}, with at least \
+             {READING_MIN_EACH} of each outcome. Similarity AUROC {a:.3} over {} \
+             resolved-unresolved pair(s), without an interval.{}",
+            s.n,
+            o.n_resolved,
+            o.n - o.n_resolved,
+            o.n_resolved * (o.n - o.n_resolved),
+            ties_sentence(o.tied_pairs)
+        ),
+        Reading::AllTied => format!(
+            "No reading: every resolved and unresolved prediction of the {} joined has the same \
+             similarity, so it ranks nothing (AUROC 0.500 by ties alone, no interval).",
+            s.n
+        ),
+        Reading::NoPairs => format!(
             "No AUROC: the {} joined predictions do not include both resolved and unresolved ones.",
             s.n
         ),
@@ -430,4 +481,121 @@ pub(super) fn headline(s: &Summary) -> String {
         ));
     }
     h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::study::Outcome;
+
+    fn joined(rows: &[(f64, bool)]) -> Joined {
+        Joined {
+            observations: rows
+                .iter()
+                .enumerate()
+                .map(|(i, &(score, resolved))| Observation {
+                    instance_id: format!("a__a-{i}"),
+                    sample: 0,
+                    repo: "a/a".into(),
+                    difficulty: None,
+                    similarity: score,
+                    reward: score,
+                    format: Some("ok".into()),
+                    outcome: Outcome::of_resolved(resolved),
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn two_predictions_are_a_small_sample_without_words_or_interval() {
+        let s = analyze(&joined(&[(0.9, true), (0.1, false)]), &Options::default());
+        let o = &s.similarity.overall;
+        assert_eq!(o.auroc, Some(1.0));
+        assert!(o.small_sample);
+        assert_eq!(o.auroc_ci95, None, "no interval on two predictions");
+        assert!(
+            s.headline.starts_with(
+                "Too few predictions to tell whether resemblance tracks correctness: 2 joined \
+                 (1 resolved, 1 not); a reading needs at least 20, with at least 5 of each \
+                 outcome. Similarity AUROC 1.000 over 1 resolved-unresolved pair(s), without \
+                 an interval."
+            ),
+            "{}",
+            s.headline
+        );
+        assert!(!s.headline.contains("strongly"), "{}", s.headline);
+        assert!(s.settings.small_sample_rule.contains("at least 20"));
+        assert!(s
+            .settings
+            .small_sample_rule
+            .contains("5 resolved and 5 unresolved"));
+        assert_eq!((READING_MIN_N, READING_MIN_EACH), (20, 5));
+    }
+
+    #[test]
+    fn enough_predictions_but_too_few_of_one_outcome_is_a_small_sample_too() {
+        let mut rows: Vec<(f64, bool)> = (0..30).map(|i| (i as f64 / 30.0, false)).collect();
+        rows.extend([(0.9, true), (0.95, true), (0.97, true), (0.99, true)]);
+        let s = analyze(&joined(&rows), &Options::default());
+        assert!(s.similarity.overall.small_sample, "4 resolved of 34");
+        assert!(
+            s.headline.starts_with("Too few predictions"),
+            "{}",
+            s.headline
+        );
+        rows.push((0.98, true));
+        let s = analyze(&joined(&rows), &Options::default());
+        assert!(
+            !s.similarity.overall.small_sample,
+            "5 of each and 35 in all"
+        );
+        assert!(s
+            .headline
+            .starts_with("Resemblance tracks correctness strongly"));
+        assert!(s.headline.contains("(95% CI "), "{}", s.headline);
+    }
+
+    #[test]
+    fn equal_scores_rank_nothing_and_ties_are_named() {
+        let rows: Vec<(f64, bool)> = (0..40).map(|i| (0.0, i % 3 == 0)).collect();
+        let s = analyze(&joined(&rows), &Options::default());
+        let o = &s.similarity.overall;
+        assert_eq!((o.auroc, o.tied_pairs), (Some(0.5), Some(1.0)));
+        assert_eq!(o.auroc_ci95, None, "no 0.500-0.500 interval");
+        assert_eq!(o.reading(), Reading::AllTied);
+        assert!(
+            s.headline.starts_with(
+                "No reading: every resolved and unresolved prediction of the 40 joined has the \
+                 same similarity, so it ranks nothing (AUROC 0.500 by ties alone, no interval)."
+            ),
+            "{}",
+            s.headline
+        );
+        // Half the scores tied at 0 across outcomes: read, and the ties named.
+        let rows: Vec<(f64, bool)> = (0..40)
+            .map(|i| {
+                let resolved = i % 2 == 0;
+                let score = if i < 20 {
+                    0.0
+                } else if resolved {
+                    0.9
+                } else {
+                    0.2
+                };
+                (score, resolved)
+            })
+            .collect();
+        let s = analyze(&joined(&rows), &Options::default());
+        let t = s.similarity.overall.tied_pairs.unwrap();
+        assert!((t - 0.25).abs() < 1e-12, "{t}");
+        assert!(
+            s.headline.contains(
+                " 25% of resolved-unresolved pairs have equal similarity, each counted one half."
+            ),
+            "{}",
+            s.headline
+        );
+    }
 }

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::plots::{self, Rasterizer};
-use super::{auroc_words, Observation, Score, ScoreStudy, Stats, Summary};
+use super::{auroc_words, Observation, Reading, Score, ScoreStudy, Stats, Summary};
 use crate::fsutil::{write_atomic, write_json_atomic, WriteError};
 
 /// Patch texts for the blind spots: predicted by (instance, sample), gold by instance.
@@ -235,9 +235,12 @@ fn pct(x: Option<f64>) -> String {
 }
 
 fn auroc_cell(s: &Stats) -> String {
-    match (s.auroc, s.auroc_ci95) {
-        (Some(a), Some([lo, hi])) => format!("{a:.3} [{lo:.3}, {hi:.3}]"),
-        (a, _) => f3(a),
+    match (s.reading(), s.auroc_ci95) {
+        (Reading::Read(a), Some([lo, hi])) => format!("{a:.3} [{lo:.3}, {hi:.3}]"),
+        (Reading::Read(a), None) => format!("{a:.3}"),
+        (Reading::SmallSample(a), _) => format!("{a:.3} (small sample)"),
+        (Reading::AllTied, _) => format!("{} (all tied)", f3(s.auroc)),
+        (Reading::NoPairs, _) => f3(None),
     }
 }
 
@@ -246,6 +249,7 @@ fn headline_table(s: &Summary) -> Table {
     let row = |name: &str, f: &dyn Fn(&Stats) -> String| vec![name.to_string(), f(a), f(b)];
     let mut rows = vec![
         row("AUROC [95% CI]", &auroc_cell),
+        row("resolved-unresolved pairs tied", &|x| pct(x.tied_pairs)),
         vec![
             format!(
                 "AUROC without the {} harness errors (n = {})",
@@ -486,8 +490,13 @@ fn sections(s: &Summary) -> Vec<Section> {
                  patch, so the AUROC is also given with harness errors left out. `similarity` \
                  equals the SWE-RL reference's score; `reward` is -1 for empty and unparsable \
                  patches, where the reference gives 0.0. Intervals are seeded \
-                 percentile-bootstrap 95% intervals.",
-                s.no_verdict_counted
+                 percentile-bootstrap 95% intervals. An AUROC of fewer than {} predictions, or \
+                 of fewer than {} of either outcome, is marked `small sample` and has no \
+                 interval; tied pairs count one half, and an AUROC whose pairs are all tied \
+                 ranks nothing.",
+                s.no_verdict_counted,
+                super::READING_MIN_N,
+                super::READING_MIN_EACH
             ),
             table: headline_table(s),
         },
@@ -620,15 +629,17 @@ fn html(s: &Summary, plots: &[(&str, &str, String)], patches: &Patches) -> Strin
          <h1>Does resemblance to the human patch track correctness?</h1>\n"
     );
     let o = &s.similarity.overall;
-    let big = o.auroc.map_or_else(
-        || "n/a<small>similarity AUROC</small>".to_string(),
-        |a| {
-            format!(
-                "{a:.3}<small>similarity AUROC<br>tracks {}</small>",
-                auroc_words(a)
-            )
-        },
-    );
+    let big = match o.reading() {
+        Reading::Read(a) => format!(
+            "{a:.3}<small>similarity AUROC<br>tracks {}</small>",
+            auroc_words(a)
+        ),
+        Reading::SmallSample(a) => {
+            format!("{a:.3}<small>similarity AUROC<br>too few to read</small>")
+        }
+        Reading::AllTied => "0.500<small>similarity AUROC<br>all tied</small>".to_string(),
+        Reading::NoPairs => "n/a<small>similarity AUROC</small>".to_string(),
+    };
     let _ = writeln!(
         out,
         "<div class=\"headline\"><div class=\"big\">{big}</div><p>{}</p></div>",
@@ -686,13 +697,15 @@ fn html(s: &Summary, plots: &[(&str, &str, String)], patches: &Patches) -> Strin
     let _ = writeln!(
         out,
         "<h2>Method</h2><p class=\"note\">AUROC: {}. Bootstrap: {} resamples, seed {}, {}. \
-         Calibration: {}. {}.</p></body></html>",
+         Calibration: {}. {}. Small samples: {}. Ties: {}.</p></body></html>",
         esc(s.settings.auroc),
         s.settings.bootstrap,
         s.settings.seed,
         esc(s.settings.bootstrap_method),
         esc(s.settings.calibration_bins),
-        esc(s.settings.no_verdict_rule)
+        esc(s.settings.no_verdict_rule),
+        esc(s.settings.small_sample_rule),
+        esc(s.settings.ties_rule)
     );
     out
 }

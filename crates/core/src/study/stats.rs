@@ -56,12 +56,32 @@ fn tie_groups(x: &[f64]) -> (Vec<u32>, usize) {
 /// Area under the ROC curve: the probability that a resolved prediction scores above an
 /// unresolved one, ties counting one half (the Mann-Whitney U statistic over n_pos * n_neg).
 pub fn auroc(scores: &[f64], resolved: &[bool]) -> Option<f64> {
+    auc_from_group_counts(&outcome_counts(scores, resolved))
+}
+
+/// Per tie group of `scores` (ascending), the unresolved and resolved counts, laid out as
+/// `[neg_0, pos_0, neg_1, pos_1, ...]`.
+fn outcome_counts(scores: &[f64], resolved: &[bool]) -> Vec<u64> {
     let (gid, groups) = tie_groups(scores);
     let mut counts = vec![0u64; 2 * groups];
     for (g, &r) in gid.iter().zip(resolved) {
         counts[2 * *g as usize + r as usize] += 1;
     }
-    auc_from_group_counts(&counts)
+    counts
+}
+
+/// The share of (resolved, unresolved) pairs whose two scores are equal: the pairs the AUROC
+/// counts one half because the score cannot order them. `None` without a pair (one outcome
+/// only). 1.0 means the score ranks nothing (every prediction of both outcomes scores alike).
+pub fn tied_pairs(scores: &[f64], resolved: &[bool]) -> Option<f64> {
+    let counts = outcome_counts(scores, resolved);
+    let (mut tied, mut pos, mut neg) = (0u128, 0u64, 0u64);
+    for pair in counts.chunks_exact(2) {
+        tied += pair[0] as u128 * pair[1] as u128;
+        neg += pair[0];
+        pos += pair[1];
+    }
+    (pos > 0 && neg > 0).then(|| tied as f64 / (pos as f64 * neg as f64))
 }
 
 /// AUROC from per-tie-group counts laid out as `[neg_0, pos_0, neg_1, pos_1, ...]`, groups in

@@ -73,6 +73,48 @@ pub struct Stats {
     pub precision_recall: Vec<stats::PrecisionRecall>,
     /// Resolve rate by score bin.
     pub calibration: Vec<stats::CalibrationBin>,
+    /// Too few predictions for a reading of the AUROC (see [`READING_MIN_N`]): the AUROC is
+    /// given, without words or interval.
+    pub small_sample: bool,
+    /// The share of (resolved, unresolved) pairs with equal scores, which the AUROC counts one
+    /// half; 1.0: the score ranks nothing. `None` without a pair.
+    pub tied_pairs: Option<f64>,
+}
+
+/// The fewest predictions from which the study reads an AUROC (in words, with an interval).
+pub const READING_MIN_N: usize = 20;
+
+/// The fewest predictions of each outcome (resolved, unresolved) for a reading.
+pub const READING_MIN_EACH: usize = 5;
+
+/// What an AUROC says, by how it was measured.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Reading {
+    /// The predictions are of one outcome only: no AUROC.
+    NoPairs,
+    /// Fewer predictions than a reading needs ([`READING_MIN_N`], [`READING_MIN_EACH`]).
+    SmallSample(f64),
+    /// Every (resolved, unresolved) pair is tied: the score ranks nothing.
+    AllTied,
+    /// An AUROC to read.
+    Read(f64),
+}
+
+impl Stats {
+    /// True when `n` predictions, `n_resolved` of them resolved, are too few for a reading.
+    pub fn too_few(n: usize, n_resolved: usize) -> bool {
+        n < READING_MIN_N || n_resolved.min(n - n_resolved) < READING_MIN_EACH
+    }
+
+    /// What this AUROC says (see [`Reading`]).
+    pub fn reading(&self) -> Reading {
+        match self.auroc {
+            None => Reading::NoPairs,
+            Some(a) if self.small_sample => Reading::SmallSample(a),
+            Some(_) if self.tied_pairs == Some(1.0) => Reading::AllTied,
+            Some(a) => Reading::Read(a),
+        }
+    }
 }
 
 /// The study of one score: overall, per repository, per difficulty, ROC curve, best of n.
@@ -158,6 +200,8 @@ pub struct BlindSpots {
 pub struct Summary {
     /// The answer in one sentence.
     pub headline: String,
+    /// The model studied (as a folder name); `None` when neither input names one.
+    pub model: Option<String>,
     /// Joined predictions (with a reward and an outcome).
     pub n: usize,
     /// Of them resolved.
@@ -229,4 +273,8 @@ pub struct Settings {
     pub best_of_n_rule: &'static str,
     /// What a prediction without a verdict counts as.
     pub no_verdict_rule: &'static str,
+    /// When the sample is too small for a reading, and what is reported then.
+    pub small_sample_rule: &'static str,
+    /// How tied scores are counted and reported.
+    pub ties_rule: &'static str,
 }

@@ -1,9 +1,8 @@
 //! Inputs of the study: rewards (from `swe-eval reward`, JSON Lines or CSV) and executed
 //! outcomes (a `swe-eval run` output folder, an official SWE-bench run summary, a JSON Lines of
 //! `{instance_id, sample, resolved}`, report.json files, or mini-swe-agent's
-//! `per_run_results.json`), joined on (instance_id, sample). Where both sides name the model
-//! (`model_name_or_path` of a reward row, `model` of a run's row, the model folder of a logs
-//! tree), a pair whose names differ is not joined: it is two runs, not one prediction.
+//! `per_run_results.json`), joined on (model, instance_id, sample), one study per model (see
+//! `join` for rows that name no model).
 //!
 //! Samples: with one file, a row's own `sample` field is used (0 when absent). With several
 //! files on one side, the k-th file (0-based) is sample k, as when each of k runs was written to
@@ -14,6 +13,9 @@ mod join;
 mod outcomes;
 mod rewards;
 
-pub use join::{assign_samples, join, load_outcome_files, load_rewards_files, Joined};
+pub use join::{
+    assign_samples, join, load_outcome_files, load_rewards_files, model_key, JoinError, Joined,
+    Keyed,
+};
 pub use outcomes::{load_outcomes, OutcomeRow};
 pub use rewards::{load_rewards, RewardRow};
