@@ -72,7 +72,7 @@ async fn go(
 fn verdict(dir: &std::path::Path, run: &str, model: &str, id: &str, sample: u32) -> Verdict {
     let p = Layout::new(dir, run)
         .prediction_dir(model, id, sample)
-        .join(runner::VERDICT_FILE);
+        .join(swe_eval_core::report::VERDICT_FILE);
     runner::read_verdict(&p).unwrap_or_else(|e| panic!("{e}"))
 }
 

@@ -256,7 +256,7 @@ async fn resume<E: Engine>(
     let mut stands = Vec::new();
     let mut regrade = Vec::new();
     for (p, dir) in known {
-        let old = match runner::read_verdict(&dir.join(runner::VERDICT_FILE)) {
+        let old = match runner::read_verdict(&dir.join(swe_eval_core::report::VERDICT_FILE)) {
             Ok(v) => v,
             Err(runner::VerdictError::Read { source, .. })
                 if source.kind() == std::io::ErrorKind::NotFound =>

@@ -223,7 +223,7 @@ async fn a_failed_image_gives_its_predictions_infra_verdicts_and_the_others_run(
         let v = crate::runner::read_verdict(
             &layout
                 .prediction_dir(&p.model_name_or_path, &p.instance_id, p.sample)
-                .join(crate::runner::VERDICT_FILE),
+                .join(swe_eval_core::report::VERDICT_FILE),
         )
         .unwrap();
         assert_eq!(v.category, Category::InfraError);

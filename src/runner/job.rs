@@ -55,8 +55,10 @@ pub struct JobLogs {
     pub patch: Option<String>,
     /// `eval.sh`: the eval script the job ran.
     pub eval_script: String,
-    /// `test_output.txt`: the eval script's output (the part after the driver's apply step).
-    pub test_output: String,
+    /// `test_output.txt`: the eval script's output (the part after the driver's apply step);
+    /// `None` where the patch did not apply, so the eval script never ran (the official harness
+    /// writes no test output then either).
+    pub test_output: Option<String>,
     /// `run_instance.log`: what the harness did (image, container, attempts, verdict, timings).
     pub run_log: String,
     /// `report.json`, where the official harness would write one (the tests were graded).
@@ -73,7 +75,9 @@ impl JobLogs {
             w("patch.diff", patch.as_bytes())?;
         }
         w("eval.sh", self.eval_script.as_bytes())?;
-        w("test_output.txt", self.test_output.as_bytes())?;
+        if let Some(out) = &self.test_output {
+            w("test_output.txt", out.as_bytes())?;
+        }
         w("run_instance.log", self.run_log.as_bytes())?;
         if let Some(report) = &self.report_json {
             w(swe_eval_core::report::REPORT_FILE, report.as_bytes())?;
@@ -276,7 +280,7 @@ fn conclude(job: &Job, cfg: &JobConfig, ran: Ran) -> JobDone {
     let logs = JobLogs {
         patch: (job.mode == PatchMode::Apply).then(|| job.patch.clone()),
         eval_script: setup.eval_script.clone(),
-        test_output,
+        test_output: (!matches!(apply, Apply::Failed)).then_some(test_output),
         run_log: log,
         report_json: g.report_json,
     };

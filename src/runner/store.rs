@@ -25,8 +25,7 @@ use serde::{Deserialize, Serialize};
 pub use crate::owner::{owner_id, owner_is_dead};
 use swe_eval_core::predictions::model_dir_name;
 
-/// File name of the verdict record in a prediction's log folder.
-pub const VERDICT_FILE: &str = "verdict.json";
+use swe_eval_core::report::VERDICT_FILE;
 
 /// How a prediction ended: grading's category, the one of the whole crate.
 pub use swe_eval_core::grading::Category;

@@ -245,7 +245,14 @@ async fn every_category_is_reached_and_answered_with_its_logs() {
         .as_ref()
         .unwrap()
         .test_output
+        .as_deref()
+        .unwrap()
         .contains("Timeout error: 1800 seconds exceeded."));
+    assert_eq!(
+        decided(&answers[2]).logs.as_ref().unwrap().test_output,
+        None,
+        "no test output where the patch did not apply, as officially"
+    );
     assert!(
         decided(&answers[4]).logs.is_none(),
         "an empty patch ran nothing"

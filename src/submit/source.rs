@@ -94,7 +94,7 @@ pub fn predictions_from_tree(
         let mut is_prediction = false;
         for entry in entries.flatten() {
             let name = entry.file_name();
-            if name == PATCH_FILE || name == crate::runner::VERDICT_FILE {
+            if name == PATCH_FILE || name == swe_eval_core::report::VERDICT_FILE {
                 is_prediction = true;
             } else if depth < 6 && entry.file_type().is_ok_and(|t| t.is_dir()) {
                 stack.push((entry.path(), depth + 1));

@@ -166,14 +166,17 @@ fn check_official_files(results: &Path, run_id: &str) {
         if v.category == Category::EmptyPatch {
             continue;
         }
-        for f in [
-            "patch.diff",
-            "eval.sh",
-            "test_output.txt",
-            "run_instance.log",
-        ] {
+        for f in ["patch.diff", "eval.sh", "run_instance.log"] {
             assert!(dir.join(f).is_file(), "{}: {f} missing", dir.display());
         }
+        // A patch that did not apply ran no eval script: no test output, as officially.
+        let applied = v.error_reason != Some(ErrorReason::PatchApplyFailed);
+        assert_eq!(
+            dir.join("test_output.txt").is_file(),
+            applied,
+            "{}: test_output.txt",
+            dir.display()
+        );
         let report = dir.join("report.json");
         assert_eq!(report.is_file(), v.official_report, "{}", dir.display());
         if v.official_report {
