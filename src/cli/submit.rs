@@ -67,8 +67,8 @@ pub struct Args {
     #[arg(long)]
     pub model: Option<String>,
     /// The sample to package for every instance; an instance without it is left out (named),
-    /// never given another sample.
-    #[arg(long, default_value_t = 0, value_name = "K")]
+    /// never given another sample [allowed: 0 to 100000].
+    #[arg(long, default_value_t = 0, value_name = "K", value_parser = clap::value_parser!(u32).range(0..=100_000))]
     pub sample: u32,
     /// Folder of reasoning traces, one per instance, the instance id in each name.
     #[arg(long)]

@@ -40,7 +40,7 @@ pub fn shares(weight: u32) -> u64 {
 /// Why the harness's cgroup could not be made or weighed.
 #[derive(Debug, thiserror::Error)]
 pub enum CgroupError {
-    /// A weight outside [`WEIGHTS`].
+    /// A weight outside the range cgroup v2 accepts (1 to 10000).
     #[error("a CPU weight is {} to {}, not {weight}", WEIGHTS.start(), WEIGHTS.end())]
     Range {
         /// The weight asked for.

@@ -302,7 +302,8 @@ pub(super) fn staged<T>(
             source,
         })
     };
-    std::fs::create_dir_all(parent).map_err(|e| write_err(parent, "create folder", e))?;
+    // The error names the package folder asked for (the folder it would be made in failed).
+    std::fs::create_dir_all(parent).map_err(|e| write_err(&abs, "create folder", e))?;
     let mut k = 0u32;
     let tmp = loop {
         let candidate = parent.join(format!(

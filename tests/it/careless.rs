@@ -208,7 +208,10 @@ fn numeric_flags() -> Vec<Numeric> {
             });
             out.push(Numeric {
                 path: path.clone(),
-                cmd: cmd.clone().mut_args(|a| a.required(false)),
+                cmd: cmd.clone().mut_args(|a| {
+                    a.required(false)
+                        .required_unless_present(clap::builder::Resettable::<clap::Id>::Reset)
+                }),
                 long,
                 float,
                 min: c[1].parse().unwrap(),
@@ -1061,4 +1064,82 @@ fn verify_checks_every_file_held_and_every_file_required() {
             stdout(&o)
         );
     }
+}
+
+// ---- a run that fails before it runs: exit 2 for the command line's mistakes, no folder ----
+
+fn run_bin_unreachable(args: &[&str]) -> Output {
+    Command::new(common::bin())
+        .args(args)
+        .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+        .stdin(Stdio::null())
+        .output()
+        .expect("swe-eval runs")
+}
+
+#[test]
+fn a_run_that_fails_before_it_runs_leaves_no_output_folder_and_its_own_input_is_never_overwritten()
+{
+    let d = tempfile::tempdir().unwrap();
+    let path = |p: &str| d.path().join(p).to_str().unwrap().to_string();
+    // A --flaky map that is missing, or holds a row that is not JSON: exit 2, no folder.
+    std::fs::write(d.path().join("bad-flaky.jsonl"), "{\"instance_id\": \n").unwrap();
+    for map in ["missing-flaky.jsonl", "bad-flaky.jsonl"] {
+        let out = path(&format!("out-{map}"));
+        let o = run_bin_unreachable(&["run", "--flaky", &path(map), "-o", &out]);
+        assert_eq!(o.status.code(), Some(2), "{map}: {}", stderr(&o));
+        assert!(stderr(&o).contains("--flaky"), "{map}: {}", stderr(&o));
+        assert!(stderr(&o).contains(map), "{map}: {}", stderr(&o));
+        assert!(!Path::new(&out).exists(), "{map}: no output folder");
+    }
+    // The engine cannot be reached: nothing ran, and the folder the run made is gone again.
+    let out = path("out-no-engine");
+    let o = run_bin_unreachable(&["run", "-o", &out]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("nonexistent"), "{}", stderr(&o));
+    assert!(
+        !Path::new(&out).exists(),
+        "no output folder: {}",
+        stderr(&o)
+    );
+    // A folder that was there before stays, with what it held.
+    std::fs::create_dir(d.path().join("kept")).unwrap();
+    std::fs::write(d.path().join("kept/notes.txt"), "mine").unwrap();
+    let o = run_bin_unreachable(&["run", "-o", &path("kept")]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("kept/notes.txt")).unwrap(),
+        "mine"
+    );
+    // The predictions are the file the run would write its per-prediction rows to: refused
+    // (exit 2) before the engine is even asked, the file as it was.
+    let out = path("own");
+    std::fs::create_dir(&out).unwrap();
+    let preds = d.path().join("own/r3.predictions.jsonl");
+    std::fs::copy(mini("predictions.jsonl"), &preds).unwrap();
+    let before = std::fs::read(&preds).unwrap();
+    let preds_arg = preds.to_str().unwrap();
+    let ds = mini("dataset.jsonl");
+    let ds = ds.to_str().unwrap();
+    let o = run_bin_unreachable(&[
+        "run", "-d", ds, "-p", preds_arg, "--run-id", "r3", "-o", &out,
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("r3.predictions.jsonl") && err.contains("--run-id"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("nonexistent"),
+        "refused before the engine: {err}"
+    );
+    assert_eq!(std::fs::read(&preds).unwrap(), before);
+    // The re-run the message suggests (another run id) passes that check: it meets the engine.
+    let o = run_bin_unreachable(&[
+        "run", "-d", ds, "-p", preds_arg, "--run-id", "r4", "-o", &out,
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("nonexistent"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&preds).unwrap(), before);
 }

@@ -289,13 +289,16 @@ fn lone_surrogates(text: &str) -> Vec<LoneSurrogate> {
                             None => j += 2,
                         },
                         Some(&c) => {
+                            // The escaped character whole (a backslash before a multi-byte
+                            // character is invalid JSON, left to the parser to name).
+                            let ch = text[j + 1..].chars().next().unwrap_or('\u{fffd}');
                             key.push(match c {
                                 b'n' => '\n',
                                 b't' => '\t',
                                 b'r' => '\r',
-                                other => other as char,
+                                _ => ch,
                             });
-                            j += 2;
+                            j += 1 + ch.len_utf8();
                         }
                         None => j += 1,
                     }
@@ -523,6 +526,21 @@ mod tests {
         let read = json_values(path, own.as_bytes()).unwrap();
         assert!(read.problems.is_empty());
         assert_eq!(read.items[0].0["model_patch"], "\u{fffd}");
+    }
+
+    #[test]
+    fn a_backslash_before_a_multibyte_character_is_an_error_never_a_panic() {
+        // Invalid JSON (a backslash before `é` or `😀`): the scan steps over the whole
+        // character and the parser refuses the row.
+        for text in [r#"{"a": "x\éy \ud800"}"#, r#"{"a": "\😀"}"#] {
+            assert!(lone_surrogates(text).len() <= 1);
+            let read = json_values(Path::new("p.jsonl"), text.as_bytes());
+            assert!(
+                read.as_ref().map_or(true, |r| r.items.is_empty()),
+                "{text}: {:?}",
+                read.map(|r| r.items.len())
+            );
+        }
     }
 
     #[test]

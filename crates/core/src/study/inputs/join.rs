@@ -224,9 +224,14 @@ pub fn join(
             models.push(m.clone());
         }
     };
+    // Each model key's name as first written, for messages (`org/m`, not the key `org__m`).
+    let mut written: HashMap<String, String> = HashMap::new();
     let mut rewards_of: Vec<(Option<String>, String, u32, RewardRow)> = Vec::new();
     for (id, s, row) in rewards {
         let m = owner(row.model.as_deref(), &r_unnamed);
+        if let (Some(k), Some(w)) = (&m, row.model.as_deref()) {
+            written.entry(k.clone()).or_insert_with(|| w.to_string());
+        }
         if keep(&m) {
             note(&m, &mut models);
             rewards_of.push((m, id, s, row));
@@ -236,6 +241,9 @@ pub fn join(
     let mut by_key: HashMap<(Option<String>, String, u32), (usize, Outcome)> = HashMap::new();
     for (id, s, row) in outcomes {
         let m = owner(row.model.as_deref(), &o_unnamed);
+        if let (Some(k), Some(w)) = (&m, row.model.as_deref()) {
+            written.entry(k.clone()).or_insert_with(|| w.to_string());
+        }
         if keep(&m) {
             note(&m, &mut models);
             by_key.insert(
@@ -267,12 +275,13 @@ pub fn join(
                 .and_then(|v| v.iter().find(|o| ***o != m))
             {
                 j.model_mismatches += 1;
-                j.models_differ.get_or_insert_with(|| {
-                    (
-                        m.clone().unwrap_or_default(),
-                        (*other).clone().unwrap_or_default(),
-                    )
-                });
+                let name = |k: &Option<String>| {
+                    k.as_ref()
+                        .map(|k| written.get(k).unwrap_or(k).clone())
+                        .unwrap_or_default()
+                };
+                j.models_differ
+                    .get_or_insert_with(|| (name(&m), name(other)));
             }
             j.unmatched_rewards.push((id, s));
             continue;
