@@ -43,9 +43,21 @@ pub enum StartError {
         #[source]
         source: std::io::Error,
     },
-    /// Another process serves from the same state folder.
+    /// Another server serves from the same state folder.
+    #[error(
+        "the server state {} is in use by another swe-eval server (lock {}); stop that server \
+         or give this one another --output folder",
+        state.display(), lock.display()
+    )]
+    Busy {
+        /// The state folder.
+        state: PathBuf,
+        /// Its lock file.
+        lock: PathBuf,
+    },
+    /// The state's lock could not be taken.
     #[error(transparent)]
-    Lock(#[from] runner::LockError),
+    Lock(runner::LockError),
     /// The state database cannot be opened.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -113,7 +125,14 @@ impl<E: Engine> Evaluator<E> {
             path: opts.state.clone(),
             source,
         })?;
-        let lock = runner::lock(&runner::Layout::new(&opts.state, "serve"))?;
+        let lock =
+            runner::lock(&runner::Layout::new(&opts.state, "serve")).map_err(|e| match e {
+                runner::LockError::Busy { path, .. } => StartError::Busy {
+                    state: opts.state.clone(),
+                    lock: path,
+                },
+                other => StartError::Lock(other),
+            })?;
         let store = Store::open(&opts.state)?;
         let (notices, notices_rx) = mpsc::unbounded_channel();
         let mut run = opts.run.clone();
@@ -375,7 +394,7 @@ impl swe_eval_core::failure::Classify for StartError {
         use swe_eval_core::failure::ErrorKind;
         match self {
             // Another live server holds the state folder: choose another --output, or stop it.
-            StartError::Lock(runner::LockError::Busy { .. }) => ErrorKind::Usage,
+            StartError::Busy { .. } => ErrorKind::Usage,
             StartError::Store(e) => e.kind(),
             StartError::Session(e) => e.kind(),
             StartError::State { .. } | StartError::Lock(_) => ErrorKind::Failed,

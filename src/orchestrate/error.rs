@@ -27,6 +27,13 @@ pub enum WorkflowError {
     /// A result file could not be written.
     #[error(transparent)]
     Write(#[from] swe_eval_core::fsutil::WriteError),
+    /// The `--flaky` map cannot be read (missing, unreadable, or a bad row): the command line
+    /// asks for a file that cannot be used.
+    #[error("--flaky: {0}")]
+    Flaky(#[source] swe_eval_core::dataset::LoadError),
+    /// A file the run would write is one of its inputs.
+    #[error("the run would write {}, which is the input {} ({}): choose another --output folder or --run-id", .0.output.display(), .0.input.display(), .0.flag)]
+    Clobber(swe_eval_core::fsutil::Clobber),
 }
 
 impl swe_eval_core::failure::Classify for WorkflowError {
@@ -38,6 +45,9 @@ impl swe_eval_core::failure::Classify for WorkflowError {
             WorkflowError::Run(e) => e.kind(),
             WorkflowError::Findings(e) => e.kind(),
             WorkflowError::Write(e) => e.kind(),
+            WorkflowError::Flaky(_) | WorkflowError::Clobber(_) => {
+                swe_eval_core::failure::ErrorKind::Usage
+            }
         }
     }
 }
@@ -52,6 +62,8 @@ impl WorkflowError {
             WorkflowError::Run(e) => e,
             WorkflowError::Findings(e) => e,
             WorkflowError::Write(e) => e,
+            WorkflowError::Flaky(e) => e,
+            WorkflowError::Clobber(e) => e,
         }
     }
 }

@@ -9,13 +9,64 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use super::ending::{ending, Ending, Troubles};
 use super::error::WorkflowError;
 use super::flaky_marks::{flaky_marks, flaky_marks_name, FlakyMarks};
+use super::inputs::load_inputs;
 use super::inputs::Source;
-use super::inputs::{load_inputs, InputError};
 use super::mini_check::{check_mini, MiniCheck};
 use super::workflow::{execute, ImagePolicy, RunOutput, Work};
 use crate::runner::{Layout, RunReport};
 use crate::session::RunOptions;
 use crate::session::{notice, Event, Level, PrepTimes};
+
+/// Refuses the run when a file it would write is one of its inputs.
+pub(super) fn refuse_inputs(writes: &[std::path::PathBuf]) -> Result<(), WorkflowError> {
+    for f in writes {
+        swe_eval_core::fsutil::refuse_if_input(f).map_err(WorkflowError::Clobber)?;
+    }
+    Ok(())
+}
+
+/// An output folder a workflow made: removed again when the workflow fails and the folder
+/// holds no file but run locks and the written-out mini benchmark (the engine away, a refused input), so a failed start leaves
+/// nothing behind. A folder that was there before, or one holding a verdict or a build log,
+/// is left as it is: nothing computed is lost.
+pub(super) struct MadeFolder(Option<std::path::PathBuf>);
+
+impl MadeFolder {
+    /// Notes whether `output` is there yet.
+    pub(super) fn new(output: &std::path::Path) -> Self {
+        MadeFolder((!output.exists()).then(|| output.to_path_buf()))
+    }
+
+    /// `done`, after removing the folder this workflow made when it failed with nothing in it.
+    pub(super) fn settle<T>(self, done: Result<T, WorkflowError>) -> Result<T, WorkflowError> {
+        if let (Err(_), Some(dir)) = (&done, &self.0) {
+            if !holds_a_file(dir) {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+        }
+        done
+    }
+}
+
+/// Whether the output folder `dir` holds, at any depth, a file that is not a run lock, leaving
+/// out the bundled mini benchmark written out as the input.
+fn holds_a_file(dir: &std::path::Path) -> bool {
+    holds(dir, Some(super::inputs::MINI_FOLDER))
+}
+
+fn holds(dir: &std::path::Path, skip: Option<&str>) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return true;
+    };
+    entries.flatten().any(|e| match e.file_type() {
+        Ok(t) if t.is_dir() => skip.is_none_or(|s| e.file_name() != s) && holds(&e.path(), None),
+        Ok(_) => !e
+            .file_name()
+            .to_string_lossy()
+            .starts_with(crate::runner::LOCK_FILE),
+        Err(_) => true,
+    })
+}
 
 /// A finished run.
 pub struct Evaluated {
@@ -47,16 +98,30 @@ pub async fn evaluate(
     let mut opts = opts.clone();
     // Git and the image builder run in other folders: relative paths must not change meaning.
     opts.output = crate::session::absolute(&opts.output)?;
-    // An unwritable or full output folder fails now, not after hours of image builds.
-    swe_eval_core::fsutil::ready_folder(&opts.output)?;
-    let mut inputs = load_inputs(source, &opts.output)?;
+    // The flaky map is read before anything is written: a map that cannot be used is the
+    // command line's mistake, and the output folder is not even made.
     let flaky_map = match &source.flaky {
         Some(p) => Some((
             p.clone(),
-            swe_eval_core::report::read_flaky_map(p).map_err(InputError::from)?,
+            swe_eval_core::report::read_flaky_map(p).map_err(WorkflowError::Flaky)?,
         )),
         None => None,
     };
+    let made = MadeFolder::new(&opts.output);
+    made.settle(run(source, &opts, flaky_map, interrupts, events).await)
+}
+
+/// [`evaluate`] once the flaky map is read.
+async fn run(
+    source: &Source,
+    opts: &RunOptions,
+    flaky_map: Option<(std::path::PathBuf, swe_eval_core::report::FlakyMap)>,
+    interrupts: UnboundedReceiver<()>,
+    events: UnboundedSender<Event>,
+) -> Result<Evaluated, WorkflowError> {
+    // An unwritable or full output folder fails now, not after hours of image builds.
+    swe_eval_core::fsutil::ready_folder(&opts.output)?;
+    let mut inputs = load_inputs(source, &opts.output)?;
     for p in &inputs.problems {
         notice(&events, Level::Warning, p.clone());
     }
@@ -68,6 +133,13 @@ pub async fn evaluate(
         notice(&events, Level::Note, reach.to_string());
     }
     let config = opts.run_config(&run_id, mini);
+    // A file the run would write that is one of its inputs is refused before anything runs.
+    let layout = Layout::new(&opts.output, &run_id);
+    let mut writes = layout.closing_files(&inputs.predictions);
+    if flaky_map.is_some() {
+        writes.push(opts.output.join(flaky_marks_name(&run_id)));
+    }
+    refuse_inputs(&writes)?;
     let engine = Arc::new(crate::engine::connect(&opts.engine).await?);
     let work = Work {
         dataset: &inputs.dataset,

@@ -9,6 +9,10 @@ use swe_eval_core::dataset::{Dataset, Instance, LoadError};
 use swe_eval_core::predictions::{self, Prediction};
 use swe_eval_core::repos::RepoSources;
 
+/// The folder of the output folder the bundled mini benchmark is written to when it is the
+/// input (rewritten by every run that uses it: an input, never a result).
+pub const MINI_FOLDER: &str = "mini";
+
 /// What a run reads: a dataset and predictions, narrowed to some instances; with neither
 /// dataset nor predictions, the bundled mini benchmark.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -203,7 +207,7 @@ pub fn load_inputs(source: &Source, output: &Path) -> Result<Inputs, InputError>
     let (ds_path, pred_spec, mini_mirrors) =
         match (source.dataset.as_deref(), source.predictions.as_deref()) {
             (None, None) => {
-                let dir = output.join("mini");
+                let dir = output.join(MINI_FOLDER);
                 let bench =
                     swe_eval_core::mini::materialize(&dir).map_err(|source| InputError::Mini {
                         dir: dir.clone(),
@@ -224,7 +228,7 @@ pub fn load_inputs(source: &Source, output: &Path) -> Result<Inputs, InputError>
     // its repositories wherever they were read from.
     let mini_mirrors = match mini_mirrors {
         None if swe_eval_core::mini::holds(&ds.instances) => {
-            let dir = output.join("mini").join("mirrors");
+            let dir = output.join(MINI_FOLDER).join("mirrors");
             Some(
                 swe_eval_core::mini::materialize_mirrors(&dir)
                     .map_err(|source| InputError::Mini { dir, source })?,

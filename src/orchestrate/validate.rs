@@ -13,6 +13,7 @@ use swe_eval_core::predictions::Prediction;
 
 use super::ending::{ending, Ending, Troubles};
 use super::error::WorkflowError;
+use super::evaluate::{refuse_inputs, MadeFolder};
 use super::findings::{findings, Finding, Repeats, EMPTY, GOLD};
 use super::inputs::Source;
 use super::inputs::{load_inputs, Inputs};
@@ -66,6 +67,18 @@ pub async fn validate(
 ) -> Result<Validated, WorkflowError> {
     let mut opts = opts.clone();
     opts.output = crate::session::absolute(&opts.output)?;
+    let made = MadeFolder::new(&opts.output);
+    made.settle(run(source, repeats, &opts, interrupts, events).await)
+}
+
+/// [`validate`] once its output folder is known.
+async fn run(
+    source: &Source,
+    repeats: Repeats,
+    opts: &RunOptions,
+    interrupts: UnboundedReceiver<()>,
+    events: UnboundedSender<Event>,
+) -> Result<Validated, WorkflowError> {
     swe_eval_core::fsutil::ready_folder(&opts.output)?;
     let source = Source {
         predictions: source.dataset.as_ref().map(|_| "gold".to_string()),
@@ -92,10 +105,18 @@ pub async fn validate(
     let mut config = opts.run_config(&run_id, mini);
     config.dedupe = false;
     config.run_empty = true;
+    let predictions = gold_and_empty(&inputs, repeats);
+    // A file the validation would write that is one of its inputs is refused before it runs.
+    let mut writes = Layout::new(&opts.output, &run_id).closing_files(&predictions);
+    writes.extend([
+        opts.output.join(format!("validate.{run_id}.json")),
+        opts.output.join(flaky_map_name(&run_id)),
+    ]);
+    refuse_inputs(&writes)?;
     let engine = Arc::new(crate::engine::connect(&opts.engine).await?);
     let work = Work {
         dataset: &inputs.dataset,
-        predictions: gold_and_empty(&inputs, repeats),
+        predictions,
         instance_ids: inputs.instance_ids.clone(),
     };
     let images = ImagePolicy {

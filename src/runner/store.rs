@@ -122,6 +122,9 @@ pub struct Verdict {
     pub identity: Option<swe_eval_core::identity::Identity>,
 }
 
+/// The name of a run's lock file, inside its log folder.
+pub const LOCK_FILE: &str = ".swe-eval.lock";
+
 /// Paths of one run.
 #[derive(Debug, Clone)]
 pub struct Layout {
@@ -176,9 +179,29 @@ impl Layout {
         self.output.join(format!("{}.predictions.csv", self.run_id))
     }
 
+    /// The files a run of `predictions` writes at its end: each model's and sample's run
+    /// summary, the per-prediction JSON Lines and CSV, and `report.html`.
+    pub fn closing_files(
+        &self,
+        predictions: &[swe_eval_core::predictions::Prediction],
+    ) -> Vec<PathBuf> {
+        let mut files: Vec<PathBuf> = predictions
+            .iter()
+            .map(|p| self.summary_path(&p.model_name_or_path, p.sample))
+            .collect();
+        files.sort();
+        files.dedup();
+        files.extend([
+            self.jsonl_path(),
+            self.csv_path(),
+            self.output.join(format!("{}.report.html", self.run_id)),
+        ]);
+        files
+    }
+
     /// The run's lock file, inside its log folder.
     pub fn lock_path(&self) -> PathBuf {
-        self.run_dir().join(".swe-eval.lock")
+        self.run_dir().join(LOCK_FILE)
     }
 }
 
@@ -326,7 +349,7 @@ pub fn lock(layout: &Layout) -> Result<RunLock, LockError> {
     // (or of an older format) and is taken over like a dead owner's. Two tries: the second
     // after removing a stale lock; of two processes taking it over, only one link wins.
     let mut tmp = tempfile::Builder::new()
-        .prefix(".swe-eval.lock.")
+        .prefix(&format!("{LOCK_FILE}."))
         .tempfile_in(layout.run_dir())
         .map_err(io)?;
     {

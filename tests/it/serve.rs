@@ -969,3 +969,26 @@ fn the_load_generator_takes_the_priority_asked_for_before_its_load() {
         "the test's own session is untouched"
     );
 }
+
+#[test]
+fn a_second_server_on_a_held_state_is_refused_naming_the_option_that_chooses_another() {
+    if !tasks::docker_answers(None) {
+        return;
+    }
+    let _turn = serve_turn();
+    let dir = TestDir::new();
+    let out = dir.path().to_str().unwrap();
+    let first = Server::start(&["-o", out, "-j", "1"], &[]);
+    let o = Command::new(bin())
+        .args(["serve", "-o", out, "--listen", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("in use by another swe-eval server") && err.contains("--output"),
+        "{err}"
+    );
+    assert!(!err.contains("--run-id"), "serve has no --run-id: {err}");
+    assert_eq!(first.stop(), Some(0));
+}

@@ -173,8 +173,9 @@ pub fn forget_protected() {
 }
 
 /// Refuses a write to `target` when the file already there is a recorded input (by device
-/// and inode: the same file under any name, through links or `..`).
-fn refuse_if_input(target: &Path) -> Result<(), Clobber> {
+/// and inode: the same file under any name, through links or `..`): what a command checks of
+/// the files it will write before it starts.
+pub fn refuse_if_input(target: &Path) -> Result<(), Clobber> {
     let guard = PROTECTED.lock().unwrap_or_else(|p| p.into_inner());
     let Some(table) = guard.as_ref() else {
         return Ok(());
