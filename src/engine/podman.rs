@@ -168,7 +168,8 @@ impl PodmanHost {
                  and the disk fills): set driver = \"overlay\" under [storage] in \
                  ~/.config/containers/storage.conf (kernel 5.13 or later; else add \
                  mount_program = \"/usr/bin/fuse-overlayfs\" under [storage.options.overlay]) \
-                 and run `podman system reset`",
+                 and run `podman system reset --force` (it removes that storage's images and \
+                 containers)",
                 self.describe()
             ));
         }

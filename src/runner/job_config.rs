@@ -53,6 +53,7 @@ pub fn recipe(setup: &Setup, cfg: &JobConfig) -> Recipe {
     let inst = &setup.instance;
     Recipe::of(
         &identity::Instance {
+            instance_id: &inst.instance_id,
             eval_script: &setup.eval_script,
             test_patch: inst.test_patch.as_deref().unwrap_or(""),
             image: &setup.image_identity,

@@ -331,7 +331,15 @@ fn the_api_and_the_python_client_on_the_real_engine_with_the_mini_benchmark() {
         "correlate on the export: {}",
         String::from_utf8_lossy(&o.stderr)
     );
-    assert!(study.join("summary.json").is_file());
+    // The export holds several models (the mini benchmark's gold and demo, and `serve` for the
+    // requests that named none): one study each.
+    for model in ["mini-gold", "mini-demo", "serve"] {
+        assert!(
+            study.join(model).join("summary.json").is_file(),
+            "{model}: {:?}",
+            std::fs::read_dir(&study).map(|d| d.flatten().map(|e| e.path()).collect::<Vec<_>>())
+        );
+    }
 }
 
 fn batch_of(preds: &[Value], model: &str) -> Vec<Value> {
@@ -516,7 +524,14 @@ fn a_server_killed_outright_finishes_every_accepted_request_once_after_a_restart
     let dead = w.server.pid();
     w.server.kill();
     let verdicts_before = verdicts_on_disk(&w.out);
-    assert!(verdicts_before.len() >= w.before.len());
+    assert!(
+        verdicts_before.len() >= w.before.len(),
+        "{} answered, {} logs on disk: {:?}",
+        w.before.len(),
+        verdicts_before.len(),
+        std::fs::read_dir(w.out.join("serve").join("jobs"))
+            .map(|d| d.flatten().map(|e| e.path()).collect::<Vec<_>>())
+    );
     let args: Vec<&str> = w.args.iter().map(String::as_str).collect();
     restart_finishes_each_once(&w.rt, &args, &w.ids, &w.before, &verdicts_before);
     assert_eq!(

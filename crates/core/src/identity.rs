@@ -17,8 +17,8 @@
 //! | `tests` | FAIL_TO_PASS, PASS_TO_PASS and the log parser | grade the saved log again, no container |
 //! | `rules` | the grading rules' version ([`RULES_VERSION`]) | grade the saved log again |
 //!
-//! The identity's `key` hashes every part: two verdicts with one key were produced by the same
-//! inputs under the same limits (`serve`'s cache answers a request from a verdict of its key).
+//! The identity's `key` hashes every part and the instance's id: two verdicts with one key are
+//! of one instance and were produced by the same inputs under the same limits (`serve`'s cache answers a request from a verdict of its key).
 
 use std::fmt;
 
@@ -48,6 +48,9 @@ pub struct Limits {
 /// instance in one run, so it is made once per instance ([`Recipe::of`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Instance<'a> {
+    /// The instance's id: a verdict stands for its own instance only (two instances with the
+    /// same inputs still have two verdicts).
+    pub instance_id: &'a str,
     /// The eval script.
     pub eval_script: &'a str,
     /// The instance's test patch.
@@ -66,6 +69,7 @@ pub struct Instance<'a> {
 /// instance in this run shares.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Recipe {
+    instance_id: String,
     eval_script: String,
     test_patch: String,
     image: String,
@@ -200,6 +204,7 @@ impl Recipe {
             ("log_parser", instance.log_parser.as_bytes()),
         ]);
         Recipe {
+            instance_id: instance.instance_id.to_string(),
             eval_script: sha(instance.eval_script.as_bytes()),
             test_patch: sha(instance.test_patch.as_bytes()),
             image: sha(instance.image.as_bytes()),
@@ -217,6 +222,7 @@ impl Recipe {
             l.timeout_secs, l.memory_bytes, l.cpus_milli, l.network, l.strict
         );
         let key = parts([
+            ("instance_id", self.instance_id.as_bytes()),
             ("patch", patch_hash.as_bytes()),
             ("eval_script", self.eval_script.as_bytes()),
             ("test_patch", self.test_patch.as_bytes()),
@@ -302,6 +308,7 @@ mod tests {
 
     fn inst<'a>(eval: &'a str, f2p: &'a [String]) -> Instance<'a> {
         Instance {
+            instance_id: "a__b-1",
             eval_script: eval,
             test_patch: "tp",
             image: "recipe",
@@ -384,6 +391,12 @@ mod tests {
             assert_eq!(base.reuse(&want, &ran(5.0)), reuse);
         }
         assert_eq!(base.reuse(&base, &ran(5.0)), Reuse::Keep);
+        // Another instance with the very same inputs: another key (its own verdict).
+        let other = Instance {
+            instance_id: "a__b-2",
+            ..inst("eval", &f2p)
+        };
+        assert_ne!(Recipe::of(&other, LIMITS).identity("p").key, base.key);
     }
 
     #[test]
