@@ -1,14 +1,17 @@
-//! The layers of ARCHITECTURE.md, held: this reads every file under `src/`, finds which
-//! top-level modules it imports (`crate::x` paths, `use crate::{x, y}` groups) and which
-//! outside crates it names, and fails on an import the rules below forbid, on any cycle
+//! The layers of ARCHITECTURE.md, held: this reads every file under `src/` and
+//! `crates/core/src/`, finds which top-level modules it imports (`crate::x` paths, `use
+//! crate::{x, y}` groups, and the core's modules through `swe_eval_core::x`) and which outside
+//! crates it names, and fails on an import the rules below forbid, on any cycle
 //! between top-level modules, or on any cycle between the files of one module (`a.rs` uses
 //! `super::b` and `b.rs` uses `super::a`, directly or through `mod.rs`'s re-exports). The
-//! rules are data; ARCHITECTURE.md states the same ones.
+//! rules are data; ARCHITECTURE.md states the same ones, and its module table, diagram and
+//! figures are held against the import graph (`architecture_md_states_the_import_graph`).
 //!
 //! Comments and string literals are skipped, so a doc comment that mentions a module is not
 //! an import. `src/main.rs` is the binary, not a module of the library, and is not checked.
-//! Between files, inline modules (`mod tests { ... }`) are skipped: a test module's `super` is
-//! its own file, and what tests import is no layer.
+//! Between modules, a module's test code counts with the rest of it. Between files, inline
+//! modules (`mod tests { ... }`) are skipped: a test module's `super` is its own file, and what
+//! tests import is no layer.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -609,21 +612,24 @@ fn file_graph(src: &Path) -> Graph {
     graph
 }
 
-/// The cycles of the module graph, one per strongly connected component of more than one
-/// module, each as a path through it.
-fn cycles(graph: &BTreeMap<String, BTreeMap<String, BTreeSet<PathBuf>>>) -> Vec<Vec<String>> {
-    let reach = |from: &str| -> BTreeSet<String> {
-        let mut seen = BTreeSet::new();
-        let mut todo = vec![from.to_string()];
-        while let Some(m) = todo.pop() {
-            for d in graph.get(&m).into_iter().flat_map(|d| d.keys()) {
-                if seen.insert(d.clone()) {
-                    todo.push(d.clone());
-                }
+/// Every node `from` reaches by one arrow or more.
+fn reachable(graph: &Graph, from: &str) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![from.to_string()];
+    while let Some(m) = todo.pop() {
+        for d in graph.get(&m).into_iter().flat_map(|d| d.keys()) {
+            if seen.insert(d.clone()) {
+                todo.push(d.clone());
             }
         }
-        seen
-    };
+    }
+    seen
+}
+
+/// The cycles of the module graph, one per strongly connected component of more than one
+/// module, each as a path through it.
+fn cycles(graph: &Graph) -> Vec<Vec<String>> {
+    let reach = |from: &str| reachable(graph, from);
     let mut done = BTreeSet::new();
     let mut out = Vec::new();
     for m in graph.keys() {
@@ -667,7 +673,7 @@ fn cycles(graph: &BTreeMap<String, BTreeMap<String, BTreeSet<PathBuf>>>) -> Vec<
 }
 
 /// The graph as text, one line per module: `module -> a, b, c`.
-fn describe(graph: &BTreeMap<String, BTreeMap<String, BTreeSet<PathBuf>>>) -> String {
+fn describe(graph: &Graph) -> String {
     graph
         .iter()
         .map(|(m, deps)| {
@@ -689,13 +695,8 @@ fn crate_sources() -> Vec<(PathBuf, PathBuf)> {
 
 #[test]
 fn the_crate_keeps_its_layers() {
-    let sources = crate_sources();
-    let crates: Vec<(&Path, &Path)> = sources
-        .iter()
-        .map(|(shown, src)| (shown.as_path(), src.as_path()))
-        .collect();
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let (graph, mut violations) = check_crates(&crates);
+    let (graph, mut violations) = check_these_crates();
     for known in KNOWN_FILE_CYCLES {
         let before = violations.len();
         violations.retain(|v| v.rule != *known);
@@ -712,13 +713,28 @@ fn the_crate_keeps_its_layers() {
     assert!(
         violations.is_empty(),
         "forbidden imports (see ARCHITECTURE.md):\n{}\nimport graph:\n{}",
-        violations
-            .iter()
-            .map(|v| format!("  {}: {}", v.file.display(), v.rule))
-            .collect::<Vec<_>>()
-            .join("\n"),
+        listed(&violations),
         describe(&graph)
     );
+}
+
+/// The import graph of this repository's two crates, and the violations of the rules.
+fn check_these_crates() -> (Graph, Vec<Violation>) {
+    let sources = crate_sources();
+    let crates: Vec<(&Path, &Path)> = sources
+        .iter()
+        .map(|(shown, src)| (shown.as_path(), src.as_path()))
+        .collect();
+    check_crates(&crates)
+}
+
+/// Violations as lines: `  file: rule`.
+fn listed(violations: &[Violation]) -> String {
+    violations
+        .iter()
+        .map(|v| format!("  {}: {}", v.file.display(), v.rule))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The top-level modules `src/lib.rs` declares.
@@ -735,15 +751,273 @@ fn top_level_modules(lib_rs: &str) -> Vec<String> {
         .collect()
 }
 
-/// The modules ARCHITECTURE.md's module table has a row for (its second column).
-fn architecture_rows(doc: &str) -> BTreeSet<String> {
-    doc.lines()
+/// The text of `doc` under the heading `## {title}`, up to the next heading of that level.
+fn doc_section<'a>(doc: &'a str, title: &str) -> &'a str {
+    let heading = format!("## {title}\n");
+    let Some(at) = doc
+        .match_indices(&heading)
+        .map(|(at, _)| at)
+        .find(|&at| at == 0 || doc[..at].ends_with('\n'))
+    else {
+        return "";
+    };
+    let body = &doc[at + heading.len()..];
+    let end = body.find("\n## ").map_or(body.len(), |e| e + 1);
+    &body[..end]
+}
+
+/// One row of ARCHITECTURE.md's module table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct TableRow {
+    /// The module (the second column).
+    module: String,
+    /// The modules its imports column lists (the fourth column: every lowercase name in
+    /// backticks; `nothing` lists none), or `None` for `anything`.
+    imports: Option<BTreeSet<String>>,
+}
+
+/// The rows of the module table (under `## Modules`), in its order: the ground floor first.
+fn module_table(doc: &str) -> Vec<TableRow> {
+    doc_section(doc, "Modules")
+        .lines()
         .filter_map(|l| {
             let cells: Vec<&str> = l.split('|').map(str::trim).collect();
             let name = cells.get(2)?.strip_prefix('`')?.strip_suffix('`')?;
-            name.chars().all(is_ident).then(|| name.to_string())
+            if !name.chars().all(is_ident) {
+                return None;
+            }
+            let cell = cells.get(4).copied().unwrap_or_default();
+            let imports = (!cell.starts_with("anything")).then(|| {
+                cell.split('`')
+                    .skip(1)
+                    .step_by(2)
+                    .filter(|n| {
+                        !n.is_empty()
+                            && n.chars()
+                                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+                    })
+                    .map(str::to_string)
+                    .collect()
+            });
+            Some(TableRow {
+                module: name.to_string(),
+                imports,
+            })
         })
         .collect()
+}
+
+/// The modules ARCHITECTURE.md's module table has a row for.
+fn architecture_rows(doc: &str) -> BTreeSet<String> {
+    module_table(doc).into_iter().map(|r| r.module).collect()
+}
+
+/// The arrows of the graph that no longer path implies (its transitive reduction): what the
+/// module diagram draws, every other arrow following from them.
+fn reduction(graph: &Graph) -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    for (a, deps) in graph {
+        for b in deps.keys() {
+            let implied = deps
+                .keys()
+                .any(|c| c != b && reachable(graph, c).contains(b));
+            if !implied {
+                out.insert((a.clone(), b.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// The arrows (`a --> b`) of the mermaid block under `## Module diagram`, and every word of it
+/// (the modules it names).
+fn diagram(doc: &str) -> (BTreeSet<(String, String)>, BTreeSet<String>) {
+    let section = doc_section(doc, "Module diagram");
+    let block = section
+        .split("```mermaid")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .unwrap_or_default();
+    let mut arrows = BTreeSet::new();
+    for line in block.lines() {
+        if let Some((a, b)) = line.split_once("-->") {
+            let (a, b) = (a.trim(), b.trim());
+            if a.chars().all(is_ident) && b.chars().all(is_ident) {
+                arrows.insert((a.to_string(), b.to_string()));
+            }
+        }
+    }
+    let words = block
+        .split(|c: char| !is_ident(c))
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect();
+    (arrows, words)
+}
+
+/// The figure ARCHITECTURE.md gives as `**{name}: N**` (a line may break inside it), if it
+/// gives one.
+fn doc_figure(doc: &str, name: &str) -> Option<usize> {
+    let flat = doc.split_whitespace().collect::<Vec<_>>().join(" ");
+    let marker = format!("**{name}: ");
+    let at = flat.find(&marker)? + marker.len();
+    let digits: String = flat[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// What ARCHITECTURE.md says of the imports, held against the code: `declared` is every
+/// top-level module with the `lib.rs` that declares it, `graph` the import graph of the crates.
+/// A module of the code with no row; a module importing one its row's imports column does
+/// not list (each importing file named), or one that is not above it in the table (an arrow
+/// back up); a column listing a module nothing of its row imports, or a name that is no module;
+/// a figure of the structure that is not the code's; and a module diagram that is not the
+/// graph's transitive reduction (or leaves a module out).
+fn check_architecture(doc: &str, declared: &[(PathBuf, String)], graph: &Graph) -> Vec<Violation> {
+    let doc_file = PathBuf::from("ARCHITECTURE.md");
+    let at_doc = |rule: String| Violation {
+        file: doc_file.clone(),
+        rule,
+    };
+    let table = module_table(doc);
+    let place: BTreeMap<&str, usize> = table
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.module.as_str(), i))
+        .collect();
+    let modules: BTreeSet<&str> = declared.iter().map(|(_, m)| m.as_str()).collect();
+    let mut out = Vec::new();
+    for (lib, m) in declared {
+        if !place.contains_key(m.as_str()) {
+            out.push(Violation {
+                file: lib.clone(),
+                rule: format!("`{m}` has no row in ARCHITECTURE.md's module table"),
+            });
+        }
+    }
+    let mut back_up = 0;
+    for (m, deps) in graph {
+        let Some(&at) = place.get(m.as_str()) else {
+            continue;
+        };
+        let listed = table[at].imports.as_ref();
+        for (dep, files) in deps {
+            let unlisted = listed.is_some_and(|l| !l.contains(dep));
+            let up = place.get(dep.as_str()).is_some_and(|&d| d >= at);
+            back_up += usize::from(up);
+            for file in files {
+                if unlisted {
+                    out.push(Violation {
+                        file: file.clone(),
+                        rule: format!(
+                            "imports `{dep}`, which ARCHITECTURE.md's imports column for `{m}` \
+                             does not list"
+                        ),
+                    });
+                }
+                if up {
+                    out.push(Violation {
+                        file: file.clone(),
+                        rule: format!(
+                            "`{m}` imports `{dep}`, which is not above it in ARCHITECTURE.md's \
+                             module table (an arrow back up)"
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    for row in &table {
+        for x in row.imports.iter().flatten() {
+            if !modules.contains(x.as_str()) {
+                out.push(at_doc(format!(
+                    "the imports column of `{}` lists `{x}`, which is no module of the crates",
+                    row.module
+                )));
+            } else if !graph.get(&row.module).is_some_and(|d| d.contains_key(x)) {
+                out.push(at_doc(format!(
+                    "the imports column of `{}` lists `{x}`, which no file of {} imports",
+                    row.module, row.module
+                )));
+            }
+        }
+    }
+    let drawn = reduction(graph);
+    let figures = [
+        ("modules", declared.len()),
+        ("import arrows", graph.values().map(BTreeMap::len).sum()),
+        ("drawn", drawn.len()),
+        ("pointing back up", back_up),
+        ("cycles", cycles(graph).len()),
+    ];
+    for (name, counted) in figures {
+        match doc_figure(doc, name) {
+            Some(said) if said == counted => {}
+            Some(said) => out.push(at_doc(format!(
+                "says **{name}: {said}**, but the code has {counted}"
+            ))),
+            None => out.push(at_doc(format!(
+                "gives no **{name}: N** (the code has {counted})"
+            ))),
+        }
+    }
+    let (arrows, words) = diagram(doc);
+    for (a, b) in drawn.difference(&arrows) {
+        out.push(at_doc(format!(
+            "the module diagram lacks `{a} --> {b}` (an import no longer path implies)"
+        )));
+    }
+    for (a, b) in arrows.difference(&drawn) {
+        out.push(at_doc(format!(
+            "the module diagram draws `{a} --> {b}`, which is no import or one a longer path implies"
+        )));
+    }
+    for m in &modules {
+        if !words.contains(*m) {
+            out.push(at_doc(format!("the module diagram leaves out `{m}`")));
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Every top-level module of the crates, with the `lib.rs` that declares it (as shown in
+/// messages).
+fn declared_modules() -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    for (shown, src) in crate_sources() {
+        let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
+        for m in top_level_modules(&lib) {
+            out.push((shown.join("lib.rs"), m));
+        }
+    }
+    out
+}
+
+/// ARCHITECTURE.md's module table, module diagram and figures say what the code imports:
+/// every import of every module is in its row's imports column and points up the table, every
+/// module listed is imported, the diagram draws every arrow no longer path implies, and the
+/// counts are the code's.
+#[test]
+fn architecture_md_states_the_import_graph() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let (graph, _) = check_these_crates();
+    let declared = declared_modules();
+    assert!(
+        declared.len() >= 20 && module_table(&doc).len() >= 20,
+        "too few modules read: {declared:?}"
+    );
+    let found = check_architecture(&doc, &declared, &graph);
+    assert!(
+        found.is_empty(),
+        "ARCHITECTURE.md and the code differ:\n{}\nimport graph:\n{}",
+        listed(&found),
+        describe(&graph)
+    );
 }
 
 #[test]
@@ -776,11 +1050,30 @@ fn every_top_level_module_has_a_row_in_architecture_md() {
 fn architecture_rows_and_lib_modules_are_read_as_written() {
     let lib = "//! pub mod not_this;\npub mod a;\n#[doc(hidden)]\npub mod b;\nmod c;\n";
     assert_eq!(top_level_modules(lib), ["a", "b", "c"]);
-    let doc = "| Tier | Module | What |\n| --- | --- | --- |\n| leaves | `owner` | x |\n| | `repos` | y |\n| x | not a module | z |\n";
+    let doc = "## Modules\n\n| Tier | Module | What | Imports |\n| --- | --- | --- | --- |\n| leaves | `owner` | x | nothing |\n| | `repos` | y `z` | `owner` (its `Id`), `fsutil` (tests) |\n| x | not a module | z | |\n| | `cli` | w | anything |\n\n## Next\n\n| | `later` | not in the table | nothing |\n";
     assert_eq!(
         architecture_rows(doc),
-        BTreeSet::from(["owner".to_string(), "repos".to_string()])
+        BTreeSet::from(["cli".into(), "owner".into(), "repos".into()])
     );
+    let set = |names: &[&str]| Some(names.iter().map(|n| n.to_string()).collect());
+    let imports: Vec<(String, Option<BTreeSet<String>>)> = module_table(doc)
+        .into_iter()
+        .map(|r| (r.module, r.imports))
+        .collect();
+    assert_eq!(
+        imports,
+        [
+            ("owner".to_string(), set(&[])),
+            ("repos".to_string(), set(&["fsutil", "owner"])),
+            ("cli".to_string(), None),
+        ]
+    );
+    assert_eq!(doc_figure("x **cycles: 12** y", "cycles"), Some(12));
+    assert_eq!(
+        doc_figure("x **pointing\nback up: 3**", "pointing back up"),
+        Some(3)
+    );
+    assert_eq!(doc_figure("x **cycles: none**", "cycles"), None);
 }
 
 /// Writes `text` to `src/rel`, making its folders.
@@ -922,6 +1215,88 @@ fn the_checker_finds_file_cycles_inside_a_module() {
     let graph = file_graph(src);
     assert!(!graph["images/naming.rs"].contains_key("images/build.rs"));
     assert!(graph["images/build.rs"].contains_key("images/naming.rs"));
+}
+
+#[test]
+fn the_architecture_check_finds_each_kind_of_fault() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path();
+    let write = |rel: &str, text: &str| write_file(src, rel, text);
+    write(
+        "lib.rs",
+        "pub mod owner;\npub mod fsutil;\npub mod images;\npub mod runner;\npub mod report;\npub mod cli;\n",
+    );
+    write("owner.rs", "pub struct Id;\n");
+    write("fsutil.rs", "pub fn write() {}\n");
+    write(
+        "runner/mod.rs",
+        "mod job;\nuse crate::fsutil::write;\npub struct Job;\n",
+    );
+    write("runner/job.rs", "use crate::owner::Id;\n");
+    write("images/mod.rs", "use crate::runner::Job;\n");
+    write("report.rs", "use crate::owner::Id;\n");
+    write("cli/mod.rs", "use crate::{images, runner};\n");
+    let (graph, _) = check(src);
+    let declared: Vec<(PathBuf, String)> =
+        top_level_modules(&std::fs::read_to_string(src.join("lib.rs")).unwrap())
+            .into_iter()
+            .map(|m| (PathBuf::from("src/lib.rs"), m))
+            .collect();
+    // fsutil lists an import it does not make; images sits below runner, which it imports;
+    // runner's column misses owner and names no module; report has no row; the figures and
+    // the diagram are wrong.
+    let doc =
+        "# A\n\n## Modules\n\n| Tier | Module | What | Imports |\n| --- | --- | --- | --- |\n\
+| leaves | `owner` | ids | nothing |\n| | `fsutil` | writes | `owner` |\n\
+| | `images` | images | `runner` (its `Job`) |\n| | `runner` | jobs | `fsutil`, `gone` |\n\
+| face | `cli` | the face | anything |\n\n\
+In figures: **modules: 6**, **import arrows: 9**, **drawn: 5**, **pointing back up: 0**,\n\
+**cycles: 0**.\n\n## Module diagram\n\n```mermaid\nflowchart TD\n    runner --> owner\n\
+    images --> runner\n    cli --> runner\n    runner --> fsutil\n    report --> owner\n```\n";
+    let rules: Vec<String> = check_architecture(doc, &declared, &graph)
+        .iter()
+        .map(|v| format!("{}: {}", v.file.display(), v.rule))
+        .collect();
+    assert_eq!(
+        rules,
+        [
+            "ARCHITECTURE.md: says **import arrows: 9**, but the code has 6",
+            "ARCHITECTURE.md: says **pointing back up: 0**, but the code has 1",
+            "ARCHITECTURE.md: the imports column of `fsutil` lists `owner`, which no file of fsutil imports",
+            "ARCHITECTURE.md: the imports column of `runner` lists `gone`, which is no module of the crates",
+            "ARCHITECTURE.md: the module diagram draws `cli --> runner`, which is no import or one a longer path implies",
+            "ARCHITECTURE.md: the module diagram lacks `cli --> images` (an import no longer path implies)",
+            "src/images/mod.rs: `images` imports `runner`, which is not above it in ARCHITECTURE.md's module table (an arrow back up)",
+            "src/lib.rs: `report` has no row in ARCHITECTURE.md's module table",
+            "src/runner/job.rs: imports `owner`, which ARCHITECTURE.md's imports column for `runner` does not list",
+        ],
+        "graph:\n{}",
+        describe(&graph)
+    );
+    // The transitive reduction keeps an arrow only where no longer path gives it.
+    assert_eq!(
+        reduction(&graph),
+        [
+            ("cli", "images"),
+            ("images", "runner"),
+            ("report", "owner"),
+            ("runner", "fsutil"),
+            ("runner", "owner"),
+        ]
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+    );
+    // A diagram that leaves a module out is told so.
+    let without = doc.replace("    runner --> fsutil\n", "");
+    let rules: Vec<String> = check_architecture(&without, &declared, &graph)
+        .into_iter()
+        .map(|v| v.rule)
+        .collect();
+    assert!(
+        rules.contains(&"the module diagram leaves out `fsutil`".to_string()),
+        "{rules:#?}"
+    );
 }
 
 #[test]
