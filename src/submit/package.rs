@@ -249,7 +249,9 @@ fn bind_logs(
             continue;
         }
         let (saved, folder) = src.logs.find(&p, src.run_id.as_deref())?;
-        if matches!(saved, SavedLog::Missing) {
+        // No log and no folder: nothing ran this prediction (warned as no_logs). A folder with
+        // no test output (an empty patch's verdict) is still held against the patch below.
+        if matches!(saved, SavedLog::Missing) && folder.is_none() {
             out.push((p, saved, None));
             continue;
         }

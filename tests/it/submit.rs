@@ -836,3 +836,61 @@ fn the_official_eval_scripts_are_the_ones_verify_renders() {
     }
     assert_eq!(n, 399);
 }
+
+/// A log folder holding only an empty patch's verdict (no test output) still says what ran:
+/// a non-empty patch given for it is neither packaged nor graded from it.
+#[test]
+fn a_patch_given_for_an_empty_patchs_verdict_is_neither_packaged_nor_graded() {
+    let d = tempfile::tempdir().unwrap();
+    let (run, dataset) = fake_run(d.path());
+    let folder = run.join("logs/run_evaluation/r/m/swe-eval-mini__calc-1");
+    std::fs::remove_dir_all(&folder).unwrap();
+    std::fs::create_dir_all(&folder).unwrap();
+    let empty = swe_eval_core::predictions::patch_hash("");
+    std::fs::write(
+        folder.join("verdict.json"),
+        serde_json::json!({"instance_id": "swe-eval-mini__calc-1", "model": "m", "sample": 0,
+            "patch_hash": empty, "category": "empty_patch", "resolved": false})
+        .to_string(),
+    )
+    .unwrap();
+    let edited = d.path().join("edited.jsonl");
+    predictions_with(&dataset, &edited, |gold| {
+        if gold.contains("calc/parser.py") {
+            README_EDIT.to_string()
+        } else {
+            gold.to_string()
+        }
+    });
+    let pkg = d.path().join("pkg");
+    let out = submit_run(&run, &dataset, &pkg, &["-p", s(&edited)]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("swe-eval-mini__calc-1 (model m, sample 0): its log ran another patch: ")
+            && err.contains("the run's patch was empty); not packaged"),
+        "{err}"
+    );
+    let preds = std::fs::read_to_string(pkg.join("all_preds.jsonl")).unwrap();
+    assert!(!preds.contains("swe-eval-mini__calc-1\""), "{preds}");
+    assert!(!pkg.join("logs/swe-eval-mini__calc-1").exists());
+
+    let graded = d.path().join("graded");
+    let out = swe_eval(&[
+        "grade",
+        "-d",
+        s(&dataset),
+        "-p",
+        s(&edited),
+        "--logs",
+        s(&run),
+        "-o",
+        s(&graded),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("swe-eval-mini__calc-1 (model m, sample 0): its log ran another patch:")
+            && err.contains("the run's patch was empty"),
+        "{err}"
+    );
+}

@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::{ReportError, TEST_OUTPUT_FILE};
+use super::{ReportError, TEST_OUTPUT_FILE, VERDICT_FILE};
 use crate::dataset::{kind_of, InputProblem};
 use crate::grading::RunOutcome;
 use crate::logparse::APPLY_PATCH_FAIL;
@@ -128,7 +128,9 @@ impl SavedLogs {
                     source,
                 })?;
                 let name = entry.file_name();
-                if name == TEST_OUTPUT_FILE || name == RUN_INSTANCE_LOG {
+                // A folder with only a verdict (an empty patch's) is an instance's too: what it
+                // ran is held against a given patch.
+                if name == TEST_OUTPUT_FILE || name == RUN_INSTANCE_LOG || name == VERDICT_FILE {
                     is_instance = true;
                 } else if depth < MAX_DEPTH && entry.file_type().is_ok_and(|t| t.is_dir()) {
                     stack.push((entry.path(), depth + 1));

@@ -186,13 +186,21 @@ pub fn read_logs(
                 (SavedLog::Missing, Some(format!("{e}; graded as an error")))
             };
             match logs.find(&key, &p.model_dir_name(), run_id) {
-                Ok((SavedLog::Missing, _)) => (
-                    SavedLog::Missing,
-                    Some(format!(
-                        "{key}: no saved log; looked for {}; graded as an error",
-                        logs.looked_for(&key)
-                    )),
-                ),
+                Ok((SavedLog::Missing, folder))
+                    if folder.is_none()
+                        || !matches!(
+                            super::check_log(folder.as_deref(), &SavedLog::Missing, p.patch()),
+                            Ok(super::Check::Differs(_))
+                        ) =>
+                {
+                    (
+                        SavedLog::Missing,
+                        Some(format!(
+                            "{key}: no saved log; looked for {}; graded as an error",
+                            logs.looked_for(&key)
+                        )),
+                    )
+                }
                 Ok((log, folder)) => match super::check_log(folder.as_deref(), &log, p.patch()) {
                     Ok(super::Check::Differs(why)) => (
                         SavedLog::Missing,
