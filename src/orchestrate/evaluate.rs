@@ -13,7 +13,7 @@ use super::inputs::load_inputs;
 use super::inputs::Source;
 use super::mini_check::{check_mini, MiniCheck};
 use super::workflow::{execute, ImagePolicy, RunOutput, Work};
-use crate::runner::{Layout, RunReport};
+use crate::runner::{Layout, RunError, RunReport};
 use crate::session::RunOptions;
 use crate::session::{notice, Event, Level, PrepTimes};
 
@@ -140,6 +140,8 @@ async fn run(
         writes.push(opts.output.join(flaky_marks_name(&run_id)));
     }
     refuse_inputs(&writes)?;
+    // A run id another live run holds is refused before the engine is asked for anything.
+    crate::runner::refuse_if_locked(&Layout::new(&opts.output, &run_id)).map_err(RunError::from)?;
     let engine = Arc::new(crate::engine::connect(&opts.engine).await?);
     let work = Work {
         dataset: &inputs.dataset,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
-use crate::runner::{Layout, RunReport};
+use crate::runner::{Layout, RunError, RunReport};
 use swe_eval_core::predictions::Prediction;
 
 use super::ending::{ending, Ending, Troubles};
@@ -113,6 +113,8 @@ async fn run(
         opts.output.join(flaky_map_name(&run_id)),
     ]);
     refuse_inputs(&writes)?;
+    // A run id another live run holds is refused before the engine is asked for anything.
+    crate::runner::refuse_if_locked(&Layout::new(&opts.output, &run_id)).map_err(RunError::from)?;
     let engine = Arc::new(crate::engine::connect(&opts.engine).await?);
     let work = Work {
         dataset: &inputs.dataset,

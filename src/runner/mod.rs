@@ -48,8 +48,8 @@ pub use order::Durations;
 pub(crate) use plan::Key;
 pub use plan::{default_workers, RunConfig, Setup};
 pub use store::{
-    lock, parse_verdict, read_verdict, write_verdict, Category, Layout, LockError, RunLock,
-    Verdict, VerdictError, VerdictFile, LOCK_FILE,
+    lock, parse_verdict, read_verdict, refuse_if_locked, write_verdict, Category, Layout,
+    LockError, RunLock, Verdict, VerdictError, VerdictFile, LOCK_FILE,
 };
 pub use summary::{write_all as write_summaries, write_report_html, RunInputs};
 

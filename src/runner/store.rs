@@ -335,6 +335,22 @@ impl Drop for RunLock {
     }
 }
 
+/// Refuses early, without taking the lock, when a live process holds the run's lock: what a
+/// command checks before it reaches the engine, so a second run on a busy run id is refused
+/// before anything is built ([`lock`] still decides, when the run starts).
+pub fn refuse_if_locked(layout: &Layout) -> Result<(), LockError> {
+    let path = layout.lock_path();
+    let owner = std::fs::read_to_string(&path).unwrap_or_default();
+    let owner = owner.trim();
+    if owner.is_empty() || owner_is_dead(owner) {
+        return Ok(());
+    }
+    Err(LockError::Busy {
+        run_id: layout.run_id.clone(),
+        path,
+    })
+}
+
 /// Takes the run's lock, or says who holds it.
 pub fn lock(layout: &Layout) -> Result<RunLock, LockError> {
     let path = layout.lock_path();

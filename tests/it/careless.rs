@@ -1135,6 +1135,23 @@ fn a_run_that_fails_before_it_runs_leaves_no_output_folder_and_its_own_input_is_
         "refused before the engine: {err}"
     );
     assert_eq!(std::fs::read(&preds).unwrap(), before);
+    // A run id a live process holds: refused (exit 2) before the engine is asked, so before
+    // any build; the holder's lock is left as it is.
+    let held = swe_eval::runner::Layout::new(Path::new(&out), "busy");
+    std::fs::create_dir_all(held.run_dir()).unwrap();
+    std::fs::write(held.lock_path(), swe_eval::owner::owner_id()).unwrap();
+    let o = run_bin_unreachable(&["run", "--run-id", "busy", "-o", &out]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("run `busy` is in use by another swe-eval process"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("nonexistent"),
+        "refused before the engine: {err}"
+    );
+    assert!(held.lock_path().is_file());
     // The re-run the message suggests (another run id) passes that check: it meets the engine.
     let o = run_bin_unreachable(&[
         "run", "-d", ds, "-p", preds_arg, "--run-id", "r4", "-o", &out,
