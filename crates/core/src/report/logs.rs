@@ -10,13 +10,17 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::{ReportError, TEST_OUTPUT_FILE, VERDICT_FILE};
+use super::{ReportError, TEST_OUTPUT_FILE};
 use crate::dataset::{kind_of, InputProblem};
 use crate::grading::RunOutcome;
 use crate::logparse::APPLY_PATCH_FAIL;
 
 /// The per-instance harness log of the official layout (holds the apply failure message).
 pub const RUN_INSTANCE_LOG: &str = "run_instance.log";
+
+/// swe-eval's verdict of a prediction in its log folder (`runner::store` writes it), which
+/// carries the hash of the patch it ran.
+pub const VERDICT_FILE: &str = "verdict.json";
 
 /// How deep below the given folder instance folders are looked for
 /// (`logs/run_evaluation/<run_id>/<model>/<id>` is five levels).

@@ -30,11 +30,11 @@ pub use instance::{
     instance_report_json, read_instance_report, write_instance_report, GroupReport, InstanceReport,
     TestsStatusReport, REPORT_FILE, TEST_OUTPUT_FILE,
 };
-pub use logs::{read_instance_dir, SavedLog, SavedLogError, SavedLogs, RUN_INSTANCE_LOG};
-pub use pyjson::{to_python_json, to_python_json_indent};
-pub use ran::{
-    check_folder, check_log, check_output, diff_base, Basis, Check, PATCH_FILE, VERDICT_FILE,
+pub use logs::{
+    read_instance_dir, SavedLog, SavedLogError, SavedLogs, RUN_INSTANCE_LOG, VERDICT_FILE,
 };
+pub use pyjson::{to_python_json, to_python_json_indent};
+pub use ran::{check_folder, check_log, check_output, diff_base, Basis, Check, PATCH_FILE};
 pub use regrade::{
     grade_all, load_inputs, log_key, prediction_at, read_logs, regrade, Group, RegradeError,
     RegradeOptions, Regraded,

@@ -39,15 +39,11 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
-use super::ReportError;
+use super::{ReportError, VERDICT_FILE};
 use crate::unidiff::{self, LineType};
 
 /// The patch file of a log folder (and of a submission package's `logs/<id>/`).
 pub const PATCH_FILE: &str = "patch.diff";
-
-/// swe-eval's verdict of a prediction in its log folder (`runner::store` writes it), which
-/// carries the hash of the patch it ran.
-pub const VERDICT_FILE: &str = "verdict.json";
 
 /// What a log says of the patch it ran, held against a given patch.
 #[derive(Debug, Clone, PartialEq, Eq)]
