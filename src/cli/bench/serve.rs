@@ -35,7 +35,7 @@ pub struct Args {
     /// Requests per second offered, spread over the connections (each request due at its time,
     /// its latency counted from then); 0: each connection sends as soon as it is answered
     /// [allowed: 0 to 1000000].
-    #[arg(long, default_value_t = 0.0, value_parser = rate)]
+    #[arg(long, default_value_t = 0.0, value_parser = crate::cli::values::rate())]
     pub rate: f64,
     /// How long the verdicts are waited for, in seconds [allowed: 1 to 86400].
     #[arg(long, default_value_t = 1800, value_parser = clap::value_parser!(u64).range(1..=86_400))]
@@ -82,19 +82,6 @@ pub enum Mode {
     Restart,
 }
 
-/// A `--rate` that is not a number from 0 to 1,000,000.
-#[derive(Debug, thiserror::Error)]
-#[error("`{0}` is not a rate from 0 to 1000000 (requests per second)")]
-pub struct RateError(String);
-
-/// `--rate`: a number of requests per second, 0 to 1,000,000.
-fn rate(s: &str) -> Result<f64, RateError> {
-    match s.parse::<f64>() {
-        Ok(r) if (0.0..=1e6).contains(&r) => Ok(r),
-        _ => Err(RateError(s.to_string())),
-    }
-}
-
 /// Runs the load and prints its figures.
 pub fn run(args: Args) -> CliResult {
     if args.mode == Mode::Restart && args.latencies.is_some() {
@@ -105,7 +92,7 @@ pub fn run(args: Args) -> CliResult {
     }
     // Before the runtime's threads start: each takes the nice of the thread that made it.
     if let Some(n) = args.nice {
-        let set = crate::priority::set_nice(n).map_err(Failed)?;
+        let set = crate::priority::set_nice(n)?;
         eprintln!("swe-eval bench serve: {set}");
     }
     // One thread: the generator shares the machine with the server it measures, so it takes
@@ -338,18 +325,5 @@ mod tests {
             pacing_text(&stolen)
         );
         assert!(!pacing_text(&Pacing::default()).contains("steal"));
-    }
-
-    #[test]
-    fn a_rate_is_a_number_from_0_to_a_million() {
-        assert_eq!(rate("0").unwrap(), 0.0);
-        assert_eq!(rate("250.5").unwrap(), 250.5);
-        for bad in ["-1", "1000001", "fast", ""] {
-            let e = rate(bad).unwrap_err().to_string();
-            assert!(
-                e.contains(&format!("`{bad}`")) && e.contains("0 to 1000000"),
-                "{e}"
-            );
-        }
     }
 }
