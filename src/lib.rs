@@ -8,6 +8,7 @@
 //! modules; each takes plain values from the one before it. ARCHITECTURE.md at the repository
 //! root draws the layers and says what each module may import.
 
+pub mod bench;
 // The command line is the binary's (src/main.rs): public for it, not part of the library's API.
 #[doc(hidden)]
 pub mod cli;

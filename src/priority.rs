@@ -29,29 +29,51 @@ impl std::fmt::Display for Applied {
 /// The nice values there are.
 pub const NICE: std::ops::RangeInclusive<i32> = -20..=19;
 
+/// Why the priority could not be set.
+#[derive(Debug, thiserror::Error)]
+pub enum NiceError {
+    /// Not a nice value at all.
+    #[error("a nice value is -20 to 19, not {0}")]
+    OutOfRange(i32),
+    /// The kernel refused the nice value.
+    #[error(
+        "cannot set the nice value to {nice}: {source} (a value below the present one needs root \
+         or CAP_SYS_NICE)"
+    )]
+    Nice {
+        /// The value asked for.
+        nice: i32,
+        /// The kernel's answer.
+        #[source]
+        source: rustix::io::Errno,
+    },
+    /// The session's group could not be given it.
+    #[error("cannot set this session's CPU group (/proc/self/autogroup) to nice {nice}: {source}")]
+    Autogroup {
+        /// The value asked for.
+        nice: i32,
+        /// Why the write failed.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// Sets this process's nice to `nice`, and its session's autogroup's where the kernel has
 /// autogroup on. Call it before the process starts threads: a thread takes the nice of the
 /// thread that made it. A value below the present one needs root (CAP_SYS_NICE).
-pub fn set_nice(nice: i32) -> Result<Applied, String> {
+pub fn set_nice(nice: i32) -> Result<Applied, NiceError> {
     if !NICE.contains(&nice) {
-        return Err(format!("a nice value is -20 to 19, not {nice}"));
+        return Err(NiceError::OutOfRange(nice));
     }
     // setpriority(PRIO_PROCESS, 0): on Linux, the calling thread's.
-    rustix::process::setpriority_process(None, nice).map_err(|e| {
-        format!(
-            "cannot set the nice value to {nice}: {e} (a value below the present one needs root \
-             or CAP_SYS_NICE)"
-        )
-    })?;
+    rustix::process::setpriority_process(None, nice)
+        .map_err(|source| NiceError::Nice { nice, source })?;
     let autogroup = autogroup_on(std::path::Path::new(
         "/proc/sys/kernel/sched_autogroup_enabled",
     ));
     if autogroup {
-        std::fs::write("/proc/self/autogroup", nice.to_string()).map_err(|e| {
-            format!(
-                "cannot set this session's CPU group (/proc/self/autogroup) to nice {nice}: {e}"
-            )
-        })?;
+        std::fs::write("/proc/self/autogroup", nice.to_string())
+            .map_err(|source| NiceError::Autogroup { nice, source })?;
     }
     Ok(Applied { nice, autogroup })
 }
@@ -95,10 +117,9 @@ mod tests {
     #[test]
     fn a_nice_value_out_of_range_is_refused_before_anything_is_set() {
         for n in [-21, 20] {
-            assert_eq!(
-                set_nice(n).unwrap_err(),
-                format!("a nice value is -20 to 19, not {n}")
-            );
+            let e = set_nice(n).unwrap_err();
+            assert!(matches!(e, NiceError::OutOfRange(m) if m == n), "{e:?}");
+            assert_eq!(e.to_string(), format!("a nice value is -20 to 19, not {n}"));
         }
     }
 }

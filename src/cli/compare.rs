@@ -78,10 +78,27 @@ pub struct Args {
     pub exclude_flaky: bool,
 }
 
-fn parse_repeat(s: &str) -> Result<(String, Vec<String>), String> {
+/// A value of `--repeat`, `--pair` or `--rewards` not in the shape the flag takes.
+#[derive(Debug, thiserror::Error)]
+#[error("expected {expected}, found `{found}`")]
+pub struct ShapeError {
+    /// The shape the flag takes.
+    expected: &'static str,
+    /// The value given.
+    found: String,
+}
+
+fn shape_error(expected: &'static str, s: &str) -> ShapeError {
+    ShapeError {
+        expected,
+        found: s.to_string(),
+    }
+}
+
+fn parse_repeat(s: &str) -> Result<(String, Vec<String>), ShapeError> {
     let (g, runs) = s
         .split_once('=')
-        .ok_or_else(|| format!("expected GROUP=RUN,RUN,..., found `{s}`"))?;
+        .ok_or_else(|| shape_error("GROUP=RUN,RUN,...", s))?;
     let runs: Vec<String> = runs
         .split(',')
         .map(str::trim)
@@ -89,26 +106,27 @@ fn parse_repeat(s: &str) -> Result<(String, Vec<String>), String> {
         .map(String::from)
         .collect();
     if g.is_empty() || runs.len() < 2 {
-        return Err(format!(
-            "expected GROUP=RUN,RUN,... with a name and two runs or more, found `{s}`"
+        return Err(shape_error(
+            "GROUP=RUN,RUN,... with a name and two runs or more",
+            s,
         ));
     }
     Ok((g.to_string(), runs))
 }
 
-fn parse_pair(s: &str) -> Result<(String, String), String> {
+fn parse_pair(s: &str) -> Result<(String, String), ShapeError> {
     match s.split_once(',') {
         Some((a, b)) if !a.is_empty() && !b.is_empty() && !b.contains(',') => {
             Ok((a.to_string(), b.to_string()))
         }
-        _ => Err(format!("expected A,B (two run names), found `{s}`")),
+        _ => Err(shape_error("A,B (two run names)", s)),
     }
 }
 
-fn parse_rewards(s: &str) -> Result<(String, PathBuf), String> {
+fn parse_rewards(s: &str) -> Result<(String, PathBuf), ShapeError> {
     match s.split_once('=') {
         Some((n, f)) if !n.is_empty() && !f.is_empty() => Ok((n.to_string(), PathBuf::from(f))),
-        _ => Err(format!("expected RUN=FILE, found `{s}`")),
+        _ => Err(shape_error("RUN=FILE", s)),
     }
 }
 
@@ -177,4 +195,38 @@ pub fn run(args: Args) -> CliResult {
         started.elapsed().as_secs_f64()
     );
     Ok(ending(&Troubles::of_inputs(lines.len())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shaped_flags_take_their_shape_and_name_it_otherwise() {
+        assert_eq!(
+            parse_repeat("g=a, b").unwrap(),
+            ("g".to_string(), vec!["a".to_string(), "b".to_string()])
+        );
+        assert_eq!(
+            parse_repeat("g").unwrap_err().to_string(),
+            "expected GROUP=RUN,RUN,..., found `g`"
+        );
+        assert_eq!(
+            parse_repeat("g=a").unwrap_err().to_string(),
+            "expected GROUP=RUN,RUN,... with a name and two runs or more, found `g=a`"
+        );
+        assert_eq!(parse_pair("a,b").unwrap(), ("a".into(), "b".into()));
+        assert_eq!(
+            parse_pair("a,b,c").unwrap_err().to_string(),
+            "expected A,B (two run names), found `a,b,c`"
+        );
+        assert_eq!(
+            parse_rewards("r=f.jsonl").unwrap(),
+            ("r".into(), PathBuf::from("f.jsonl"))
+        );
+        assert_eq!(
+            parse_rewards("=f").unwrap_err().to_string(),
+            "expected RUN=FILE, found `=f`"
+        );
+    }
 }

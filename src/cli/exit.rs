@@ -55,6 +55,17 @@ impl<E: Classify + Send + Sync + 'static> From<E> for CliError {
     }
 }
 
+// `priority` is a leaf of the crate (it imports nothing, not even `failure`), so its error is
+// classified here: a value out of range is the command line's; a refusal, the machine's.
+impl Classify for crate::priority::NiceError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            crate::priority::NiceError::OutOfRange(_) => ErrorKind::Usage,
+            _ => ErrorKind::Failed,
+        }
+    }
+}
+
 /// A failure with no error type of its own (exit code 1), from its message.
 pub fn failed(message: impl Into<String>) -> CliError {
     Failed(message.into()).into()

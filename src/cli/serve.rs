@@ -148,7 +148,7 @@ pub fn run(args: Args) -> CliResult {
         None => {
             // Before any thread starts: each takes the nice of the thread that made it.
             if let Some(n) = args.nice {
-                let set = crate::priority::set_nice(n).map_err(swe_eval_core::failure::Failed)?;
+                let set = crate::priority::set_nice(n)?;
                 eprintln!("swe-eval serve: {set}");
             }
             // Two runtimes: the HTTP answers on threads of their own, the evaluator (its

@@ -54,15 +54,63 @@ pub fn bench(range: Range<usize>) -> RangedU64ValueParser<usize> {
     ranged_usize(range)
 }
 
+/// A value of a flag that takes a real number that is not one, or not in the flag's range.
+#[derive(Debug, thiserror::Error)]
+#[error("`{value}` is not {what} from {min} to {max}{unit}")]
+pub struct NotInRange {
+    /// The value as given.
+    value: String,
+    /// What the flag takes (`a number`, `a rate`).
+    what: &'static str,
+    /// The smallest value taken.
+    min: f64,
+    /// The largest.
+    max: f64,
+    /// The unit, as words after the range (or nothing).
+    unit: &'static str,
+}
+
+/// `s` as a real number from `min` to `max`, or [`NotInRange`].
+fn parse_real(
+    s: String,
+    what: &'static str,
+    min: f64,
+    max: f64,
+    unit: &'static str,
+) -> Result<f64, NotInRange> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if (min..=max).contains(&v) => Ok(v),
+        _ => Err(NotInRange {
+            value: s,
+            what,
+            min,
+            max,
+            unit,
+        }),
+    }
+}
+
+/// A parser of a real number from `min` to `max` (so finite), refusing others with
+/// [`NotInRange`].
+fn real(
+    what: &'static str,
+    min: f64,
+    max: f64,
+    unit: &'static str,
+) -> impl TypedValueParser<Value = f64> {
+    clap::builder::StringValueParser::new()
+        .try_map(move |s: String| parse_real(s, what, min, max, unit))
+}
+
 /// A score threshold, [`bounds::THRESHOLD`]: a finite number in the range.
 pub fn threshold() -> impl TypedValueParser<Value = f64> {
-    clap::builder::StringValueParser::new().try_map(|s: String| {
-        let r = bounds::THRESHOLD;
-        match s.trim().parse::<f64>() {
-            Ok(v) if r.contains(v) => Ok(v),
-            _ => Err(format!("`{s}` is not a number from {} to {}", r.min, r.max)),
-        }
-    })
+    let r = bounds::THRESHOLD;
+    real("a number", r.min, r.max, "")
+}
+
+/// `bench serve --rate`: requests per second, 0 (as fast as answered) to 1,000,000.
+pub fn rate() -> impl TypedValueParser<Value = f64> {
+    real("a rate", 0.0, 1e6, " (requests per second)")
 }
 
 /// `serve`'s counts and sizes, in `range`.
@@ -91,4 +139,31 @@ pub fn flavour() -> impl TypedValueParser<Value = swe_eval_core::spec::Flavour> 
         s.parse::<Flavour>()
             .expect("the parser accepts only the flavours' names")
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_real_number_is_taken_only_within_its_range_and_refused_with_it() {
+        let rate =
+            |s: &str| parse_real(s.to_string(), "a rate", 0.0, 1e6, " (requests per second)");
+        assert_eq!(rate("0").unwrap(), 0.0);
+        assert_eq!(rate(" 250.5").unwrap(), 250.5);
+        assert_eq!(rate("1000000").unwrap(), 1e6);
+        for bad in ["-1", "1000001", "fast", "", "NaN", "inf"] {
+            assert_eq!(
+                rate(bad).unwrap_err().to_string(),
+                format!("`{bad}` is not a rate from 0 to 1000000 (requests per second)")
+            );
+        }
+        let r = bounds::THRESHOLD;
+        let threshold = |s: &str| parse_real(s.to_string(), "a number", r.min, r.max, "");
+        assert_eq!(threshold("-1").unwrap(), -1.0);
+        assert_eq!(
+            threshold("1.5").unwrap_err().to_string(),
+            "`1.5` is not a number from -1 to 1"
+        );
+    }
 }

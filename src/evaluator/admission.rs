@@ -176,7 +176,7 @@ pub(super) async fn submit<E: Engine>(
             inc(&shared.metrics.accepted_executed);
             match recipe {
                 Some(Err(why)) => {
-                    row.outcome = Some(Executed::masked(Status::InfraError, why));
+                    row.outcome = Some(Executed::masked(Status::InfraError, why.to_string()));
                     row.done = true;
                 }
                 _ => {

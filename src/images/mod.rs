@@ -62,7 +62,7 @@ pub use inventory::{
 };
 pub use naming::{
     build_log_path, check_namespace, content_hash, labels_for, with_namespace, CacheLevel, Layer,
-    NamespaceError, LABEL_INSTANCE, LABEL_LAYER, LABEL_REPO,
+    NamespaceError, NamespaceFlaw, LABEL_INSTANCE, LABEL_LAYER, LABEL_REPO,
 };
 pub use plan::{
     plan, BaseRecipe, BuildChain, EnvRecipe, ImagePlan, InstanceImages, InstanceRecipe, PlanOptions,

@@ -140,7 +140,59 @@ pub struct NamespaceError {
     /// The namespace given.
     pub namespace: String,
     /// What is wrong with it.
-    pub reason: String,
+    pub reason: NamespaceFlaw,
+}
+
+/// What is wrong with a `--namespace`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NamespaceFlaw {
+    /// Every name made with it would be longer than Docker takes.
+    #[error("it is {length} characters long, and a name with it would pass Docker's {NAME_MAX}")]
+    TooLong {
+        /// Its length.
+        length: usize,
+    },
+    /// Its registry host has a port that is not a number.
+    #[error("`{host}` has a port that is not a number")]
+    Port {
+        /// The host as given.
+        host: String,
+    },
+    /// Its registry host is not a host name.
+    #[error("`{host}` is not a registry host name")]
+    Host {
+        /// The host as given.
+        host: String,
+    },
+    /// Two slashes, or one at its start.
+    #[error("it has an empty part (two slashes, or one at its start)")]
+    EmptyPart,
+    /// A path component has a character Docker refuses.
+    #[error("`{part}` has {}", character_words(*character))]
+    Character {
+        /// The component.
+        part: String,
+        /// The first character refused.
+        character: char,
+    },
+    /// A path component's runs are joined otherwise than Docker takes.
+    #[error(
+        "`{part}` does not start and end with a letter or digit, or joins them otherwise \
+         than by `.`, `_`, `__` or dashes"
+    )]
+    Separators {
+        /// The component.
+        part: String,
+    },
+}
+
+/// A refused character as a message names it: `an uppercase letter`, or the character quoted.
+fn character_words(c: char) -> String {
+    if c.is_ascii_uppercase() {
+        "an uppercase letter".to_string()
+    } else {
+        format!("{c:?}")
+    }
 }
 
 impl swe_eval_core::failure::Classify for NamespaceError {
@@ -157,7 +209,7 @@ const NAME_MAX: usize = 255;
 /// `localhost`; an optional numeric port), then path components of lowercase letters and
 /// digits joined by one separator (`.`, `_`, `__`, or dashes). Empty (build locally) is fine.
 pub fn check_namespace(namespace: &str) -> Result<(), NamespaceError> {
-    let fail = |reason: String| NamespaceError {
+    let fail = |reason: NamespaceFlaw| NamespaceError {
         namespace: namespace.to_string(),
         reason,
     };
@@ -166,10 +218,9 @@ pub fn check_namespace(namespace: &str) -> Result<(), NamespaceError> {
     }
     // The longest official name part after it: `/sweb.eval.x86_64.<id>`, ids up to ~50.
     if namespace.len() > NAME_MAX - 80 {
-        return Err(fail(format!(
-            "it is {} characters long, and a name with it would pass Docker's {NAME_MAX}",
-            namespace.len()
-        )));
+        return Err(fail(NamespaceFlaw::TooLong {
+            length: namespace.len(),
+        }));
     }
     let ns = namespace.strip_suffix('/').unwrap_or(namespace);
     let mut parts = ns.split('/').peekable();
@@ -186,14 +237,16 @@ pub fn check_namespace(namespace: &str) -> Result<(), NamespaceError> {
 }
 
 /// `HOST[:PORT]`: dot-separated labels of letters, digits and inner dashes; a numeric port.
-fn check_host(host: &str) -> Result<(), String> {
+fn check_host(host: &str) -> Result<(), NamespaceFlaw> {
     let (name, port) = match host.rsplit_once(':') {
         Some((n, p)) => (n, Some(p)),
         None => (host, None),
     };
     if let Some(p) = port {
         if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(format!("`{host}` has a port that is not a number"));
+            return Err(NamespaceFlaw::Port {
+                host: host.to_string(),
+            });
         }
     }
     let label_ok = |l: &str| {
@@ -203,26 +256,26 @@ fn check_host(host: &str) -> Result<(), String> {
             && !l.ends_with('-')
     };
     if !name.split('.').all(label_ok) {
-        return Err(format!("`{host}` is not a registry host name"));
+        return Err(NamespaceFlaw::Host {
+            host: host.to_string(),
+        });
     }
     Ok(())
 }
 
 /// One path component: `[a-z0-9]+` runs joined by `.`, `_`, `__` or dashes.
-fn check_component(part: &str) -> Result<(), String> {
+fn check_component(part: &str) -> Result<(), NamespaceFlaw> {
     if part.is_empty() {
-        return Err("it has an empty part (two slashes, or one at its start)".to_string());
+        return Err(NamespaceFlaw::EmptyPart);
     }
-    if let Some(c) = part
+    if let Some(character) = part
         .chars()
         .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-')))
     {
-        let what = if c.is_ascii_uppercase() {
-            "an uppercase letter".to_string()
-        } else {
-            format!("{c:?}")
-        };
-        return Err(format!("`{part}` has {what}"));
+        return Err(NamespaceFlaw::Character {
+            part: part.to_string(),
+            character,
+        });
     }
     let alnum = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
     let starts_ends = part.starts_with(alnum) && part.ends_with(alnum);
@@ -232,10 +285,9 @@ fn check_component(part: &str) -> Result<(), String> {
         .filter(|s| !s.is_empty())
         .all(|s| s == "." || s == "_" || s == "__" || s.bytes().all(|b| b == b'-'));
     if !starts_ends || !separators_ok {
-        return Err(format!(
-            "`{part}` does not start and end with a letter or digit, or joins them otherwise \
-             than by `.`, `_`, `__` or dashes"
-        ));
+        return Err(NamespaceFlaw::Separators {
+            part: part.to_string(),
+        });
     }
     Ok(())
 }

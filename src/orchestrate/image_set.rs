@@ -46,7 +46,12 @@ impl ImageSet {
             .failed
             .iter()
             .map(|(id, s)| {
-                let said = s.image.clone().err().unwrap_or_default();
+                let said = s
+                    .image
+                    .clone()
+                    .err()
+                    .map(|e| e.to_string())
+                    .unwrap_or_default();
                 let reason = said.strip_prefix("no test spec: ").unwrap_or(&said);
                 let reason = reason.strip_prefix(&format!("{id}: ")).unwrap_or(reason);
                 NoSpec {

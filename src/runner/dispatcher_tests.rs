@@ -8,10 +8,11 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::dispatcher::{Answer, Dispatcher, Effect, Item, Rules, SetupOffer};
+use super::fixtures::no_image;
 use super::job::{JobDone, JobLogs};
 use super::job_config::JobConfig;
 use super::store::{Category, Verdict};
-use super::{empty_verdict, Durations, RunEvent, Setup};
+use super::{empty_verdict, Durations, NoImage, RunEvent, Setup};
 use swe_eval_core::predictions::Prediction;
 
 const TIMEOUT: u64 = 100;
@@ -23,7 +24,7 @@ fn setup(id: &str, image: Result<&str, &str>) -> Arc<Setup> {
             "FAIL_TO_PASS": ["t::a"], "PASS_TO_PASS": [],
         }))
         .unwrap(),
-        image: image.map(str::to_string).map_err(str::to_string),
+        image: image.map(str::to_string).map_err(no_image),
         eval_script: "echo\n".into(),
         log_parser: "parse_log_pytest".into(),
         image_identity: "fixture".into(),
@@ -188,7 +189,11 @@ fn show(fx: &[Effect]) -> Vec<String> {
                 "start {} on {} ({}) timeout {}",
                 job.seq,
                 job.setup.instance.instance_id,
-                job.setup.image.as_deref().unwrap_or_else(|e| e),
+                match &job.setup.image {
+                    Ok(image) => image.clone(),
+                    Err(NoImage::Failed { message, .. }) => message.clone(),
+                    Err(other) => other.to_string(),
+                },
                 config.timeout.as_secs()
             ),
             Effect::NeedSetup(id) => format!("need {id}"),

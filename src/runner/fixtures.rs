@@ -9,7 +9,7 @@ use swe_eval_core::dataset::Instance;
 use swe_eval_core::predictions::Prediction;
 
 use super::driver;
-use super::Setup;
+use super::{NoImage, Setup};
 
 pub const IMAGE: &str = "img:1";
 
@@ -21,12 +21,22 @@ pub fn instance(id: &str) -> Instance {
     .unwrap()
 }
 
+/// An instance's image that could not be had, for the reason `message`.
+pub fn no_image(message: &str) -> NoImage {
+    NoImage::Failed {
+        image: "fixture".into(),
+        layer: "instance",
+        message: message.into(),
+    }
+}
+
+/// The setup of `id` in `image`, or with no image for the reason given.
 pub fn setup(id: &str, image: Result<&str, &str>) -> (String, Arc<Setup>) {
     (
         id.to_string(),
         Arc::new(Setup {
             instance: instance(id),
-            image: image.map(str::to_string).map_err(str::to_string),
+            image: image.map(str::to_string).map_err(no_image),
             eval_script: "echo eval\n".into(),
             log_parser: "parse_log_pytest".into(),
             image_identity: "fixture".into(),

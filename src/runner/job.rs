@@ -105,7 +105,7 @@ pub async fn execute<E: Engine>(
     let (output, retries, nonce, failure) = match &setup.image {
         Err(why) => {
             let _ = writeln!(log, "not run: {why}");
-            (None, 0, String::new(), Some(why.clone()))
+            (None, 0, String::new(), Some(why.to_string()))
         }
         Ok(image) => {
             let _ = writeln!(log, "image {image}");

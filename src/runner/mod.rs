@@ -46,7 +46,7 @@ pub use job::{Job, JobDone, JobLogs};
 pub use job_config::{job_config, recipe, run_labels, JobConfig};
 pub use order::Durations;
 pub(crate) use plan::Key;
-pub use plan::{default_workers, RunConfig, Setup};
+pub use plan::{default_workers, NoImage, RunConfig, Setup};
 pub use store::{
     lock, parse_verdict, read_verdict, refuse_if_locked, write_verdict, Category, Layout,
     LockError, RunLock, Verdict, VerdictError, VerdictFile, LOCK_FILE,

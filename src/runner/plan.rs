@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::engine::Limits;
 use swe_eval_core::dataset::Instance;
+use swe_eval_core::spec::SpecError;
 
 /// What an instance runs in and how it is graded, prepared by the caller (spec + images).
 #[derive(Debug, Clone)]
@@ -14,7 +15,7 @@ pub struct Setup {
     pub instance: Instance,
     /// The image to run in, or why there is none (e.g. its build failed): its predictions are
     /// then infrastructure errors and nothing else is affected.
-    pub image: Result<String, String>,
+    pub image: Result<String, NoImage>,
     /// The eval script (the official `eval.sh`).
     pub eval_script: String,
     /// Log parser name (see `logparse::PARSER_NAMES`).
@@ -26,6 +27,28 @@ pub struct Setup {
     /// later, whose tests marked `needs_two_cores` skip when the container's CPU quota is
     /// below 2); `None` when the spec names none.
     pub cpus: Option<f64>,
+}
+
+/// Why an instance has no image to run in (its predictions are infrastructure errors; the
+/// message is what their logs and verdicts say).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoImage {
+    /// The instance has no test spec, so no image can be named.
+    #[error("no test spec: {0}")]
+    NoSpec(SpecError),
+    /// Its image could not be built, found or pulled.
+    #[error("image {image} ({layer} layer) not available: {message}")]
+    Failed {
+        /// The image that could not be had.
+        image: String,
+        /// Its layer (`base`, `env` or `instance`).
+        layer: &'static str,
+        /// Why (naming the build log when there is one).
+        message: String,
+    },
+    /// The preparation of its image ended before the image was ready.
+    #[error("image not prepared: preparation ended before it was ready")]
+    NotPrepared,
 }
 
 impl Setup {

@@ -9,13 +9,10 @@
 //! - `reply`: the body within its bound, JSON answers and errors.
 //! - `routes`: the endpoints.
 //! - `prometheus`: the counters as Prometheus text.
-//! - `load`: a bounded load generator on loopback (`swe-eval bench serve`) and its small
-//!   HTTP/1.1 client.
 
 mod app;
 mod config;
 mod http;
-mod load;
 mod prometheus;
 mod reply;
 mod routes;
@@ -24,4 +21,3 @@ mod tests;
 
 pub use config::ServeConfig;
 pub use http::{listen, Listener, ServeError};
-pub use load::{run as run_load, Answer, Client, ClientError, Latencies, Load, LoadReport, Sample};

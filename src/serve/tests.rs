@@ -9,7 +9,8 @@ use std::time::Duration;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-use super::{listen, Client, ServeConfig};
+use super::{listen, ServeConfig};
+use crate::bench::{run_load, Client, Load};
 use crate::engine::FakeEngine;
 use crate::evaluator::tests::{engine, gold, mini, Mini};
 use crate::evaluator::Evaluator;
@@ -420,7 +421,7 @@ type ErrorCase<'a> = (
 async fn a_paced_load_keeps_every_request_with_its_due_time_lateness_and_latency() {
     let (s, m, _e) = server(None, |_| {}).await;
     let one = json!({"instance_id": CALC, "model_patch": gold(&m, CALC), "execute": false});
-    let load = super::Load {
+    let load = Load {
         addr: s.addr,
         token: None,
         connections: 4,
@@ -431,7 +432,7 @@ async fn a_paced_load_keeps_every_request_with_its_due_time_lateness_and_latency
         keep_bodies: false,
         rate: Some(400.0),
     };
-    let report = super::run_load(load).await.unwrap();
+    let report = run_load(load).await.unwrap();
     let ks: Vec<usize> = report.samples.iter().map(|x| x.k).collect();
     assert_eq!(ks, (0..40).collect::<Vec<_>>());
     for x in &report.samples {

@@ -25,12 +25,13 @@ use super::prepare;
 use crate::engine::{Engine, EngineError};
 use crate::images::{hold_labels, Holding, StopFlag};
 use crate::runner::{
-    self, Answer, Control, Dispatcher, DriveOptions, Driven, Item, Rules, SetupOffer, Submission,
+    self, Answer, Control, Dispatcher, DriveOptions, Driven, Item, NoImage, Rules, SetupOffer,
+    Submission,
 };
 use swe_eval_core::dataset::{Dataset, Instance};
 use swe_eval_core::identity::Recipe;
 use swe_eval_core::predictions::Prediction;
-use swe_eval_core::spec::TestSpec;
+use swe_eval_core::spec::{SpecError, TestSpec};
 
 /// Why a session could not open.
 #[derive(Debug, thiserror::Error)]
@@ -54,6 +55,21 @@ impl From<SessionError> for runner::RunError {
             SessionError::Engine(e) => runner::RunError::Engine(e),
         }
     }
+}
+
+/// Why an instance has no recipe (what its verdicts would record of their inputs): it cannot
+/// run in this session.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecipeError {
+    /// The session's dataset has no such instance.
+    #[error("{instance_id} is not an instance of the dataset")]
+    NotInDataset {
+        /// The instance asked for.
+        instance_id: String,
+    },
+    /// The instance has no test spec.
+    #[error("no test spec: {0}")]
+    NoSpec(SpecError),
 }
 
 /// A prediction for a session, with when its answer is no longer wanted.
@@ -117,7 +133,7 @@ struct Inner<E: Engine> {
     submissions: Mutex<Option<mpsc::UnboundedSender<Submission>>>,
     control: mpsc::UnboundedSender<Control>,
     /// Each instance's test spec, made once (or why there is none).
-    specs: Mutex<HashMap<String, Result<Arc<TestSpec>, String>>>,
+    specs: Mutex<HashMap<String, Result<Arc<TestSpec>, SpecError>>>,
     next_member: AtomicU64,
     preparing: Arc<Preparing>,
     stop_preparing: StopFlag,
@@ -127,7 +143,7 @@ struct Inner<E: Engine> {
     /// Every job's settings.
     job_config: Arc<runner::JobConfig>,
     /// Each instance's identity recipe, made once (or why the instance cannot run).
-    recipes: Mutex<HashMap<String, Result<Arc<Recipe>, String>>>,
+    recipes: Mutex<HashMap<String, Result<Arc<Recipe>, RecipeError>>>,
     events: mpsc::UnboundedSender<Event>,
 }
 
@@ -315,7 +331,7 @@ impl<E: Engine> Session<E> {
     /// (`swe_eval_core::identity`: with a prediction's patch hash, its identity and content
     /// key), made once per instance; or why the instance cannot run (it has no test spec, or
     /// the dataset does not have it).
-    pub fn recipe(&self, instance_id: &str) -> Result<Arc<Recipe>, String> {
+    pub fn recipe(&self, instance_id: &str) -> Result<Arc<Recipe>, RecipeError> {
         let inner = &self.inner;
         let mut recipes = inner.recipes.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(r) = recipes.get(instance_id) {
@@ -323,8 +339,10 @@ impl<E: Engine> Session<E> {
         }
         let offers = inner.offers(std::iter::once(instance_id));
         let made = match (offers.get(instance_id), inner.specs().get(instance_id)) {
-            (None, _) => Err(format!("{instance_id} is not an instance of the dataset")),
-            (Some(_), Some(Err(why))) => Err(why.clone()),
+            (None, _) => Err(RecipeError::NotInDataset {
+                instance_id: instance_id.to_string(),
+            }),
+            (Some(_), Some(Err(why))) => Err(RecipeError::NoSpec(why.clone())),
             (Some(SetupOffer::Final(s) | SetupOffer::Prepare(s)), _) => {
                 Ok(Arc::new(runner::recipe(s, &inner.job_config)))
             }
@@ -447,7 +465,7 @@ impl<E: Engine> Session<E> {
 }
 
 impl<E: Engine> Inner<E> {
-    fn specs(&self) -> MutexGuard<'_, HashMap<String, Result<Arc<TestSpec>, String>>> {
+    fn specs(&self) -> MutexGuard<'_, HashMap<String, Result<Arc<TestSpec>, SpecError>>> {
         self.specs.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -487,8 +505,10 @@ impl<E: Engine> Inner<E> {
                 specs.insert(inst.instance_id.clone(), Ok(Arc::new(spec)));
             }
             for (id, setup) in made.failed {
-                let why = setup.image.clone().err().unwrap_or_default();
-                specs.insert(id, Err(why));
+                // A failed spec's setup says why it has none; nothing else makes one.
+                if let Err(NoImage::NoSpec(why)) = &setup.image {
+                    specs.insert(id, Err(why.clone()));
+                }
             }
         }
         let specs = self.specs();
@@ -498,9 +518,11 @@ impl<E: Engine> Inner<E> {
                     inst,
                     spec,
                     &self.opts.prepare,
-                    Err("image not prepared: preparation ended before it was ready".into()),
+                    Err(NoImage::NotPrepared),
                 ))),
-                Some(Err(why)) => SetupOffer::Final(Arc::new(prepare::no_spec_setup(inst, why))),
+                Some(Err(why)) => {
+                    SetupOffer::Final(Arc::new(prepare::no_spec_setup(inst, why.clone())))
+                }
                 None => continue,
             };
             out.insert(inst.instance_id.clone(), offer);

@@ -210,7 +210,7 @@ pub async fn prepare_streaming<E: Engine>(
                 let message = format!("{id}: image {} failed: {}", f.image, f.message);
                 notice(events, Level::Warning, message);
             }
-            prepare::unavailable(Some(f))
+            prepare::unavailable(f)
         });
         let setup = Arc::new(prepare::setup(inst, spec, opts, image));
         let _ = arrive.send(Arrival {

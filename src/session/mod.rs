@@ -29,7 +29,7 @@ mod prepare;
 
 pub use choices::{time_run_id, RunOptions, DEFAULT_TIMEOUT, MINI_RUN_ID, MINI_TIMEOUT};
 pub use events::{notice, Event, Level, Notice};
-pub use handle::{Closed, Pending, Session, SessionError, Submit};
+pub use handle::{Closed, Pending, RecipeError, Session, SessionError, Submit};
 pub use image_choices::{
     absolute, absolute_repo_flag, default_build_jobs, durations_file, prepare_options,
     ImageChoices, OptionsError,

@@ -16,9 +16,9 @@ use crate::images::{
 };
 use swe_eval_core::dataset::Instance;
 use swe_eval_core::repos::RepoSources;
-use swe_eval_core::spec::{Flavour, SpecOptions, TestSpec};
+use swe_eval_core::spec::{Flavour, SpecError, SpecOptions, TestSpec};
 
-use crate::runner::Setup;
+use crate::runner::{NoImage, Setup};
 
 /// How images are chosen and built.
 #[derive(Debug, Clone)]
@@ -73,7 +73,7 @@ pub fn specs(instances: &[&Instance], opts: &PrepareOptions) -> Specs {
                 out.ready.push(((*inst).clone(), spec));
             }
             Err(e) => {
-                let setup = no_spec_setup(inst, &format!("no test spec: {e}"));
+                let setup = no_spec_setup(inst, e);
                 out.failed.insert(inst.instance_id.clone(), Arc::new(setup));
             }
         }
@@ -84,10 +84,10 @@ pub fn specs(instances: &[&Instance], opts: &PrepareOptions) -> Specs {
 }
 
 /// The final setup of an instance that has no test spec (`why`): nothing to run it in.
-pub fn no_spec_setup(inst: &Instance, why: &str) -> Setup {
+pub fn no_spec_setup(inst: &Instance, why: SpecError) -> Setup {
     Setup {
         instance: inst.clone(),
-        image: Err(why.to_string()),
+        image: Err(NoImage::NoSpec(why)),
         eval_script: String::new(),
         log_parser: swe_eval_core::logparse::parser_for_repo(&inst.repo).to_string(),
         image_identity: String::new(),
@@ -101,7 +101,7 @@ pub fn setup(
     inst: &Instance,
     spec: &TestSpec,
     opts: &PrepareOptions,
-    image: Result<String, String>,
+    image: Result<String, NoImage>,
 ) -> Setup {
     Setup {
         instance: inst.clone(),
@@ -113,19 +113,13 @@ pub fn setup(
     }
 }
 
-/// Why an instance has no image, for its setup (the failure's message names its build log
-/// when there is one).
-pub fn unavailable(failure: Option<&ImageFailure>) -> String {
-    match failure {
-        Some(f) => {
-            format!(
-                "image {} ({} layer) not available: {}",
-                f.image,
-                f.layer.as_str(),
-                f.message
-            )
-        }
-        None => "no image was prepared".to_string(),
+/// Why an instance whose image `failure` could not be had has none, for its setup (the
+/// failure's message names its build log when there is one).
+pub fn unavailable(failure: &ImageFailure) -> NoImage {
+    NoImage::Failed {
+        image: failure.image.clone(),
+        layer: failure.layer.as_str(),
+        message: failure.message.clone(),
     }
 }
 

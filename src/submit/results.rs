@@ -199,24 +199,46 @@ pub(crate) fn read_text(path: &Path) -> Result<String, SubmitError> {
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
+/// Why an instance's log cannot be graded (it is listed as ungradable).
+#[derive(Debug, thiserror::Error)]
+pub enum Ungradable {
+    /// The dataset's row does not say which tests must pass.
+    #[error("{instance_id}: dataset row has no FAIL_TO_PASS/PASS_TO_PASS; cannot grade its log")]
+    NoTestLists {
+        /// The instance.
+        instance_id: String,
+    },
+    /// The row names a log parser the grader does not have.
+    #[error("{instance_id}: {source}")]
+    Parser {
+        /// The instance.
+        instance_id: String,
+        /// The parser named.
+        #[source]
+        source: swe_eval_core::logparse::UnknownParser,
+    },
+}
+
 /// Official grading of one patch and its test output: resolved or not, or why it could not be
 /// graded.
-pub fn grade_log(inst: &Instance, patch: &str, output: &str) -> Result<bool, String> {
+pub fn grade_log(inst: &Instance, patch: &str, output: &str) -> Result<bool, Ungradable> {
     if inst.fail_to_pass.is_none() || inst.pass_to_pass.is_none() {
-        return Err(format!(
-            "{}: dataset row has no FAIL_TO_PASS/PASS_TO_PASS; cannot grade its log",
-            inst.instance_id
-        ));
+        return Err(Ungradable::NoTestLists {
+            instance_id: inst.instance_id.clone(),
+        });
     }
     let log = SavedLog::Output(output.to_string());
     let input = GradeInput::for_instance(inst, Some(patch), log.outcome());
     grading::grade(&input)
         .map(|v| v.category(Mode::Official).is_resolved())
-        .map_err(|e| format!("{}: {e}", inst.instance_id))
+        .map_err(|source| Ungradable::Parser {
+            instance_id: inst.instance_id.clone(),
+            source,
+        })
 }
 
 /// One instance's logs as found, and whether they resolve it (or why they cannot be graded).
-type Graded = (Found, Result<bool, String>);
+type Graded = (Found, Result<bool, Ungradable>);
 
 /// Grades the submission folder `dir` from its own `logs/` as the analysis script does.
 pub fn regrade(ds: &Dataset, dir: &Path) -> Result<Results, SubmitError> {
@@ -261,7 +283,7 @@ pub fn regrade(ds: &Dataset, dir: &Path) -> Result<Results, SubmitError> {
             Found::Logs { .. } => match verdict {
                 Ok(res) => res,
                 Err(e) => {
-                    r.ungradable.push(e);
+                    r.ungradable.push(e.to_string());
                     false
                 }
             },

@@ -260,10 +260,39 @@ fn check_ran(ds: &Dataset, logs: &Path, mismatches: &mut Vec<String>) -> Ran {
     ran
 }
 
+/// How a held `eval.sh` differs from every eval script swe-eval renders for its instance.
+#[derive(Debug, thiserror::Error)]
+enum ScriptMismatch {
+    /// The dataset row yields no eval script at all.
+    #[error("no eval script can be rendered for {instance_id} from the dataset row")]
+    NoneRendered {
+        /// The instance.
+        instance_id: String,
+    },
+    /// It differs from the nearest script from a line on.
+    #[error(
+        "not an eval script rendered for {instance_id} from its dataset row (the official \
+         flavour's, the Debian flavour's, or the row's own): line {line} is {held}, the {label} \
+         script's is {rendered}"
+    )]
+    Differs {
+        /// The instance.
+        instance_id: String,
+        /// The first line that differs, 1-based.
+        line: usize,
+        /// That line of the held script (quoted, cut to 80 characters), or `(end)`.
+        held: String,
+        /// Which rendering is the nearest.
+        label: &'static str,
+        /// Its line there.
+        rendered: String,
+    },
+}
+
 /// Whether `held` is an eval script swe-eval renders for `inst` (the official flavour's, which
 /// is the official harness's byte for byte, the Debian flavour's, or the row's own), else
 /// where it first differs from the nearest.
-fn eval_script_of(inst: &Instance, held: &str) -> Result<(), String> {
+fn eval_script_of(inst: &Instance, held: &str) -> Result<(), ScriptMismatch> {
     let mut rendered: Vec<(&str, String)> = Vec::new();
     for (label, flavour) in [("official", Flavour::Official), ("debian", Flavour::Debian)] {
         if let Ok(spec) = TestSpec::new(inst, flavour) {
@@ -283,10 +312,9 @@ fn eval_script_of(inst: &Instance, held: &str) -> Result<(), String> {
             .count()
     };
     let Some((label, nearest)) = rendered.iter().max_by_key(|(_, s)| common(s)) else {
-        return Err(format!(
-            "no eval script can be rendered for {} from the dataset row",
-            inst.instance_id
-        ));
+        return Err(ScriptMismatch::NoneRendered {
+            instance_id: inst.instance_id.clone(),
+        });
     };
     let at = common(nearest);
     let line = |s: &str| {
@@ -295,14 +323,13 @@ fn eval_script_of(inst: &Instance, held: &str) -> Result<(), String> {
             |l| format!("{:?}", l.chars().take(80).collect::<String>()),
         )
     };
-    Err(format!(
-        "not an eval script rendered for {} from its dataset row (the official flavour's, the \
-         Debian flavour's, or the row's own): line {} is {}, the {label} script's is {}",
-        inst.instance_id,
-        at + 1,
-        line(held),
-        line(nearest)
-    ))
+    Err(ScriptMismatch::Differs {
+        instance_id: inst.instance_id.clone(),
+        line: at + 1,
+        held: line(held),
+        label,
+        rendered: line(nearest),
+    })
 }
 
 /// The files the layout requires and the files the package holds, beyond what [`verify`]

@@ -34,6 +34,8 @@ const FORBIDDEN: &[(&[&str], &[&str])] = &[
     // `run` and `serve` are two faces' flows over one session: neither imports the other.
     (&["orchestrate"], &["evaluator", "serve"]),
     (&["evaluator"], &["orchestrate"]),
+    // The benchmarks sit below the faces: they load `serve` over HTTP, never through its code.
+    (&["bench"], &["serve", "evaluator"]),
     // The dispatcher knows nothing of images being prepared or of the faces over it.
     (
         &["runner"],

@@ -16,7 +16,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use swe_eval::serve::Client;
+use swe_eval::bench::Client;
 
 use crate::common::{bin, mini_images_shared, poll, poll_until, require_program, wait_for};
 use crate::daemons::PrivateDaemon;

@@ -46,6 +46,7 @@ macro_rules! always {
 always!(
     Usage: crate::fsutil::Clobber,
     crate::paths::OutputError,
+    crate::paths::RunIdError,
     crate::paths::UnsafeComponent,
     crate::repos::RepoFlagError,
 );

@@ -66,16 +66,20 @@ pub fn join_component(base: &Path, what: &str, value: &str) -> Result<PathBuf, U
     Ok(base.join(value))
 }
 
+/// A run id given on the command line that cannot be a folder name (clap names the flag).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{}` cannot be used as a file or folder name: {} (use letters, digits, `-`, `_` or `.`)",
+    .0.value,
+    .0.reason
+)]
+pub struct RunIdError(pub UnsafeComponent);
+
 /// A clap value parser for run ids (and other names used as one path component).
-pub fn run_id_arg(value: &str) -> Result<String, String> {
+pub fn run_id_arg(value: &str) -> Result<String, RunIdError> {
     check_component("run id", value)
         .map(|()| value.to_string())
-        .map_err(|e| {
-            format!(
-                "{} (use letters, digits, `-`, `_` or `.`)",
-                e.to_string().trim_start_matches("run id ")
-            )
-        })
+        .map_err(RunIdError)
 }
 
 pub use crate::fsutil::Clobber;
@@ -319,7 +323,12 @@ mod tests {
             assert!(e.to_string().starts_with("instance_id `"), "{e}");
         }
         assert!(check_component("x", &"a".repeat(256)).is_err());
-        assert!(run_id_arg("exp/1").unwrap_err().contains("path separator"));
+        let e = run_id_arg("exp/1").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "`exp/1` cannot be used as a file or folder name: it contains a path separator \
+             (`/` or `\\`) (use letters, digits, `-`, `_` or `.`)"
+        );
         assert_eq!(run_id_arg("try1").unwrap(), "try1");
     }
 

@@ -10,7 +10,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use crate::dataset::{json_values, kind_of, Dataset, InputProblem, LoadError, Loaded};
+use crate::dataset::{json_values, kind_of, Dataset, InputProblem, LoadError, Loaded, RowError};
 
 /// One model output for one instance.
 #[derive(Debug, Clone, PartialEq)]
@@ -154,10 +154,7 @@ pub fn from_bytes(path: &Path, bytes: &[u8]) -> Result<Loaded<Prediction>, LoadE
                 p.line = line;
                 out.items.push((p, explicit_sample));
             }
-            Err((field, message)) => {
-                out.problems
-                    .push(InputProblem::new(path.to_path_buf(), line, field, message))
-            }
+            Err(e) => out.problems.push(e.at(path, line)),
         }
     }
     let items = number_samples(out.items, path, &mut out.problems);
@@ -228,40 +225,38 @@ fn number_samples(
     out
 }
 
-fn prediction_from_value(
-    value: Value,
-) -> Result<(Prediction, Option<u32>), (Option<String>, String)> {
+fn prediction_from_value(value: Value) -> Result<(Prediction, Option<u32>), RowError> {
     let Value::Object(mut map) = value else {
-        return Err((
-            None,
-            format!("expected an object, found {}", kind_of(&value)),
-        ));
+        return Err(RowError::whole(format!(
+            "expected an object, found {}",
+            kind_of(&value)
+        )));
     };
     let instance_id = match map.remove("instance_id") {
         Some(Value::String(s)) if !s.trim().is_empty() => {
             crate::paths::check_component("instance_id", &s)
-                .map_err(|e| (Some("instance_id".to_string()), e.to_string()))?;
+                .map_err(|e| RowError::in_field("instance_id", e.to_string()))?;
             s
         }
         Some(other) => {
-            return Err((
-                Some("instance_id".into()),
+            return Err(RowError::in_field(
+                "instance_id",
                 format!("expected a non-empty string, found {}", kind_of(&other)),
             ))
         }
-        None => return Err((Some("instance_id".into()), "missing".into())),
+        None => return Err(RowError::in_field("instance_id", "missing")),
     };
     let model_name_or_path = match map.remove("model_name_or_path") {
         Some(Value::String(s)) if !s.is_empty() => {
             // Runs name folders and summaries after the model (`/` written `__`).
             crate::paths::check_component("model_name_or_path", &model_dir_name(&s))
-                .map_err(|e| (Some("model_name_or_path".to_string()), e.to_string()))?;
+                .map_err(|e| RowError::in_field("model_name_or_path", e.to_string()))?;
             s
         }
-        None => return Err((Some("model_name_or_path".into()), missing(&map))),
+        None => return Err(RowError::in_field("model_name_or_path", missing(&map))),
         Some(other) => {
-            return Err((
-                Some("model_name_or_path".into()),
+            return Err(RowError::in_field(
+                "model_name_or_path",
                 format!("expected a non-empty string, found {}", kind_of(&other)),
             ))
         }
@@ -269,10 +264,10 @@ fn prediction_from_value(
     let model_patch = match map.remove("model_patch") {
         Some(Value::String(s)) => Some(s),
         Some(Value::Null) => None,
-        None => return Err((Some("model_patch".into()), missing(&map))),
+        None => return Err(RowError::in_field("model_patch", missing(&map))),
         Some(other) => {
-            return Err((
-                Some("model_patch".into()),
+            return Err(RowError::in_field(
+                "model_patch",
                 format!("expected a string or null, found {}", kind_of(&other)),
             ))
         }
@@ -283,8 +278,8 @@ fn prediction_from_value(
             Some(n.as_u64().unwrap() as u32)
         }
         Some(other) => {
-            return Err((
-                Some("sample".into()),
+            return Err(RowError::in_field(
+                "sample",
                 format!("expected a non-negative whole number, found {other}"),
             ))
         }

@@ -1,12 +1,8 @@
-//! `swe-eval bench base`: the offline base image made from nothing, timed: `debootstrap` of a
-//! Debian release into a root file system, packed as a tar, then imported as an image under a
-//! throwaway name (removed after), so the measurement never touches the base image runs use.
+//! `swe-eval bench base`: the offline base image made from nothing, timed
+//! ([`crate::bench::measure_base`]); prints the times.
 
-use std::time::Instant;
-
+use crate::bench::measure_base;
 use crate::cli::{CliResult, Ending, UsageError};
-use crate::engine::Engine;
-use crate::images::{build_base, BaseOptions};
 use swe_eval_core::spec::DebianRelease;
 
 /// `swe-eval bench base`: which release.
@@ -29,26 +25,13 @@ pub fn run(args: Args) -> CliResult {
         ))
     })?;
     let rt = tokio::runtime::Runtime::new()?;
-    rt.block_on(async {
-        let engine = crate::engine::connect(&args.engine.choice()).await?;
-        let tag = format!(
-            "swe-eval-bench/base.debian-{}:{}",
-            release.name(),
-            std::process::id()
-        );
-        let t0 = Instant::now();
-        let built = build_base(&engine, release, &tag, &BaseOptions::default()).await;
-        let wall = t0.elapsed();
-        let removed = engine.remove_image(&tag).await;
-        let out = built?;
-        println!(
-            "{}: bootstrapped and imported in {:.1} s (debootstrap and tar {:.1} s, import {:.1} s)",
-            release.name(),
-            wall.as_secs_f64(),
-            out.bootstrap.as_secs_f64(),
-            out.import.as_secs_f64()
-        );
-        removed?;
-        Ok(Ending::Clean)
-    })
+    let f = rt.block_on(measure_base(&args.engine.choice(), release))?;
+    println!(
+        "{}: bootstrapped and imported in {:.1} s (debootstrap and tar {:.1} s, import {:.1} s)",
+        f.release.name(),
+        f.wall.as_secs_f64(),
+        f.bootstrap.as_secs_f64(),
+        f.import.as_secs_f64()
+    );
+    Ok(Ending::Clean)
 }

@@ -1,37 +1,20 @@
-//! `swe-eval bench serve`: a bounded load on `swe-eval serve` over loopback, with the mini
-//! benchmark's 22 predictions as bodies.
+//! `swe-eval bench serve`: a bounded load on `swe-eval serve` over loopback
+//! ([`crate::bench::measure_similarity`] and the other modes); prints the figures, and writes
+//! them as JSON and every request of the measured load as CSV when asked.
 //!
-//! - `similarity`: `--requests` requests with `execute: false` over `--connections`
-//!   connections: the similarity answered at once (p50, p99, max, requests per second).
-//! - `executed`: the predictions sent once each (one request per prediction, over
-//!   `--connections` connections), then waited for: the immediate answer of an executed request
-//!   (p50, p99) and the time until every verdict is in (set beside `swe-eval run`).
-//! - `grpo`: 8 instances x 16 samples drawn with repeats from each instance's predictions,
-//!   sent as one group per instance and waited for; the containers the server started (from
-//!   its `/metrics`) against the distinct (instance, patch) pairs; then `--requests` of the
-//!   same requests again, every one a cache hit (p50, p99).
-//! - `queue`: `--requests` executed requests with distinct patches (a server with `-j 1`
-//!   cannot drain them meanwhile): the immediate answers, 429s with `Retry-After` past the
-//!   server's `--max-queue`, and the server's resident memory (from its `/metrics`).
-//! - `restart`: starts a server itself, sends the predictions twice (the second copy with
-//!   distinct patches), SIGKILLs it with requests done, running and queued, starts it again
-//!   and counts: results per request, jobs run again, what the dead server left on the daemon.
-//!
-//! For the first four, start the server yourself (`swe-eval serve -o DIR`), so its flags (-j,
-//! --max-queue, images) are yours to choose and the figures are the server's alone.
+//! For all modes but `restart`, start the server yourself (`swe-eval serve -o DIR`), so its
+//! flags (-j, --max-queue, images) are yours to choose and the figures are the server's alone.
 
-mod modes;
-mod restart;
-
-use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use serde_json::{json, Value};
-
+use crate::bench::{
+    measure_executed, measure_grpo, measure_queue, measure_restart, measure_similarity,
+    GrpoFigures, Pacing, QueueFigures, RestartFigures, Sample, ServeFigures, ServeLoad,
+};
 use crate::cli::{CliResult, Ending};
-use crate::serve::{run_load, Client, Load, LoadReport};
+use swe_eval_core::failure::{Failed, UsageError};
 
 /// `swe-eval bench serve`: which load, on which server.
 #[derive(Debug, Clone, clap::Args)]
@@ -52,7 +35,7 @@ pub struct Args {
     /// Requests per second offered, spread over the connections (each request due at its time,
     /// its latency counted from then); 0: each connection sends as soon as it is answered
     /// [allowed: 0 to 1000000].
-    #[arg(long, default_value_t = 0.0, value_parser = rate)]
+    #[arg(long, default_value_t = 0.0, value_parser = crate::cli::values::rate())]
     pub rate: f64,
     /// How long the verdicts are waited for, in seconds [allowed: 1 to 86400].
     #[arg(long, default_value_t = 1800, value_parser = clap::value_parser!(u64).range(1..=86_400))]
@@ -99,119 +82,17 @@ pub enum Mode {
     Restart,
 }
 
-/// What `similarity` and `executed` measured.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Figures {
-    /// `similarity` or `executed`.
-    pub mode: &'static str,
-    /// Connections at once.
-    pub connections: u32,
-    /// Requests per second offered (0: closed loop).
-    pub rate: f64,
-    /// Requests sent.
-    pub requests: usize,
-    /// Answers by HTTP status.
-    pub statuses: BTreeMap<u16, usize>,
-    /// Requests answered per second.
-    pub per_sec: f64,
-    /// The immediate answer's latency, milliseconds: median.
-    pub p50_ms: f64,
-    /// 99th percentile, milliseconds.
-    pub p99_ms: f64,
-    /// Largest, milliseconds.
-    pub max_ms: f64,
-    /// `executed`: seconds from the first request to the last verdict.
-    pub all_done_secs: Option<f64>,
-    /// `executed`: verdicts in within `--wait`.
-    pub done: Option<usize>,
-    /// The generator's lateness and the server's own view.
-    #[serde(flatten)]
-    pub pacing: Pacing,
-}
-
-/// What a paced load says beside its latencies: the generator's own lateness (left out of the
-/// latencies), the 99th percentile with it, and the server's own timing of the same submits.
-#[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct Pacing {
-    /// The 99th percentile counted from when each request was due, the generator's lateness
-    /// included, milliseconds.
-    pub from_due_p99_ms: f64,
-    /// The generator's lateness (from when a request could go to when it went), median,
-    /// milliseconds (0 for a closed loop).
-    pub late_p50_ms: f64,
-    /// 99th percentile.
-    pub late_p99_ms: f64,
-    /// Largest.
-    pub late_max_ms: f64,
-    /// The server's own time to answer a submit (its `/metrics`, from the request handed to
-    /// the handler to the answer made), share within 5 ms, over the load.
-    pub server_within_5ms: f64,
-    /// Share within 10 ms.
-    pub server_within_10ms: f64,
-    /// The share of this machine's CPU time a hypervisor took (steal) over the load; `None`
-    /// where `/proc/stat` says nothing of it. A latency measured while the virtual CPUs were
-    /// taken away is the host's, not the server's.
-    pub steal: Option<f64>,
-}
-
-impl Pacing {
-    /// Of `report`, with the server's submit histogram `before` and `after` the load.
-    fn of(
-        report: &LoadReport,
-        before: &BTreeMap<String, f64>,
-        after: &BTreeMap<String, f64>,
-    ) -> Pacing {
-        let ms = |l: &crate::serve::Latencies, q: f64| l.quantile(q).as_secs_f64() * 1000.0;
-        let count = |le: &str| {
-            let name = format!("{SUBMIT}_bucket{{le=\"{le}\"}}");
-            metric(after, &name) - metric(before, &name)
-        };
-        let total = count("+Inf").max(1.0);
-        Pacing {
-            from_due_p99_ms: ms(&report.from_due, 0.99),
-            late_p50_ms: ms(&report.lateness, 0.5),
-            late_p99_ms: ms(&report.lateness, 0.99),
-            late_max_ms: ms(&report.lateness, 1.0),
-            server_within_5ms: count("0.005") / total,
-            server_within_10ms: count("0.01") / total,
-            steal: match (
-                before.get(STEAL),
-                after.get(STEAL),
-                before.get(ALL_TICKS),
-                after.get(ALL_TICKS),
-            ) {
-                (Some(s0), Some(s1), Some(t0), Some(t1)) if t1 > t0 => Some((s1 - s0) / (t1 - t0)),
-                _ => None,
-            },
-        }
-    }
-
-    /// "; generator late p99 .. ms (p99 with it .. ms); server: ..% of submits within 5 ms, ..% within 10 ms".
-    fn text(&self) -> String {
-        format!(
-            "; generator late p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms (p99 counted with it {:.2} ms); server's own: {:.2}% of submits within 5 ms, {:.2}% within 10 ms{}",
-            self.late_p50_ms,
-            self.late_p99_ms,
-            self.late_max_ms,
-            self.from_due_p99_ms,
-            self.server_within_5ms * 100.0,
-            self.server_within_10ms * 100.0,
-            self.steal.map_or(String::new(), |s| format!(
-                "; this machine's CPU time taken by its hypervisor (steal) {:.1}%",
-                s * 100.0
-            )),
-        )
-    }
-}
-
-/// The server's histogram of its time to answer `POST /v1/evaluations`.
-const SUBMIT: &str = "swe_eval_http_submit_latency_seconds";
-
 /// Runs the load and prints its figures.
 pub fn run(args: Args) -> CliResult {
+    if args.mode == Mode::Restart && args.latencies.is_some() {
+        return Err(UsageError(
+            "--latencies keeps a load's requests; `restart` makes no load to keep".into(),
+        )
+        .into());
+    }
     // Before the runtime's threads start: each takes the nice of the thread that made it.
     if let Some(n) = args.nice {
-        let set = crate::priority::set_nice(n).map_err(swe_eval_core::failure::Failed)?;
+        let set = crate::priority::set_nice(n)?;
         eprintln!("swe-eval bench serve: {set}");
     }
     // One thread: the generator shares the machine with the server it measures, so it takes
@@ -219,36 +100,61 @@ pub fn run(args: Args) -> CliResult {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let token = std::env::var("SWE_EVAL_TOKEN").ok();
-    let preds = mini_predictions()?;
-    if args.mode == Mode::Restart && args.latencies.is_some() {
-        return Err(swe_eval_core::failure::Failed(
-            "--latencies keeps a load's requests; `restart` makes no load to keep".into(),
-        )
+    let state = args.output.join("serve");
+    if args.mode == Mode::Restart && crate::evaluator::db_path(&state).exists() {
+        return Err(Failed(format!(
+            "{} holds a server's state already: give a new --output",
+            state.display()
+        ))
         .into());
     }
-    let (printed, json, ok) = match args.mode {
+    let opts = ServeLoad {
+        connect: args.connect,
+        token: std::env::var("SWE_EVAL_TOKEN").ok(),
+        connections: args.connections,
+        requests: args.requests,
+        rate: args.rate,
+        wait: Duration::from_secs(args.wait),
+        output: args.output.clone(),
+        workers: args.workers,
+    };
+    let (printed, json, ok, samples) = match args.mode {
         Mode::Similarity | Mode::Executed => {
-            let f = rt.block_on(simple(&args, token, &preds))?;
-            let ok = f.statuses.keys().all(|s| *s == 200) && f.done.is_none_or(|d| d == f.requests);
-            (simple_line(&f), serde_json::to_value(&f)?, ok)
+            let f = rt.block_on(async {
+                if args.mode == Mode::Executed {
+                    measure_executed(&opts).await
+                } else {
+                    measure_similarity(&opts).await
+                }
+            })?;
+            (
+                simple_line(&f),
+                serde_json::to_value(&f)?,
+                f.ok(),
+                f.samples,
+            )
         }
         Mode::Grpo => {
-            let f = rt.block_on(modes::grpo(&args, token, &preds))?;
-            let ok = f.ok();
-            (f.line(), serde_json::to_value(&f)?, ok)
+            let f = rt.block_on(measure_grpo(&opts))?;
+            (grpo_line(&f), serde_json::to_value(&f)?, f.ok(), f.samples)
         }
         Mode::Queue => {
-            let f = rt.block_on(modes::queue(&args, token, &preds))?;
-            let ok = f.ok();
-            (f.line(), serde_json::to_value(&f)?, ok)
+            let f = rt.block_on(measure_queue(&opts))?;
+            (queue_line(&f), serde_json::to_value(&f)?, f.ok(), f.samples)
         }
         Mode::Restart => {
-            let f = rt.block_on(restart::restart(&args, &preds))?;
-            let ok = f.ok();
-            (f.line(), serde_json::to_value(&f)?, ok)
+            let f = rt.block_on(measure_restart(&opts))?;
+            (
+                restart_line(&f),
+                serde_json::to_value(&f)?,
+                f.ok(),
+                Vec::new(),
+            )
         }
     };
+    if let Some(path) = &args.latencies {
+        swe_eval_core::fsutil::write_atomic(path, samples_csv(&samples).as_bytes())?;
+    }
     println!("{printed}");
     if let Some(path) = &args.json {
         swe_eval_core::fsutil::write_json_atomic(path, &json)?;
@@ -260,100 +166,45 @@ pub fn run(args: Args) -> CliResult {
     })
 }
 
-/// The mini benchmark's predictions.
-fn mini_predictions() -> Result<Vec<Value>, serde_json::Error> {
-    swe_eval_core::mini::PREDICTIONS
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(serde_json::from_str)
-        .collect()
-}
-
-/// A request's body for prediction `p`.
-fn record(p: &Value, patch: &Value, model: &Value, sample: u64, execute: bool) -> Value {
-    json!({"instance_id": p["instance_id"], "model_patch": patch,
-           "model_name_or_path": model, "sample": sample, "execute": execute})
-}
-
-/// `patch` made distinct by `tag`: ` # tag` at the end of its first added line (the hunk's
-/// line counts stay right, so it still applies where the original does); unchanged when it adds
-/// no line.
-fn variant(patch: &str, tag: &str) -> String {
-    let mut out = String::with_capacity(patch.len() + tag.len() + 3);
-    let mut done = false;
-    for line in patch.split_inclusive('\n') {
-        if !done && line.starts_with('+') && !line.starts_with("+++") {
-            let (text, end) = match line.strip_suffix('\n') {
-                Some(t) => (t, "\n"),
-                None => (line, ""),
-            };
-            out.push_str(text);
-            out.push_str(" # ");
-            out.push_str(tag);
-            out.push_str(end);
-            done = true;
-        } else {
-            out.push_str(line);
-        }
+/// The `--latencies` file: a header and a row per request.
+fn samples_csv(samples: &[Sample]) -> String {
+    let mut out = String::from("k,due_s,late_ms,latency_ms,status\n");
+    for s in samples {
+        out.push_str(&format!(
+            "{},{:.6},{:.3},{:.3},{}\n",
+            s.k, s.due_s, s.late_ms, s.latency_ms, s.status
+        ));
     }
     out
 }
 
-async fn simple(
-    args: &Args,
-    token: Option<String>,
-    preds: &[Value],
-) -> Result<Figures, crate::cli::CliError> {
-    let execute = args.mode == Mode::Executed;
-    let bodies: Vec<Vec<u8>> = preds
-        .iter()
-        .map(|p| {
-            let sample = p["sample"].as_u64().unwrap_or(0);
-            record(
-                p,
-                &p["model_patch"],
-                &p["model_name_or_path"],
-                sample,
-                execute,
-            )
-            .to_string()
-            .into_bytes()
-        })
-        .collect();
-    let requests = if execute {
-        bodies.len()
+/// ", N req/s offered" for a paced load.
+fn offered(rate: f64) -> String {
+    if rate > 0.0 {
+        format!(", {rate:.0} req/s offered")
     } else {
-        args.requests as usize
-    };
-    let before = metrics(args.connect, token.clone()).await?;
-    let t0 = Instant::now();
-    let report = load(args, token.clone(), requests, bodies, execute).await?;
-    let after = metrics(args.connect, token.clone()).await?;
-    let (all_done_secs, done) = if execute {
-        let ids = ids_of(&report);
-        let done = wait_all(args.connect, token, &ids, Duration::from_secs(args.wait)).await?;
-        (Some(t0.elapsed().as_secs_f64()), Some(done.len()))
-    } else {
-        (None, None)
-    };
-    let (p50_ms, p99_ms, max_ms) = quantiles(&report);
-    Ok(Figures {
-        mode: if execute { "executed" } else { "similarity" },
-        connections: args.connections,
-        rate: args.rate,
-        requests,
-        statuses: report.by_status.clone(),
-        per_sec: report.rate(),
-        p50_ms,
-        p99_ms,
-        max_ms,
-        all_done_secs,
-        done,
-        pacing: Pacing::of(&report, &before, &after),
-    })
+        String::new()
+    }
 }
 
-fn simple_line(f: &Figures) -> String {
+/// "; generator late p50 .. ms, ...; server's own: ..% of submits within 5 ms, ..% within 10 ms".
+fn pacing_text(p: &Pacing) -> String {
+    format!(
+        "; generator late p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms (p99 counted with it {:.2} ms); server's own: {:.2}% of submits within 5 ms, {:.2}% within 10 ms{}",
+        p.late_p50_ms,
+        p.late_p99_ms,
+        p.late_max_ms,
+        p.from_due_p99_ms,
+        p.server_within_5ms * 100.0,
+        p.server_within_10ms * 100.0,
+        p.steal.map_or(String::new(), |s| format!(
+            "; this machine's CPU time taken by its hypervisor (steal) {:.1}%",
+            s * 100.0
+        )),
+    )
+}
+
+fn simple_line(f: &ServeFigures) -> String {
     format!(
         "serve {}: {} requests over {} connections{}: {:.0} req/s; immediate answer p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; statuses {:?}{}{}",
         f.mode,
@@ -369,211 +220,77 @@ fn simple_line(f: &Figures) -> String {
             (Some(d), Some(s)) => format!("; {d}/{} verdicts in {s:.1} s", f.requests),
             _ => String::new(),
         },
-        f.pacing.text()
+        pacing_text(&f.pacing)
     )
 }
 
-/// ", N req/s offered" for a paced load.
-fn offered(rate: f64) -> String {
-    if rate > 0.0 {
-        format!(", {rate:.0} req/s offered")
-    } else {
-        String::new()
-    }
+fn grpo_line(f: &GrpoFigures) -> String {
+    format!(
+        "serve grpo: {} requests ({} instances x {} samples) with {} distinct (instance, patch) pairs that run: {} containers started, {} requests shared a job in flight, {} answered from the cache at once; all verdicts in {:.1} s ({:?}). Cache hits: {}/{} over {} connections{}, {:.0} req/s, p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms{}",
+        f.requests,
+        f.groups,
+        f.samples_per_group,
+        f.distinct_pairs,
+        f.containers,
+        f.shared,
+        f.first_pass_cached,
+        f.first_pass_secs,
+        f.statuses,
+        f.hits_cached,
+        f.hits_requests,
+        f.connections,
+        offered(f.rate),
+        f.hits_per_sec,
+        f.hits_p50_ms,
+        f.hits_p99_ms,
+        f.hits_max_ms,
+        pacing_text(&f.hits_pacing),
+    )
 }
 
-/// `requests` POSTs of `bodies` (in turn) to `/v1/evaluations` over `--connections`.
-async fn load(
-    args: &Args,
-    token: Option<String>,
-    requests: usize,
-    bodies: Vec<Vec<u8>>,
-    keep_bodies: bool,
-) -> Result<LoadReport, crate::cli::CliError> {
-    let load = Load {
-        addr: args.connect,
-        token,
-        connections: (args.connections as usize).min(requests.max(1)),
-        requests,
-        method: "POST".into(),
-        path: "/v1/evaluations".into(),
-        bodies,
-        keep_bodies,
-        rate: (args.rate > 0.0).then_some(args.rate),
-    };
-    let report = run_load(load).await.map_err(|e| {
-        swe_eval_core::failure::Failed(format!(
-            "{e} (is `swe-eval serve` listening there? start it first)"
-        ))
-    })?;
-    if let Some(path) = &args.latencies {
-        swe_eval_core::fsutil::write_atomic(path, samples_csv(&report.samples).as_bytes())?;
-    }
-    Ok(report)
+fn queue_line(f: &QueueFigures) -> String {
+    let mb = |b: u64| b as f64 / (1 << 20) as f64;
+    format!(
+        "serve queue: {} executed requests (distinct patches) over {} connections{}: statuses {:?}, Retry-After {:?}; accepted at {:.0} req/s, immediate answer p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms{}; {} queued; server RSS {:.1} MB before, {:.1} MB after, peak {:.1} MB",
+        f.requests,
+        f.connections,
+        offered(f.rate),
+        f.statuses,
+        f.retry_after,
+        f.per_sec,
+        f.p50_ms,
+        f.p99_ms,
+        f.max_ms,
+        pacing_text(&f.pacing),
+        f.queued,
+        mb(f.rss_before),
+        mb(f.rss_after),
+        mb(f.rss_peak),
+    )
 }
 
-/// The `--latencies` file: a header and a row per request.
-fn samples_csv(samples: &[crate::serve::Sample]) -> String {
-    let mut out = String::from("k,due_s,late_ms,latency_ms,status\n");
-    for s in samples {
-        out.push_str(&format!(
-            "{},{:.6},{:.3},{:.3},{}\n",
-            s.k, s.due_s, s.late_ms, s.latency_ms, s.status
-        ));
-    }
-    out
-}
-
-/// Median, 99th percentile and largest latency of `report`, in milliseconds.
-fn quantiles(report: &LoadReport) -> (f64, f64, f64) {
-    let ms = |q: f64| report.latencies.quantile(q).as_secs_f64() * 1000.0;
-    (ms(0.5), ms(0.99), ms(1.0))
-}
-
-/// The answers kept by `report` (a list answer or one object each), in request order.
-fn answers_of(report: &LoadReport) -> Vec<Value> {
-    report
-        .bodies
-        .iter()
-        .filter_map(|(_, b)| serde_json::from_slice::<Value>(b).ok())
-        .flat_map(|v| match v {
-            Value::Array(a) => a,
-            one => vec![one],
-        })
-        .collect()
-}
-
-/// The evaluation ids in the kept answers.
-fn ids_of(report: &LoadReport) -> Vec<String> {
-    answers_of(report)
-        .iter()
-        .filter_map(|v| v["id"].as_str().map(str::to_string))
-        .collect()
-}
-
-/// Waits up to `limit` for `ids` (long polls of at most 60 s); the evaluations done.
-async fn wait_all(
-    addr: SocketAddr,
-    token: Option<String>,
-    ids: &[String],
-    limit: Duration,
-) -> Result<Vec<Value>, crate::cli::CliError> {
-    let until = Instant::now() + limit;
-    let mut client = Client::connect(addr, token).await.map_err(io)?;
-    let mut pending: Vec<String> = ids.to_vec();
-    let mut done = Vec::new();
-    while !pending.is_empty() {
-        let left = until.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            break;
-        }
-        let body = json!({"ids": pending, "timeout_s": left.as_secs_f64().min(60.0)});
-        let (status, _, got) = client
-            .request(
-                "POST",
-                "/v1/evaluations/wait",
-                Some(body.to_string().as_bytes()),
-            )
-            .await
-            .map_err(io)?;
-        let v: Value = serde_json::from_slice(&got)?;
-        if status != 200 {
-            return Err(swe_eval_core::failure::Failed(format!(
-                "the server answered {status}: {v}"
-            ))
-            .into());
-        }
-        done.extend(v["done"].as_array().cloned().unwrap_or_default());
-        pending = v["pending"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|i| i.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default();
-    }
-    Ok(done)
-}
-
-/// The server's `/metrics`, as (name with labels -> value).
-async fn metrics(
-    addr: SocketAddr,
-    token: Option<String>,
-) -> Result<BTreeMap<String, f64>, crate::cli::CliError> {
-    let mut client = Client::connect(addr, token).await.map_err(io)?;
-    let (status, _, body) = client.request("GET", "/metrics", None).await.map_err(io)?;
-    if status != 200 {
-        return Err(
-            swe_eval_core::failure::Failed(format!("GET /metrics answered {status}")).into(),
-        );
-    }
-    let mut m: BTreeMap<String, f64> = String::from_utf8_lossy(&body)
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| {
-            let (name, v) = l.rsplit_once(' ')?;
-            Some((name.to_string(), v.parse().ok()?))
-        })
-        .collect();
-    // This machine's CPU time at the same moment (the generator's; the server's too when it
-    // runs here), to tell how much of the load's time a hypervisor took.
-    if let Some((steal, all)) = std::fs::read_to_string("/proc/stat")
-        .ok()
-        .and_then(|s| cpu_ticks(&s))
-    {
-        m.insert(STEAL.into(), steal as f64);
-        m.insert(ALL_TICKS.into(), all as f64);
-    }
-    Ok(m)
-}
-
-/// Pseudo-metrics of a snapshot: this machine's CPU ticks stolen by a hypervisor, and in all.
-const STEAL: &str = "machine:cpu_steal_ticks";
-const ALL_TICKS: &str = "machine:cpu_ticks";
-
-/// The `cpu` line of `/proc/stat`: (steal, all) ticks, guest time left out (counted in user).
-fn cpu_ticks(stat: &str) -> Option<(u64, u64)> {
-    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
-    let v: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .take(8)
-        .map(|x| x.parse().ok())
-        .collect::<Option<_>>()?;
-    (v.len() == 8).then(|| (v[7], v.iter().sum()))
-}
-
-/// A counter or gauge of `m` (0 when absent).
-fn metric(m: &BTreeMap<String, f64>, name: &str) -> f64 {
-    m.get(name).copied().unwrap_or(0.0)
-}
-
-/// Containers started by the server (its `/metrics`).
-const STARTED: &str = "swe_eval_jobs_total{stage=\"started\"}";
-
-/// The distinct (instance, patch) pairs of `bodies` that run a container (non-empty patch).
-fn distinct_pairs(bodies: &[Value]) -> usize {
-    bodies
-        .iter()
-        .filter(|b| !b["model_patch"].as_str().unwrap_or("").trim().is_empty())
-        .map(|b| (b["instance_id"].to_string(), b["model_patch"].to_string()))
-        .collect::<BTreeSet<_>>()
-        .len()
-}
-
-/// `--rate`: a number of requests per second, 0 to 1,000,000.
-fn rate(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(r) if (0.0..=1e6).contains(&r) => Ok(r),
-        _ => Err(format!(
-            "`{s}` is not a rate from 0 to 1000000 (requests per second)"
-        )),
-    }
-}
-
-fn io(e: crate::serve::ClientError) -> crate::cli::CliError {
-    swe_eval_core::failure::Failed(e.to_string()).into()
+fn restart_line(f: &RestartFigures) -> String {
+    format!(
+        "serve restart: {} requests accepted ({} jobs); SIGKILL with {} results in, {} containers running, {} verdicts written; restarted in {:.1} s, every result in {:.1} s after the restart; {}/{} requests with a result ({:?}; not the expected status: {:?}), {} stored results changed, {} jobs run again after their verdict was stored, {} containers started by the second server (at most {} without a verdict); the dead server's containers and holds left after the restart: {:?}; the second server's after its stop: {:?} (exit {:?})",
+        f.accepted,
+        f.jobs,
+        f.done_at_kill,
+        f.running_at_kill,
+        f.verdicts_at_kill,
+        f.restart_secs,
+        f.finish_secs,
+        f.results,
+        f.accepted,
+        f.statuses,
+        f.unexpected,
+        f.changed,
+        f.rerun,
+        f.started_again,
+        f.jobs_left_at_kill(),
+        f.dead_left,
+        f.second_left,
+        f.second_exit,
+    )
 }
 
 #[cfg(test)]
@@ -581,26 +298,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_variant_differs_only_on_the_first_added_line() {
-        let patch = "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1,2 @@\n a\n+b\n+c\n";
-        let v = variant(patch, "7");
-        assert_eq!(
-            v,
-            "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1,2 @@\n a\n+b # 7\n+c\n"
-        );
-        assert_ne!(variant(patch, "8"), v);
-        assert_eq!(variant("", "7"), "");
-        let preds = mini_predictions().unwrap();
-        let bodies: Vec<Value> = preds
-            .iter()
-            .map(|p| record(p, &p["model_patch"], &json!("m"), 0, true))
-            .collect();
-        assert_eq!(distinct_pairs(&bodies), 21, "22 predictions, one empty");
-    }
-
-    #[test]
     fn the_latencies_file_has_a_header_and_a_row_per_request() {
-        let s = |k, due_s, late_ms, latency_ms, status| crate::serve::Sample {
+        let s = |k, due_s, late_ms, latency_ms, status| Sample {
             k,
             due_s,
             late_ms,
@@ -615,31 +314,16 @@ mod tests {
     }
 
     #[test]
-    fn the_steal_is_the_share_of_the_cpu_lines_ticks_between_two_snapshots() {
-        let stat = |user: u64, idle: u64, steal: u64| {
-            format!("cpu  {user} 0 10 {idle} 0 0 0 {steal} 5 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n")
+    fn the_steal_is_said_only_where_the_machine_counted_it() {
+        let stolen = Pacing {
+            steal: Some(0.25),
+            ..Pacing::default()
         };
-        assert_eq!(cpu_ticks(&stat(100, 800, 100)), Some((100, 1010)));
-        assert_eq!(cpu_ticks("cpu0 1 2\n"), None);
-        let snap = |t: &str| {
-            let (steal, all) = cpu_ticks(t).unwrap();
-            BTreeMap::from([
-                (STEAL.to_string(), steal as f64),
-                (ALL_TICKS.to_string(), all as f64),
-            ])
-        };
-        let report = LoadReport::default();
-        // 300 more ticks, 75 of them stolen.
-        let p = Pacing::of(
-            &report,
-            &snap(&stat(100, 800, 100)),
-            &snap(&stat(200, 925, 175)),
+        assert!(
+            pacing_text(&stolen).ends_with("(steal) 25.0%"),
+            "{}",
+            pacing_text(&stolen)
         );
-        assert_eq!(p.steal, Some(0.25));
-        assert!(p.text().ends_with("(steal) 25.0%"), "{}", p.text());
-        // No machine counters (another system): nothing said.
-        let none = Pacing::of(&report, &BTreeMap::new(), &BTreeMap::new());
-        assert_eq!(none.steal, None);
-        assert!(!none.text().contains("steal"));
+        assert!(!pacing_text(&Pacing::default()).contains("steal"));
     }
 }

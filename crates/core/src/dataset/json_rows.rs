@@ -6,7 +6,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use super::instance::Instance;
-use super::loaded::{InputProblem, LoadError, Loaded};
+use super::loaded::{InputProblem, LoadError, Loaded, RowError};
 
 /// Rows with the line they came from.
 pub(super) type Located<T> = Loaded<(T, Option<usize>)>;
@@ -17,10 +17,7 @@ pub(super) fn load_json_rows(path: &Path, bytes: &[u8]) -> Result<Located<Instan
     for (value, line) in values.items {
         match instance_from_value(value) {
             Ok(inst) => out.items.push((inst, line)),
-            Err((field, message)) => {
-                out.problems
-                    .push(InputProblem::new(path.to_path_buf(), line, field, message))
-            }
+            Err(e) => out.problems.push(e.at(path, line)),
         }
     }
     out.problems.extend(values.problems);
@@ -29,29 +26,29 @@ pub(super) fn load_json_rows(path: &Path, bytes: &[u8]) -> Result<Located<Instan
 }
 
 /// Turns one JSON value into an instance, naming the field at fault when it fails.
-pub fn instance_from_value(value: Value) -> Result<Instance, (Option<String>, String)> {
+pub fn instance_from_value(value: Value) -> Result<Instance, RowError> {
     let Value::Object(map) = value else {
-        return Err((
-            None,
-            format!("expected an object, found {}", kind_of(&value)),
-        ));
+        return Err(RowError::whole(format!(
+            "expected an object, found {}",
+            kind_of(&value)
+        )));
     };
     for required in ["instance_id", "repo"] {
         match map.get(required) {
             Some(Value::String(s)) if !s.is_empty() => {}
             Some(other) => {
-                return Err((
-                    Some(required.into()),
+                return Err(RowError::in_field(
+                    required,
                     format!("expected a non-empty string, found {}", kind_of(other)),
                 ))
             }
-            None => return Err((Some(required.into()), "missing".into())),
+            None => return Err(RowError::in_field(required, "missing")),
         }
     }
     // Ids name folders (`<output>/<instance_id>/`): one safe path component.
     if let Some(Value::String(id)) = map.get("instance_id") {
         crate::paths::check_component("instance_id", id)
-            .map_err(|e| (Some("instance_id".to_string()), e.to_string()))?;
+            .map_err(|e| RowError::in_field("instance_id", e.to_string()))?;
     }
     let has_patch_field = map.contains_key("patch");
     // Deserialize field by field on failure so the message can name the field.
@@ -67,10 +64,10 @@ pub fn instance_from_value(value: Value) -> Result<Instance, (Option<String>, St
                 single.insert("repo".into(), Value::String("x".into()));
                 single.insert(key.clone(), v.clone());
                 if let Err(fe) = serde_json::from_value::<Instance>(Value::Object(single)) {
-                    return Err((Some(key.clone()), fe.to_string()));
+                    return Err(RowError::in_field(key.clone(), fe.to_string()));
                 }
             }
-            Err((None, e.to_string()))
+            Err(RowError::whole(e.to_string()))
         }
     }
 }

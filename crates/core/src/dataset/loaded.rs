@@ -1,7 +1,8 @@
 //! What loading gives ([`Loaded`]): the rows, and each [`InputProblem`] named by file, line
-//! and field; and why a file could not be loaded at all ([`LoadError`]).
+//! and field; what is wrong with one row before its file and line are attached
+//! ([`RowError`]); and why a file could not be loaded at all ([`LoadError`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Where in an input file a problem is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,6 +54,41 @@ impl InputProblem {
             },
             message: message.into(),
         }
+    }
+}
+
+/// What is wrong with one row, as its reader finds it: the field at fault (none for the row
+/// as a whole) and what is wrong there. The loader that knows the file and the line makes it
+/// an [`InputProblem`] ([`RowError::at`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}{message}", field.as_ref().map(|f| format!("field `{f}`: ")).unwrap_or_default())]
+pub struct RowError {
+    /// The field at fault, when one can be named.
+    pub field: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl RowError {
+    /// Field `field` is at fault: `message`.
+    pub fn in_field(field: impl Into<String>, message: impl Into<String>) -> RowError {
+        RowError {
+            field: Some(field.into()),
+            message: message.into(),
+        }
+    }
+
+    /// The row as a whole is at fault: `message`.
+    pub fn whole(message: impl Into<String>) -> RowError {
+        RowError {
+            field: None,
+            message: message.into(),
+        }
+    }
+
+    /// The problem this is at `path`, on `line` when it is known.
+    pub fn at(self, path: &Path, line: Option<usize>) -> InputProblem {
+        InputProblem::new(path.to_path_buf(), line, self.field, self.message)
     }
 }
 

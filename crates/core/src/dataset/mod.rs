@@ -16,4 +16,4 @@ pub use instance::Instance;
 pub use json_rows::instance_from_value;
 pub use json_rows::{json_values, kind_of};
 pub use load::{load, load_dataset, load_dataset_files, load_with_gold, no_rows, Dataset};
-pub use loaded::{InputProblem, LoadError, Loaded, Location};
+pub use loaded::{InputProblem, LoadError, Loaded, Location, RowError};

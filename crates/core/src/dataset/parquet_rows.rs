@@ -190,7 +190,7 @@ fn read_rows(
         match row {
             Ok(row) => match row_to_json(&row).map(instance_from_value) {
                 Ok(Ok(inst)) => out.items.push((inst, line)),
-                Ok(Err((field, message))) => out.problems.push(problem(field, message)),
+                Ok(Err(e)) => out.problems.push(e.at(path, line)),
                 Err(NotUtf8 { column, byte }) => out.problems.push(problem(
                     Some(column),
                     format!(

@@ -11,7 +11,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::{ReportError, TEST_OUTPUT_FILE};
-use crate::dataset::{kind_of, InputProblem};
+use crate::dataset::{kind_of, InputProblem, RowError};
 use crate::grading::RunOutcome;
 use crate::logparse::APPLY_PATCH_FAIL;
 
@@ -186,12 +186,7 @@ impl SavedLogs {
                     first_line.insert(id.clone(), i + 1);
                     rows.insert(id, log);
                 }
-                Err((field, message)) => problems.push(InputProblem::new(
-                    path.to_path_buf(),
-                    Some(i + 1),
-                    field.map(str::to_string),
-                    message,
-                )),
+                Err(e) => problems.push(e.at(path, Some(i + 1))),
             }
         }
         Ok(SavedLogs::Jsonl {
@@ -354,28 +349,25 @@ fn relative_parts<'a>(root: &Path, dir: &'a Path) -> Vec<&'a str> {
 }
 
 /// One `{instance_id, test_output}` row, or the field at fault (if one) and why.
-fn jsonl_row(line: &str) -> Result<(String, String), (Option<&'static str>, String)> {
+fn jsonl_row(line: &str) -> Result<(String, String), RowError> {
     // serde's position is within the line (always "line 1"): only its column is kept.
     let value: serde_json::Value = serde_json::from_str(line).map_err(|e| {
         let text = e.to_string();
         let what = text
             .rsplit_once(" at line ")
             .map_or(text.as_str(), |(w, _)| w);
-        (
-            None,
-            format!("invalid JSON at column {}: {what}", e.column()),
-        )
+        RowError::whole(format!("invalid JSON at column {}: {what}", e.column()))
     })?;
     let serde_json::Value::Object(mut obj) = value else {
-        return Err((None, "expected an object".into()));
+        return Err(RowError::whole("expected an object"));
     };
     let mut string = |field: &'static str| match obj.remove(field) {
         Some(serde_json::Value::String(s)) => Ok(s),
-        Some(other) => Err((
-            Some(field),
+        Some(other) => Err(RowError::in_field(
+            field,
             format!("expected a string, found {}", kind_of(&other)),
         )),
-        None => Err((Some(field), "missing".into())),
+        None => Err(RowError::in_field(field, "missing")),
     };
     let id = string("instance_id")?;
     let log = string("test_output")?;

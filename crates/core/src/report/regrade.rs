@@ -237,6 +237,32 @@ pub fn prediction_at(preds_path: &str, p: &Prediction) -> String {
     }
 }
 
+/// Why one prediction is not graded from its saved log (the others still are).
+#[derive(Debug, thiserror::Error)]
+enum NotGraded {
+    /// Its instance is not in the dataset.
+    #[error("{instance_id}: not in the dataset; not graded")]
+    NotInDataset {
+        /// The prediction's instance.
+        instance_id: String,
+    },
+    /// Its log is there, but the dataset's row does not say which tests must pass.
+    #[error("{instance_id}: dataset row has no FAIL_TO_PASS/PASS_TO_PASS; not graded")]
+    NoTestLists {
+        /// The prediction's instance.
+        instance_id: String,
+    },
+    /// The row names a log parser this grader does not have.
+    #[error("{instance_id}: {source}; not graded")]
+    Parser {
+        /// The prediction's instance.
+        instance_id: String,
+        /// The parser named.
+        #[source]
+        source: crate::logparse::UnknownParser,
+    },
+}
+
 /// Grades every prediction from its saved log (no I/O), in parallel over the cores. A
 /// prediction that cannot be graded gets [`Graded::ungraded`] and a problem line.
 pub fn grade_all(
@@ -246,30 +272,35 @@ pub fn grade_all(
     problems: &mut Vec<String>,
 ) -> Vec<Graded> {
     use rayon::prelude::*;
-    let results: Vec<Result<Graded, String>> = preds
+    let results: Vec<Result<Graded, NotGraded>> = preds
         .par_iter()
         .zip(saved)
         .map(|(p, log)| {
+            let instance_id = || p.instance_id.clone();
             let Some(inst) = ds.get(&p.instance_id) else {
-                return Err(format!("{}: not in the dataset; not graded", p.instance_id));
+                return Err(NotGraded::NotInDataset {
+                    instance_id: instance_id(),
+                });
             };
             if matches!(log, SavedLog::Output(_))
                 && (inst.fail_to_pass.is_none() || inst.pass_to_pass.is_none())
             {
-                return Err(format!(
-                    "{}: dataset row has no FAIL_TO_PASS/PASS_TO_PASS; not graded",
-                    p.instance_id
-                ));
+                return Err(NotGraded::NoTestLists {
+                    instance_id: instance_id(),
+                });
             }
             let input = GradeInput::for_instance(inst, p.model_patch.as_deref(), log.outcome());
-            grading::grade(&input).map_err(|e| format!("{}: {e}; not graded", p.instance_id))
+            grading::grade(&input).map_err(|source| NotGraded::Parser {
+                instance_id: instance_id(),
+                source,
+            })
         })
         .collect();
     results
         .into_iter()
         .map(|r| {
             r.unwrap_or_else(|e| {
-                problems.push(e);
+                problems.push(e.to_string());
                 Graded::ungraded()
             })
         })

@@ -8,6 +8,8 @@ use std::sync::OnceLock;
 
 use serde::Deserialize;
 
+use super::table_error::{MapError, TableError};
+
 const CONDA_MAP_JSON: &str = include_str!("conda_map.json");
 
 /// Where a conda package comes from in the Debian flavour.
@@ -33,24 +35,15 @@ pub struct CondaMap {
     map: BTreeMap<String, String>,
 }
 
-/// Why a mapping entry is not understood.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("conda_map.json: `{name}`: {message}")]
-pub struct MapError {
-    /// The mapped name.
-    pub name: String,
-    /// What is wrong with its entry.
-    pub message: String,
-}
-
 impl CondaMap {
     /// Parses and checks the mapping (`conda_map.json`).
-    pub fn parse(text: &str) -> Result<CondaMap, String> {
-        let m: CondaMap = serde_json::from_str(text).map_err(|e| format!("conda_map.json: {e}"))?;
+    pub fn parse(text: &str) -> Result<CondaMap, TableError> {
+        let m: CondaMap = serde_json::from_str(text).map_err(|source| TableError::Json {
+            file: "conda_map.json",
+            source,
+        })?;
         for name in m.map.keys() {
-            m.target(name)
-                .expect("a key of the map")
-                .map_err(|e| e.to_string())?;
+            m.target(name).expect("a key of the map")?;
         }
         Ok(m)
     }
@@ -58,9 +51,9 @@ impl CondaMap {
     /// The target of a conda name: `None` when the map does not know it.
     pub fn target(&self, conda_name: &str) -> Option<Result<CondaTarget<'_>, MapError>> {
         let value = self.map.get(conda_name)?;
-        let err = |message: &str| MapError {
+        let err = |message: &'static str| MapError {
             name: conda_name.to_string(),
-            message: message.to_string(),
+            message,
         };
         let Some((kind, rest)) = value.split_once(':') else {
             return Some(Err(err("expected `pypi:`, `debian:`, `skip:` or `none:`")));
@@ -135,7 +128,8 @@ mod tests {
             let e = CondaMap::parse(&format!(
                 r#"{{"compiler": [], "compiler_repos": [], "map": {{{bad}}}}}"#
             ))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
             assert!(e.contains("`x`"), "{e}");
         }
     }

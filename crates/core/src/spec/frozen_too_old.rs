@@ -15,6 +15,7 @@ use serde::Deserialize;
 
 use super::frozen_wheels::{cmp_release, release};
 use super::pkgname::normalize_name;
+use super::table_error::TableError;
 
 const TOO_OLD_JSON: &str = include_str!("too_old.json");
 
@@ -42,15 +43,19 @@ struct TooOldFile {
 
 impl TooOldTable {
     /// Parses `too_old.json`; every `python` and `first` must be a version.
-    pub fn parse(text: &str) -> Result<TooOldTable, String> {
-        let f: TooOldFile = serde_json::from_str(text).map_err(|e| format!("too_old.json: {e}"))?;
+    pub fn parse(text: &str) -> Result<TooOldTable, TableError> {
+        let f: TooOldFile = serde_json::from_str(text).map_err(|source| TableError::Json {
+            file: "too_old.json",
+            source,
+        })?;
         let mut packages = BTreeMap::new();
         for (name, t) in f.packages {
             if release(&t.python).is_none() || release(&t.first).is_none() {
-                return Err(format!(
-                    "too_old.json: `{name}`: python `{}` and first `{}` must be versions",
-                    t.python, t.first
-                ));
+                return Err(TableError::NotVersions {
+                    name,
+                    python: t.python,
+                    first: t.first,
+                });
             }
             packages.insert(normalize_name(&name), t);
         }
@@ -116,7 +121,8 @@ mod tests {
         let e = TooOldTable::parse(
             r#"{"packages": {"x": {"python": "3.8", "first": "latest", "why": "w"}}}"#,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("`x`") && e.contains("latest"), "{e}");
         assert!(TooOldTable::parse("{}").is_err());
     }

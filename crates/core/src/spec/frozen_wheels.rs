@@ -21,6 +21,7 @@ use std::sync::OnceLock;
 use serde::Deserialize;
 
 use super::pkgname::normalize_name;
+use super::table_error::TableError;
 
 const WHEELS_JSON: &str = include_str!("wheels.json");
 
@@ -82,15 +83,20 @@ pub(super) fn cmp_release(a: &[u64], b: &[u64]) -> Ordering {
 
 impl WheelTable {
     /// Parses `wheels.json`; every release must start with a number.
-    pub fn parse(text: &str) -> Result<WheelTable, String> {
-        let f: WheelFile = serde_json::from_str(text).map_err(|e| format!("wheels.json: {e}"))?;
+    pub fn parse(text: &str) -> Result<WheelTable, TableError> {
+        let f: WheelFile = serde_json::from_str(text).map_err(|source| TableError::Json {
+            file: "wheels.json",
+            source,
+        })?;
         let mut packages = BTreeMap::new();
         for (name, pythons) in f.packages {
             for (python, versions) in &pythons {
                 if let Some(bad) = versions.iter().find(|v| release(v).is_none()) {
-                    return Err(format!(
-                        "wheels.json: `{name}` python {python}: `{bad}` is not a release"
-                    ));
+                    return Err(TableError::NotARelease {
+                        name,
+                        python: python.clone(),
+                        release: bad.clone(),
+                    });
                 }
             }
             packages.insert(normalize_name(&name), pythons);
@@ -247,8 +253,9 @@ mod tests {
 
     #[test]
     fn a_bad_release_is_refused_by_name() {
-        let e =
-            WheelTable::parse(r#"{"packages": {"x": {"3.9": ["1.0", "latest"]}}}"#).unwrap_err();
+        let e = WheelTable::parse(r#"{"packages": {"x": {"3.9": ["1.0", "latest"]}}}"#)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("`x`") && e.contains("latest"), "{e}");
         assert!(WheelTable::parse("{}").is_err());
     }

@@ -30,6 +30,7 @@ mod pkgname;
 mod pyrepr;
 mod script_parts;
 mod table;
+mod table_error;
 mod test_spec;
 
 pub use build::sha256_hex;

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use crate::dataset::{InputProblem, LoadError, Loaded};
+use crate::dataset::{InputProblem, LoadError, Loaded, RowError};
 
 pub(super) fn problem(
     path: &Path,
@@ -41,12 +41,16 @@ pub(super) fn model_of(obj: &Map<String, Value>, first: &str, second: &str) -> O
         .map(str::to_string)
 }
 
-pub(super) fn sample_of(obj: &Map<String, Value>) -> Result<Option<u32>, String> {
+/// The row's `sample`, when it gives one.
+pub(super) fn sample_of(obj: &Map<String, Value>) -> Result<Option<u32>, RowError> {
     match obj.get("sample") {
         None | Some(Value::Null) => Ok(None),
         Some(v) => match number(v) {
             Some(x) if x >= 0.0 && x.fract() == 0.0 && x <= u32::MAX as f64 => Ok(Some(x as u32)),
-            _ => Err(format!("expected a sample number, found {v}")),
+            _ => Err(RowError::in_field(
+                "sample",
+                format!("expected a sample number, found {v}"),
+            )),
         },
     }
 }
@@ -65,28 +69,22 @@ pub(super) fn rows_of<T>(
     for (value, line) in values.items {
         match row(&value) {
             Ok(r) => out.items.push(r),
-            Err((field, msg)) => out.problems.push(problem(path, line, field, msg)),
+            Err(e) => out.problems.push(e.at(path, line)),
         }
     }
     out
 }
 
-/// What is wrong with a row: the field (none for the row as a whole) and a message.
-pub(super) type RowError = (Option<&'static str>, String);
-
 /// The object of a row and its non-empty `instance_id`, or what is wrong with it.
 pub(super) fn object_with_id(value: &Value) -> Result<(&Map<String, Value>, String), RowError> {
     let obj = value.as_object().ok_or_else(|| {
-        (
-            None,
-            format!(
-                "expected an object, found {}",
-                crate::dataset::kind_of(value)
-            ),
-        )
+        RowError::whole(format!(
+            "expected an object, found {}",
+            crate::dataset::kind_of(value)
+        ))
     })?;
     match obj.get("instance_id") {
         Some(Value::String(s)) if !s.is_empty() => Ok((obj, s.clone())),
-        _ => Err((Some("instance_id"), "missing or not a string".into())),
+        _ => Err(RowError::in_field("instance_id", "missing or not a string")),
     }
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::fields::{number, object_with_id, problem, read, rows_of, sample_of};
-use crate::dataset::{json_values, LoadError, Loaded};
+use crate::dataset::{json_values, LoadError, Loaded, RowError};
 use crate::grading::Category;
 use crate::study::Outcome;
 
@@ -41,7 +41,7 @@ fn no_verdict_category(category: &str) -> bool {
     .any(|k| c.contains(k))
 }
 
-fn outcome_row(value: &Value) -> Result<OutcomeRow, (Option<&'static str>, String)> {
+fn outcome_row(value: &Value) -> Result<OutcomeRow, RowError> {
     let (obj, instance_id) = object_with_id(value)?;
     // swe-eval's own per-prediction rows carry their format's version: a run's rows are
     // verdicts, `grade`'s rows have `official_category`. Other tools' rows have none (read as
@@ -57,8 +57,8 @@ fn outcome_row(value: &Value) -> Result<OutcomeRow, (Option<&'static str>, Strin
         supported,
         "a per-prediction row",
     )
-    .map_err(|e| (Some(crate::wire::FIELD), e.to_string()))?;
-    let sample = sample_of(obj).map_err(|m| (Some("sample"), m))?;
+    .map_err(|e| RowError::in_field(crate::wire::FIELD, e.to_string()))?;
+    let sample = sample_of(obj)?;
     let mut category = obj
         .get("category")
         .and_then(Value::as_str)
@@ -81,14 +81,17 @@ fn outcome_row(value: &Value) -> Result<OutcomeRow, (Option<&'static str>, Strin
                         "false" => Some(false),
                         "" => None,
                         _ => {
-                            return Err((
-                                Some("resolved"),
+                            return Err(RowError::in_field(
+                                "resolved",
                                 format!("expected a boolean, found {v}"),
                             ))
                         }
                     }
                 } else {
-                    return Err((Some("resolved"), format!("expected a boolean, found {v}")));
+                    return Err(RowError::in_field(
+                        "resolved",
+                        format!("expected a boolean, found {v}"),
+                    ));
                 }
             }
         },
@@ -101,7 +104,10 @@ fn outcome_row(value: &Value) -> Result<OutcomeRow, (Option<&'static str>, Strin
         (None, Some(c)) if c.eq_ignore_ascii_case("unresolved") => Outcome::Unresolved,
         (None, c) => {
             if c.is_none() && !obj.contains_key("resolved") {
-                return Err((Some("resolved"), "neither `resolved` nor `category`".into()));
+                return Err(RowError::in_field(
+                    "resolved",
+                    "neither `resolved` nor `category`",
+                ));
             }
             Outcome::NoVerdict(c.unwrap_or_else(|| "no_verdict".into()))
         }

@@ -5,7 +5,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use super::fields::{number, object_with_id, problem, read, rows_of, sample_of};
-use crate::dataset::{json_values, LoadError, Loaded};
+use crate::dataset::{json_values, LoadError, Loaded, RowError};
 
 /// One row of a rewards file.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,22 +40,25 @@ pub fn load_rewards(path: &Path) -> Result<Loaded<RewardRow>, LoadError> {
     Ok(rows_of(path, values, reward_row))
 }
 
-fn reward_row(value: &Value) -> Result<RewardRow, (Option<&'static str>, String)> {
+fn reward_row(value: &Value) -> Result<RewardRow, RowError> {
     let (obj, instance_id) = object_with_id(value)?;
     crate::wire::check(
         obj.get(crate::wire::FIELD),
         crate::wire::REWARDS_VERSION,
         "a rewards row",
     )
-    .map_err(|e| (Some(crate::wire::FIELD), e.to_string()))?;
-    let sample = sample_of(obj).map_err(|m| (Some("sample"), m))?;
-    let field = |name: &'static str| -> Result<Option<f64>, (Option<&'static str>, String)> {
+    .map_err(|e| RowError::in_field(crate::wire::FIELD, e.to_string()))?;
+    let sample = sample_of(obj)?;
+    let field = |name: &'static str| -> Result<Option<f64>, RowError> {
         match obj.get(name) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
             Some(v) => match number(v) {
                 Some(x) if x.is_finite() => Ok(Some(x)),
-                _ => Err((Some(name), format!("expected a finite number, found {v}"))),
+                _ => Err(RowError::in_field(
+                    name,
+                    format!("expected a finite number, found {v}"),
+                )),
             },
         }
     };
@@ -63,7 +66,12 @@ fn reward_row(value: &Value) -> Result<RewardRow, (Option<&'static str>, String)
         (Some(s), Some(r)) => (s, r),
         (Some(s), None) => (s, s),
         (None, Some(r)) => (r.max(0.0), r),
-        (None, None) => return Err((Some("reward"), "neither `similarity` nor `reward`".into())),
+        (None, None) => {
+            return Err(RowError::in_field(
+                "reward",
+                "neither `similarity` nor `reward`",
+            ))
+        }
     };
     let format = match obj.get("format") {
         None | Some(Value::Null) => None,

@@ -11,15 +11,18 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{json, Value};
 
-use super::{metric, metrics, record, variant, wait_all, Args, STARTED};
-use crate::cli::CliError;
+use super::bodies::{distinct_pairs, mini_predictions, record, variant};
+use super::options::ServeLoad;
+use super::server::{metric, metrics, wait_all, STARTED};
+use crate::bench::{BenchError, Client};
 use crate::engine::{Engine, EngineChoice, LABEL_HOLD, LABEL_OWNER};
-use crate::serve::Client;
-use swe_eval_core::failure::Failed;
+
+/// How long a started server may take to prepare its images.
+const READY_WITHIN: Duration = Duration::from_secs(600);
 
 /// What `restart` measured.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Restart {
+pub struct RestartFigures {
     /// Requests accepted (the 22 predictions, then the same with distinct patches).
     pub accepted: usize,
     /// Jobs those make (distinct non-empty patches).
@@ -54,40 +57,23 @@ pub struct Restart {
     pub second_exit: Option<i32>,
 }
 
-impl Restart {
+impl RestartFigures {
+    /// Jobs the second server may have run: those without a verdict at the kill.
+    pub fn jobs_left_at_kill(&self) -> usize {
+        self.jobs.saturating_sub(self.verdicts_at_kill)
+    }
+
+    /// A result per request, each as the mini benchmark expects, none changed or run again,
+    /// nothing left behind, and a clean stop.
     pub fn ok(&self) -> bool {
         self.results == self.accepted
             && self.unexpected.is_empty()
             && self.changed == 0
             && self.rerun == 0
-            && self.started_again as usize <= self.jobs - self.verdicts_at_kill
+            && self.started_again as usize <= self.jobs_left_at_kill()
             && self.dead_left.is_empty()
             && self.second_left.is_empty()
             && self.second_exit == Some(0)
-    }
-
-    pub fn line(&self) -> String {
-        format!(
-            "serve restart: {} requests accepted ({} jobs); SIGKILL with {} results in, {} containers running, {} verdicts written; restarted in {:.1} s, every result in {:.1} s after the restart; {}/{} requests with a result ({:?}; not the expected status: {:?}), {} stored results changed, {} jobs run again after their verdict was stored, {} containers started by the second server (at most {} without a verdict); the dead server's containers and holds left after the restart: {:?}; the second server's after its stop: {:?} (exit {:?})",
-            self.accepted,
-            self.jobs,
-            self.done_at_kill,
-            self.running_at_kill,
-            self.verdicts_at_kill,
-            self.restart_secs,
-            self.finish_secs,
-            self.results,
-            self.accepted,
-            self.statuses,
-            self.unexpected,
-            self.changed,
-            self.rerun,
-            self.started_again,
-            self.jobs - self.verdicts_at_kill,
-            self.dead_left,
-            self.second_left,
-            self.second_exit,
-        )
     }
 }
 
@@ -97,9 +83,9 @@ struct Server {
 }
 
 impl Server {
-    /// Starts `swe-eval serve` on `args.connect` with output `args.output`, its log appended to
+    /// Starts `swe-eval serve` on `opts.connect` with output `opts.output`, its log appended to
     /// `log`; waits for its "listening" line.
-    fn start(args: &Args, log: &Path) -> Result<Server, CliError> {
+    fn start(opts: &ServeLoad, log: &Path) -> Result<Server, BenchError> {
         let exe = std::env::current_exe()?;
         let err = std::fs::OpenOptions::new()
             .create(true)
@@ -108,11 +94,11 @@ impl Server {
         let mut child = Command::new(exe)
             .arg("serve")
             .arg("-o")
-            .arg(&args.output)
+            .arg(&opts.output)
             .arg("-j")
-            .arg(args.workers.to_string())
+            .arg(opts.workers.to_string())
             .arg("--listen")
-            .arg(args.connect.to_string())
+            .arg(opts.connect.to_string())
             .arg("--prepare-all")
             .stdout(Stdio::piped())
             .stderr(err)
@@ -123,12 +109,10 @@ impl Server {
         if !line.contains("listening on") {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(Failed(format!(
-                "the server did not start (see {}): `{}`",
-                log.display(),
-                line.trim()
-            ))
-            .into());
+            return Err(BenchError::ServerStart {
+                log: log.to_path_buf(),
+                line: line.trim().to_string(),
+            });
         }
         // Keep reading its stdout so it never blocks on a full pipe.
         std::thread::spawn(move || for _ in out.lines() {});
@@ -165,11 +149,11 @@ impl Drop for Server {
     }
 }
 
-/// Waits up to 10 minutes for the server's health to answer with every image prepared.
-async fn ready(args: &Args) -> Result<(), CliError> {
-    let until = Instant::now() + Duration::from_secs(600);
+/// Waits up to [`READY_WITHIN`] for the server's health to answer with every image prepared.
+async fn ready(opts: &ServeLoad) -> Result<(), BenchError> {
+    let until = Instant::now() + READY_WITHIN;
     loop {
-        if let Ok(mut c) = Client::connect(args.connect, None).await {
+        if let Ok(mut c) = Client::connect(opts.connect, None).await {
             if let Ok((200, _, b)) = c.request("GET", "/v1/health", None).await {
                 let h: Value = serde_json::from_slice(&b)?;
                 if h["images_preparing"] == 0 && h["images_ready"].as_u64() > Some(0) {
@@ -178,27 +162,26 @@ async fn ready(args: &Args) -> Result<(), CliError> {
             }
         }
         if Instant::now() > until {
-            return Err(Failed("the server's images were not ready within 10 min".into()).into());
+            return Err(BenchError::NotReady {
+                minutes: READY_WITHIN.as_secs() / 60,
+            });
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 
 /// The containers (jobs and image holds) of the daemon owned by process `pid`, by name.
-async fn owned_by<E: Engine>(engine: &E, pid: u32) -> Result<Vec<String>, CliError> {
+async fn owned_by<E: Engine>(engine: &E, pid: u32) -> Result<Vec<String>, BenchError> {
     owned(engine, pid, true).await
 }
 
 /// The job containers (not the image holds) of process `pid`.
-async fn jobs_of<E: Engine>(engine: &E, pid: u32) -> Result<usize, CliError> {
+async fn jobs_of<E: Engine>(engine: &E, pid: u32) -> Result<usize, BenchError> {
     Ok(owned(engine, pid, false).await?.len())
 }
 
-async fn owned<E: Engine>(engine: &E, pid: u32, holds: bool) -> Result<Vec<String>, CliError> {
-    let all = engine
-        .list_containers(BTreeMap::new())
-        .await
-        .map_err(|e| Failed(e.to_string()))?;
+async fn owned<E: Engine>(engine: &E, pid: u32, holds: bool) -> Result<Vec<String>, BenchError> {
+    let all = engine.list_containers(BTreeMap::new()).await?;
     Ok(all
         .into_iter()
         .filter(|c| {
@@ -225,20 +208,14 @@ fn verdicts(jobs: &Path) -> BTreeMap<PathBuf, (Vec<u8>, SystemTime)> {
     .collect()
 }
 
-pub async fn restart(args: &Args, preds: &[Value]) -> Result<Restart, CliError> {
-    let state = args.output.join("serve");
-    if crate::evaluator::db_path(&state).exists() {
-        return Err(Failed(format!(
-            "{} holds a server's state already: give a new --output",
-            state.display()
-        ))
-        .into());
-    }
-    std::fs::create_dir_all(&args.output)?;
-    let log = args.output.join("bench-serve-restart.log");
-    let engine = crate::engine::connect(&EngineChoice::default())
-        .await
-        .map_err(|e| Failed(e.to_string()))?;
+/// Starts a server on `opts.output` (which must hold no server's state yet), sends the mini
+/// predictions twice, kills it a quarter of the way, starts it again and counts.
+pub async fn measure_restart(opts: &ServeLoad) -> Result<RestartFigures, BenchError> {
+    let preds = mini_predictions()?;
+    let state = opts.output.join("serve");
+    std::fs::create_dir_all(&opts.output)?;
+    let log = opts.output.join("bench-serve-restart.log");
+    let engine = crate::engine::connect(&EngineChoice::default()).await?;
 
     let mut batch: Vec<Value> = preds
         .iter()
@@ -248,21 +225,23 @@ pub async fn restart(args: &Args, preds: &[Value]) -> Result<Restart, CliError> 
         let patch = variant(p["model_patch"].as_str().unwrap_or(""), "again");
         record(p, &json!(patch), &json!("bench-restart"), 1, true)
     }));
-    let jobs = super::distinct_pairs(&batch);
+    let jobs = distinct_pairs(&batch);
 
-    let first = Server::start(args, &log)?;
-    ready(args).await?;
-    let mut c = Client::connect(args.connect, None)
-        .await
-        .map_err(super::io)?;
+    let first = Server::start(opts, &log)?;
+    ready(opts).await?;
+    let mut c = Client::connect(opts.connect, None).await?;
     let body = Value::Array(batch).to_string();
     let (status, _, b) = c
         .request("POST", "/v1/evaluations", Some(body.as_bytes()))
-        .await
-        .map_err(super::io)?;
+        .await?;
     let answers: Value = serde_json::from_slice(&b)?;
     if status != 200 {
-        return Err(Failed(format!("the server answered {status}: {answers}")).into());
+        return Err(BenchError::Status {
+            addr: opts.connect,
+            request: "POST /v1/evaluations",
+            status,
+            body: answers.to_string(),
+        });
     }
     let ids: Vec<String> = answers
         .as_array()
@@ -272,9 +251,9 @@ pub async fn restart(args: &Args, preds: &[Value]) -> Result<Restart, CliError> 
         .collect();
 
     // Killed once a quarter of the results are in, with containers running.
-    let until = Instant::now() + Duration::from_secs(args.wait);
+    let until = Instant::now() + opts.wait;
     let before = loop {
-        let done = wait_all(args.connect, None, &ids, Duration::from_millis(100)).await?;
+        let done = wait_all(opts.connect, None, &ids, Duration::from_millis(100)).await?;
         let running = jobs_of(&engine, first.pid()).await?;
         if (done.len() * 4 >= ids.len() && running > 0) || Instant::now() > until {
             break done;
@@ -287,23 +266,20 @@ pub async fn restart(args: &Args, preds: &[Value]) -> Result<Restart, CliError> 
     let verdicts_before = verdicts(&state.join("jobs"));
 
     let t0 = Instant::now();
-    let second = Server::start(args, &log)?;
-    ready(args).await?;
+    let second = Server::start(opts, &log)?;
+    ready(opts).await?;
     let restart_secs = t0.elapsed().as_secs_f64();
     let dead_left = owned_by(&engine, dead).await?;
-    let after = wait_all(args.connect, None, &ids, Duration::from_secs(args.wait)).await?;
+    let after = wait_all(opts.connect, None, &ids, opts.wait).await?;
     let finish_secs = t0.elapsed().as_secs_f64();
 
     // Each request asked for by id: one result each.
     let mut results = 0;
-    let mut c = Client::connect(args.connect, None)
-        .await
-        .map_err(super::io)?;
+    let mut c = Client::connect(opts.connect, None).await?;
     for id in &ids {
         let (status, _, b) = c
             .request("GET", &format!("/v1/evaluations/{id}"), None)
-            .await
-            .map_err(super::io)?;
+            .await?;
         let v: Value = serde_json::from_slice(&b)?;
         if status == 200 && v["state"] == "done" {
             results += 1;
@@ -328,13 +304,13 @@ pub async fn restart(args: &Args, preds: &[Value]) -> Result<Restart, CliError> 
             .entry(a["status"].as_str().unwrap_or("?").to_string())
             .or_default() += 1;
     }
-    let unexpected = unexpected(&ids, &by_id, preds)?;
-    let m = metrics(args.connect, None).await?;
+    let unexpected = unexpected(&ids, &by_id, &preds)?;
+    let m = metrics(opts.connect, None).await?;
     let started_again = metric(&m, STARTED) as u64;
     let pid = second.pid();
     let second_exit = second.stop();
     let second_left = owned_by(&engine, pid).await?;
-    Ok(Restart {
+    Ok(RestartFigures {
         accepted: ids.len(),
         jobs,
         done_at_kill: before.len(),
@@ -361,7 +337,7 @@ fn unexpected(
     ids: &[String],
     by_id: &BTreeMap<&str, &Value>,
     preds: &[Value],
-) -> Result<Vec<String>, CliError> {
+) -> Result<Vec<String>, serde_json::Error> {
     let expected: Vec<Value> = serde_json::from_str(swe_eval_core::mini::EXPECTED)?;
     let want = |p: &Value| {
         let e = expected.iter().find(|e| {
