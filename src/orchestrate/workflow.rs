@@ -146,12 +146,12 @@ pub async fn execute<E: Engine>(
                 None => {}
             },
             Some(done) = writes.join_next(), if !writes.is_empty() => {
-                let (verdict, written): (Verdict, Result<(), String>) =
+                let (verdict, written): (Verdict, Result<(), Unsaved>) =
                     done.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
                 match written {
                     Ok(()) => run.record(verdict, false),
                     Err(e) => {
-                        run.output_failed(e);
+                        run.output_failed(e.to_string());
                         if !stopped {
                             stopped = true;
                             session.stop(None);
@@ -328,7 +328,7 @@ async fn resume<E: Engine>(
                 stands.push(v);
             }
             Err(why) => {
-                run.rerun(&why);
+                run.rerun(&why.to_string());
                 to_run.push((p, dir));
             }
         }
@@ -355,9 +355,9 @@ fn regrade_saved(
     old: &Verdict,
     want: swe_eval_core::identity::Identity,
     cfg: &runner::JobConfig,
-) -> Result<Verdict, String> {
+) -> Result<Verdict, Unsaved> {
     let log = std::fs::read_to_string(dir.join(swe_eval_core::report::TEST_OUTPUT_FILE))
-        .map_err(|_| "its saved test output is gone".to_string())?;
+        .map_err(|_| Unsaved::LogGone)?;
     let mode = if p.is_empty_patch() {
         runner::PatchMode::None
     } else {
@@ -369,12 +369,12 @@ fn regrade_saved(
     let report_path = dir.join(swe_eval_core::report::REPORT_FILE);
     match report {
         Some(text) => swe_eval_core::fsutil::write_atomic(&report_path, text.as_bytes())
-            .map_err(|e| format!("report.json not written: {e}"))?,
+            .map_err(Unsaved::Report)?,
         None => {
             let _ = std::fs::remove_file(&report_path);
         }
     }
-    runner::write_verdict(dir, &v).map_err(|e| format!("verdict not written: {e}"))?;
+    runner::write_verdict(dir, &v).map_err(Unsaved::Verdict)?;
     Ok(v)
 }
 
@@ -383,12 +383,28 @@ fn write_prediction(
     dir: &Path,
     verdict: &Verdict,
     logs: Option<&runner::JobLogs>,
-) -> Result<(), String> {
+) -> Result<(), Unsaved> {
     if let Some(logs) = logs {
-        logs.write(dir)
-            .map_err(|e| format!("log files not written, verdict dropped: {e}"))?;
+        logs.write(dir).map_err(Unsaved::Logs)?;
     }
-    runner::write_verdict(dir, verdict).map_err(|e| format!("verdict not written: {e}"))
+    runner::write_verdict(dir, verdict).map_err(Unsaved::Verdict)
+}
+
+/// Why a prediction's files were not written (or its saved log could not be graded again).
+#[derive(Debug, thiserror::Error)]
+enum Unsaved {
+    /// Grading again needs the saved test output, which is not there.
+    #[error("its saved test output is gone")]
+    LogGone,
+    /// The new `report.json` could not be written.
+    #[error("report.json not written: {0}")]
+    Report(swe_eval_core::fsutil::WriteError),
+    /// The job's log files could not be written; its verdict is not written either.
+    #[error("log files not written, verdict dropped: {0}")]
+    Logs(swe_eval_core::fsutil::WriteError),
+    /// `verdict.json` could not be written.
+    #[error("verdict not written: {0}")]
+    Verdict(swe_eval_core::fsutil::WriteError),
 }
 
 /// The run's record of its verdicts and problems, and the events that report them.
