@@ -25,10 +25,21 @@ struct Server {
 }
 
 async fn server(token: Option<&str>, tune: impl FnOnce(&mut Mini)) -> (Server, Mini, FakeEngine) {
+    server_with(token, tune, |_| {}, |_| {}).await
+}
+
+/// [`server`], with the engine and the listener's configuration tuned too.
+async fn server_with(
+    token: Option<&str>,
+    tune: impl FnOnce(&mut Mini),
+    tune_engine: impl FnOnce(&FakeEngine),
+    tune_config: impl FnOnce(&mut ServeConfig),
+) -> (Server, Mini, FakeEngine) {
     let dir = tempfile::tempdir().unwrap();
     let mut m = mini(dir.path());
     tune(&mut m);
     let e = engine(&m.dataset);
+    tune_engine(&e);
     let (ev, _) = Evaluator::start(Arc::new(e.clone()), m.dataset.clone(), m.opts.clone())
         .await
         .unwrap();
@@ -36,6 +47,7 @@ async fn server(token: Option<&str>, tune: impl FnOnce(&mut Mini)) -> (Server, M
     let mut config = ServeConfig::new("127.0.0.1:0".parse().unwrap());
     config.token = token.map(str::to_string);
     config.max_body = 1 << 20;
+    tune_config(&mut config);
     let l = listen(config).await.unwrap();
     let addr = l.local_addr();
     let (stop, rx) = tokio::sync::watch::channel(false);
@@ -445,5 +457,105 @@ async fn a_paced_load_keeps_every_request_with_its_due_time_lateness_and_latency
     lat.sort_by(f64::total_cmp);
     let max = report.latencies.quantile(1.0).as_secs_f64() * 1000.0;
     assert!((lat[39] - max).abs() < 1e-6, "{} vs {max}", lat[39]);
+    s.close().await;
+}
+
+/// Reads one answer from a raw connection: its status line and its body.
+async fn raw_answer(t: &mut tokio::net::TcpStream) -> (String, String) {
+    use tokio::io::AsyncReadExt;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = tokio::time::timeout(Duration::from_secs(10), t.read(&mut chunk))
+            .await
+            .expect("an answer within 10 s")
+            .unwrap();
+        buf.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&buf).into_owned();
+        if let Some((head, rest)) = text.split_once("\r\n\r\n") {
+            let len: usize = head
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length: ")?
+                        .parse()
+                        .ok()
+                })
+                .unwrap_or(0);
+            if rest.len() >= len || n == 0 {
+                return (head.lines().next().unwrap().to_string(), rest.to_string());
+            }
+        }
+        assert!(n > 0, "closed before an answer: {text}");
+    }
+}
+
+#[tokio::test]
+async fn the_bearer_scheme_is_matched_without_regard_to_case() {
+    let token = "0123456789abcdef-token";
+    let (s, _m, _e) = server(Some(token), |_| {}).await;
+    for scheme in ["Bearer", "bearer", "BEARER"] {
+        let mut c = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+        use tokio::io::AsyncWriteExt;
+        let req = format!(
+            "GET /v1/health HTTP/1.1\r\nhost: x\r\nauthorization: {scheme} {token}\r\n\r\n"
+        );
+        c.write_all(req.as_bytes()).await.unwrap();
+        let (status, text) = raw_answer(&mut c).await;
+        assert!(status.contains(" 200 "), "{scheme}: {status} {text}");
+    }
+    let mut wrong = s.client(Some("0123456789abcdef-TOKEN")).await;
+    assert_eq!(
+        wrong.request("GET", "/v1/health", None).await.unwrap().0,
+        401
+    );
+    s.close().await;
+}
+
+#[tokio::test]
+async fn the_running_gauge_counts_containers_started_not_jobs_prepared_ahead() {
+    // -j 2 on an engine that prepares ahead: the dispatcher hands it 4 jobs, 2 run at once.
+    let (s, m, e) = server_with(
+        None,
+        |m| m.opts.run.workers = 2,
+        |e| {
+            e.set_prepares_ahead()
+                .set_job_delay(Duration::from_millis(1500));
+        },
+        |_| {},
+    )
+    .await;
+    let mut c = s.client(None).await;
+    let batch: Vec<Value> = (0..4)
+        .map(|k| json!({"instance_id": CALC, "model_patch": format!("{}#{k}", gold(&m, CALC))}))
+        .collect();
+    let (status, _, got) = c
+        .request(
+            "POST",
+            "/v1/evaluations",
+            Some(Value::Array(batch).to_string().as_bytes()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&got));
+    let (mut most, mut seen_two) = (0, false);
+    for _ in 0..40 {
+        let (_, _, h) = c.request("GET", "/v1/health", None).await.unwrap();
+        let running = body(&h)["running"].as_u64().unwrap();
+        let (_, _, text) = c.request("GET", "/metrics", None).await.unwrap();
+        let gauge: u64 = String::from_utf8(text)
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix("swe_eval_running ")?.parse().ok())
+            .unwrap();
+        most = most.max(running).max(gauge);
+        seen_two |= running == 2;
+        if s.ev.queued() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(most <= 2 && seen_two, "running at most {most} at -j 2");
+    assert_eq!(e.max_running(), 2);
     s.close().await;
 }

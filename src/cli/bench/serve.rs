@@ -219,7 +219,9 @@ pub fn run(args: Args) -> CliResult {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let token = std::env::var("SWE_EVAL_TOKEN").ok();
+    let token = std::env::var("SWE_EVAL_TOKEN")
+        .ok()
+        .filter(|t| !t.trim().is_empty());
     let preds = mini_predictions()?;
     if args.mode == Mode::Restart && args.latencies.is_some() {
         return Err(swe_eval_core::failure::Failed(
