@@ -107,6 +107,10 @@ pub(super) async fn submit<E: Engine>(
         }
     }
     let executed = requests.iter().filter(|r| r.execute).count();
+    if executed > shared.opts.max_queue {
+        // Not even an empty queue takes it: waiting would never help.
+        return Err(Refusal::batch_over_queue(executed, shared.opts.max_queue));
+    }
     let queued = {
         let mut book = shared.lock();
         let queued = book.pending.len() + book.reserved;

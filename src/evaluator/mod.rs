@@ -35,5 +35,7 @@ pub use export::export;
 pub use metrics::{Histogram, Metrics, BUCKETS};
 pub use open::{open, DatasetSource, OpenError, Opened, ServeChoices};
 pub use options::{EvaluatorOptions, DEFAULT_DEADLINE, DEFAULT_MAX_QUEUE, DEFAULT_MODEL};
-pub use request::{requests_from_json, Bounds, Refusal, RefusalCode, Request};
+pub use request::{
+    requests_from_json, Bounds, Refusal, RefusalCode, Request, IGNORED_FIELDS, REQUEST_FIELDS,
+};
 pub use store::{db_path, parse_id, Row, Store, StoreError};

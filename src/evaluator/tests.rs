@@ -282,6 +282,20 @@ async fn a_deadline_is_a_masked_timeout_and_a_full_queue_refuses() {
     let full = ev.submit(vec![req(WRAP, "other", 1)]).await.unwrap_err();
     assert_eq!(full.code, RefusalCode::QueueFull);
     assert!(full.retry_after.is_some_and(|s| s >= 1));
+    // A batch an empty queue could take waits its turn (429); one larger than the queue could
+    // never be taken: 413, naming the bound, and no retry.
+    let two = ev
+        .submit(vec![req(WRAP, "other", 1), req(WRAP, "another", 2)])
+        .await
+        .unwrap_err();
+    assert_eq!(two.code, RefusalCode::QueueFull);
+    let three: Vec<Request> = (0..3).map(|k| req(WRAP, &format!("p{k}"), k)).collect();
+    let over = ev.submit(three).await.unwrap_err();
+    assert_eq!((over.code, over.retry_after), (RefusalCode::TooLarge, None));
+    assert!(
+        over.message.contains("3 predictions to execute") && over.message.contains("--max-queue 2"),
+        "{over}"
+    );
     // Not executed: accepted even with the queue full.
     assert!(ev
         .submit(vec![Request {

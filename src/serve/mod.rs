@@ -22,6 +22,6 @@ mod routes;
 #[cfg(test)]
 mod tests;
 
-pub use config::ServeConfig;
+pub use config::{ServeConfig, DEFAULT_MAX_BODY, DEFAULT_MAX_BODY_MEMORY};
 pub use http::{listen, Listener, ServeError};
 pub use load::{run as run_load, Answer, Client, ClientError, Latencies, Load, LoadReport, Sample};

@@ -21,7 +21,8 @@ struct Server {
     addr: SocketAddr,
     stop: tokio::sync::watch::Sender<bool>,
     ev: Arc<Evaluator<FakeEngine>>,
-    _dir: tempfile::TempDir,
+    /// Its folder: the mini benchmark as `mini` materialized it (`in/`), the state.
+    dir: tempfile::TempDir,
 }
 
 async fn server(token: Option<&str>, tune: impl FnOnce(&mut Mini)) -> (Server, Mini, FakeEngine) {
@@ -57,7 +58,7 @@ async fn server_with(
             addr,
             stop,
             ev,
-            _dir: dir,
+            dir,
         },
         m,
         e,
@@ -460,6 +461,94 @@ async fn a_paced_load_keeps_every_request_with_its_due_time_lateness_and_latency
     s.close().await;
 }
 
+/// The value of header `name` (lower case) of an answer.
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+#[tokio::test]
+async fn a_batch_larger_than_the_queue_is_413_and_one_that_fits_an_empty_queue_is_429() {
+    let (s, _m, e) = server(None, |m| {
+        m.opts.max_queue = 2;
+        m.opts.run.workers = 1;
+    })
+    .await;
+    e.set_job_delay(Duration::from_secs(2));
+    let mut c = s.client(None).await;
+    let rec = |k: usize| json!({"instance_id": CALC, "model_patch": format!("p{k}"), "sample": k});
+    let post = |v: Value| v.to_string().into_bytes();
+    // Three to execute against --max-queue 2: never acceptable, so no Retry-After.
+    let (status, headers, got) = c
+        .request(
+            "POST",
+            "/v1/evaluations",
+            Some(&post(json!([rec(0), rec(1), rec(2)]))),
+        )
+        .await
+        .unwrap();
+    let e3 = body(&got);
+    assert_eq!(
+        (status, e3["code"].as_str()),
+        (413, Some("too_large")),
+        "{e3}"
+    );
+    assert!(
+        e3["message"].as_str().unwrap().contains("--max-queue 2"),
+        "{e3}"
+    );
+    assert_eq!(header(&headers, "retry-after"), None);
+    // Not executed, the same three are taken: only executed ones go in the queue.
+    let similarity: Vec<Value> = (0..3)
+        .map(|k| json!({"instance_id": CALC, "model_patch": format!("p{k}"), "execute": false}))
+        .collect();
+    let (status, _, _) = c
+        .request(
+            "POST",
+            "/v1/evaluations",
+            Some(&post(Value::Array(similarity))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    // One queued: two more fit an empty queue, not this one, so they wait their turn.
+    let (status, _, _) = c
+        .request("POST", "/v1/evaluations", Some(&post(rec(0))))
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    let (status, headers, got) = c
+        .request(
+            "POST",
+            "/v1/evaluations",
+            Some(&post(json!([rec(1), rec(2)]))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (status, body(&got)["code"].as_str()),
+        (429, Some("queue_full"))
+    );
+    assert!(header(&headers, "retry-after").is_some());
+    s.close().await;
+}
+
+/// Sends a request's head with `Content-Length: len` and `sent` bytes of its body, and keeps
+/// the connection open (the rest of the body not sent).
+async fn partial_post(addr: SocketAddr, len: usize, sent: usize) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt;
+    let mut t = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /v1/evaluations HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {len}\r\n\r\n"
+    );
+    t.write_all(head.as_bytes()).await.unwrap();
+    t.write_all(&vec![b' '; sent]).await.unwrap();
+    t.flush().await.unwrap();
+    t
+}
+
 /// Reads one answer from a raw connection: its status line and its body.
 async fn raw_answer(t: &mut tokio::net::TcpStream) -> (String, String) {
     use tokio::io::AsyncReadExt;
@@ -488,6 +577,131 @@ async fn raw_answer(t: &mut tokio::net::TcpStream) -> (String, String) {
         }
         assert!(n > 0, "closed before an answer: {text}");
     }
+}
+
+#[tokio::test]
+async fn bodies_past_the_servers_memory_for_them_are_503_before_they_are_read() {
+    // Bodies of at most 1 MiB, 1.5 MiB of them at once.
+    let (s, m, _e) = server_with(
+        None,
+        |_| {},
+        |_| {},
+        |c| {
+            c.max_body_memory = 3 << 19;
+        },
+    )
+    .await;
+    // A body of 1 MiB being sent holds 1 MiB of the budget from its head on.
+    let mut first = partial_post(s.addr, 1 << 20, 1000).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Another of 600 kB is refused at once, its body never sent, with Retry-After.
+    let mut second = partial_post(s.addr, 600_000, 0).await;
+    let (status, text) = raw_answer(&mut second).await;
+    assert!(status.contains(" 503 "), "{status} {text}");
+    let e = body(text.as_bytes());
+    assert_eq!(e["code"], "unavailable", "{e}");
+    assert!(
+        e["message"].as_str().unwrap().contains("--max-body-memory"),
+        "{e}"
+    );
+    // A small one fits beside the first.
+    let mut c = s.client(None).await;
+    let small = json!({"instance_id": CALC, "model_patch": gold(&m, CALC), "execute": false});
+    let (status, _, _) = c
+        .request(
+            "POST",
+            "/v1/evaluations",
+            Some(small.to_string().as_bytes()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    // The first one finishes (whitespace: not JSON), and its share is given back.
+    {
+        use tokio::io::AsyncWriteExt;
+        first
+            .write_all(&vec![b' '; (1 << 20) - 1000])
+            .await
+            .unwrap();
+    }
+    let (status, _) = raw_answer(&mut first).await;
+    assert!(status.contains(" 400 "), "{status}");
+    // Given back: a whole 1 MiB body is read again (whitespace: 400, not 503).
+    let mut again = partial_post(s.addr, 1 << 20, 1 << 20).await;
+    let (status, _) = raw_answer(&mut again).await;
+    assert!(status.contains(" 400 "), "{status}");
+    // A chunked body (no length given) takes its share as it comes: past the budget, 503.
+    let mut chunked = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+    {
+        use tokio::io::AsyncWriteExt;
+        let head = "POST /v1/evaluations HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n";
+        chunked.write_all(head.as_bytes()).await.unwrap();
+        let _held = partial_post(s.addr, 1 << 20, 0).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let piece = vec![b' '; 600_000];
+        chunked
+            .write_all(format!("{:x}\r\n", piece.len()).as_bytes())
+            .await
+            .unwrap();
+        chunked.write_all(&piece).await.unwrap();
+        chunked.write_all(b"\r\n").await.unwrap();
+        let (status, _) = raw_answer(&mut chunked).await;
+        assert!(status.contains(" 503 "), "{status}");
+    }
+    s.close().await;
+}
+
+async fn post(c: &mut Client, path: &str, v: Value) -> super::Answer {
+    c.request("POST", path, Some(v.to_string().as_bytes()))
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn unknown_fields_are_refused_by_name_and_prediction_records_are_taken_as_they_are() {
+    let (s, m, _e) = server(None, |_| {}).await;
+    let mut c = s.client(None).await;
+    let (status, _, got) = post(
+        &mut c,
+        "/v1/evaluations",
+        json!({"instance_id": CALC, "model_patch": gold(&m, CALC), "timeout": 30}),
+    )
+    .await;
+    let e = body(&got);
+    assert_eq!((status, e["field"].as_str()), (400, Some("timeout")), "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("did you mean `deadline_s`?"),
+        "{e}"
+    );
+    let (status, _, got) = post(
+        &mut c,
+        "/v1/evaluations/wait",
+        json!({"ids": ["e1"], "timeout": 3}),
+    )
+    .await;
+    let e = body(&got);
+    assert_eq!((status, e["field"].as_str()), (400, Some("timeout")), "{e}");
+    assert!(
+        e["message"].as_str().unwrap().contains("`timeout_s`"),
+        "{e}"
+    );
+    // Every line of the mini benchmark's predictions file, as it is (with its `case`), and a
+    // record as SWE-bench's inference scripts write it.
+    let predictions = s.dir.path().join("in").join("predictions.jsonl");
+    let predictions = std::fs::read_to_string(&predictions).unwrap();
+    for line in predictions.lines().filter(|l| !l.is_empty()) {
+        let mut v: Value = serde_json::from_str(line).unwrap();
+        v["execute"] = json!(false);
+        let (status, _, got) = post(&mut c, "/v1/evaluations", v).await;
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&got));
+    }
+    let inference = json!({"instance_id": CALC, "model_name_or_path": "m", "text": "prompt",
+        "full_output": "answer", "model_patch": gold(&m, CALC), "execute": false});
+    assert_eq!(post(&mut c, "/v1/evaluations", inference).await.0, 200);
+    s.close().await;
 }
 
 #[tokio::test]
