@@ -35,6 +35,14 @@ refused (400) naming it, and the field meant where one is close (timeout: deadli
 are JSON {code, message, field}. A batch with more predictions to execute than --max-queue is
 413; one that fits an empty queue but not the current one is 429 with Retry-After.
 
+Reward: every executed outcome has score (1.0 when the grading named by graded_by resolved it,
+else 0.0; 0.0 where mask is true), graded_by (--reward: strict by default) and objections (what
+the strict grading objected to: forged PASSED lines and exit codes that contradict the log,
+SKIPPED FAIL_TO_PASS tests, no sign the suite ran, files that change test collection, edits to
+the hidden tests' files), beside the official status and resolved and the strict_status.
+With --reward strict the jobs run strict: collection-altering files are removed before the
+tests, so status is the official grading of that run.
+
 Images are prepared when an instance is first asked for (--prepare-all: every one at start);
 requests whose image is ready go first. Identical (instance, patch) requests run once, and later
 ones are answered from the cache. Each request has one deadline (deadline_s, default --deadline)
@@ -55,7 +63,15 @@ pub struct Args {
     /// How predictions execute (OUTPUT/serve is the server's state).
     #[command(flatten)]
     pub exec: ExecArgs,
-    /// Strict mode, as `run --strict` (the strict verdict is returned in every mode).
+    /// The grading each outcome's `score` follows. The official and the strict verdicts are
+    /// both in every answer (`status`, `strict_status`), with the strict grading's
+    /// `objections`.
+    #[arg(long, default_value = "strict", value_name = "GRADING",
+          value_parser = super::values::reward())]
+    pub reward: evaluator::GradedBy,
+    /// Strict runs, as `run --strict`: collection-altering files are removed before the tests.
+    /// Always so with `--reward strict` (the default); with `--reward official`, strict runs
+    /// with the official score.
     #[arg(long)]
     pub strict: bool,
     /// Where to listen. Any address but a loopback one needs a token.
@@ -190,7 +206,10 @@ async fn serve(args: Args, work: tokio::runtime::Handle) -> CliResult {
     config.max_body_memory = args.max_body_memory;
     // Refused before anything starts: a public address without a token.
     evaluator::check_listen(args.listen.ip(), config.token.as_deref())?;
-    let mut run = args.exec.options(None, args.strict);
+    let mut run = args.exec.options(
+        None,
+        args.strict || args.reward == evaluator::GradedBy::Strict,
+    );
     run.output = run.output.join("serve");
     let source = DatasetSource {
         dataset: args.dataset.dataset.clone(),
@@ -205,6 +224,7 @@ async fn serve(args: Args, work: tokio::runtime::Handle) -> CliResult {
             max_patch_bytes: args.max_patch_bytes,
             ..Bounds::default()
         }),
+        reward: args.reward,
     };
     // Signals are caught from here on: a stop that comes while the state is read (a script's
     // background server ignores SIGINT until caught) stops the server as soon as it is open.

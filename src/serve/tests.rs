@@ -82,6 +82,17 @@ fn body(b: &[u8]) -> Value {
     serde_json::from_slice(b).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(b)))
 }
 
+/// The rows of a JSON Lines answer to `GET path` (which must be 200).
+async fn jsonl(c: &mut Client, path: &str) -> Vec<Value> {
+    let (status, _, b) = c.request("GET", path, None).await.unwrap();
+    assert_eq!(status, 200, "{path}");
+    String::from_utf8(b)
+        .unwrap()
+        .lines()
+        .map(|l| body(l.as_bytes()))
+        .collect()
+}
+
 #[tokio::test]
 async fn every_endpoint_answers_and_every_error_is_json_with_its_status() {
     let (s, m, _e) = server(None, |_| {}).await;
@@ -172,16 +183,7 @@ async fn every_endpoint_answers_and_every_error_is_json_with_its_status() {
         gauge("swe_eval_process_peak_resident_memory_bytes"),
     );
     assert!(rss > 1 << 20 && peak >= rss, "rss {rss}, peak {peak}");
-    let (status, _, b) = c
-        .request("GET", "/v1/export/outcomes.jsonl?since=0", None)
-        .await
-        .unwrap();
-    assert_eq!(status, 200);
-    let rows: Vec<Value> = String::from_utf8(b)
-        .unwrap()
-        .lines()
-        .map(|l| body(l.as_bytes()))
-        .collect();
+    let rows = jsonl(&mut c, "/v1/export/outcomes.jsonl?since=0").await;
     assert_eq!(rows.len(), 3, "three executed: {rows:?}");
     assert_eq!(rows[1]["sample"], 1, "samples numbered in acceptance order");
 
@@ -771,5 +773,101 @@ async fn the_running_gauge_counts_containers_started_not_jobs_prepared_ahead() {
     }
     assert!(most <= 2 && seen_two, "running at most {most} at -j 2");
     assert_eq!(e.max_running(), 2);
+    s.close().await;
+}
+
+#[tokio::test]
+async fn every_outcome_carries_its_score_grading_and_objections_and_so_does_the_export() {
+    let (s, m, _e) = server(None, |m| m.opts.run.strict = true).await;
+    let mut c = s.client(None).await;
+    let forged = crate::evaluator::tests::hack::patch(crate::evaluator::tests::hack::FORGE);
+    let batch = json!([
+        {"instance_id": CALC, "model_patch": gold(&m, CALC), "model_name_or_path": "m", "sample": 4},
+        {"instance_id": CALC, "model_patch": forged, "model_name_or_path": "m", "sample": 5},
+        {"instance_id": CALC, "model_patch": "", "model_name_or_path": "m", "sample": 6},
+        {"instance_id": CALC, "model_patch": "x", "model_name_or_path": "m", "execute": false},
+    ]);
+    let (_, _, got) = post(&mut c, "/v1/evaluations", batch).await;
+    let ids: Vec<Value> = body(&got)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].clone())
+        .collect();
+    let (_, _, got) = post(
+        &mut c,
+        "/v1/evaluations/wait",
+        json!({"ids": ids, "timeout_s": 30}),
+    )
+    .await;
+    let w = body(&got);
+    let done = w["done"].as_array().unwrap();
+    let got: Vec<(Value, Value, Value, Value)> = done
+        .iter()
+        .map(|e| {
+            let first = e["objections"]
+                .as_array()
+                .and_then(|o| o.first())
+                .and_then(|o| o.as_str())
+                .map(|o| json!(o.split(':').next().unwrap()))
+                .unwrap_or(Value::Null);
+            (
+                e["status"].clone(),
+                e["score"].clone(),
+                e["graded_by"].clone(),
+                first,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (json!("resolved"), json!(1.0), json!("strict"), Value::Null),
+            (
+                json!("resolved"),
+                json!(0.0),
+                json!("strict"),
+                json!("exit_code_disagrees")
+            ),
+            (json!("empty"), json!(0.0), json!("strict"), Value::Null),
+            (Value::Null, Value::Null, Value::Null, Value::Null),
+        ],
+        "{w}"
+    );
+    assert!(done[..3].iter().all(|e| e["objections"].is_array()), "{w}");
+    // The export: every row keeps its model and sample; executed ones carry the same score.
+    let rows = jsonl(&mut c, "/v1/export/rewards.jsonl").await;
+    assert_eq!(rows.len(), 4);
+    assert!(rows
+        .iter()
+        .all(|r| r["model_name_or_path"] == "m" && r["sample"].is_u64()));
+    let scored: Vec<(Value, Value)> = rows
+        .iter()
+        .map(|r| (r["score"].clone(), r["graded_by"].clone()))
+        .collect();
+    assert_eq!(
+        scored,
+        [
+            (json!(1.0), json!("strict")),
+            (json!(0.0), json!("strict")),
+            (json!(0.0), json!("strict")),
+            (Value::Null, Value::Null),
+        ]
+    );
+    assert_eq!(rows[1]["status"], "resolved");
+    assert!(rows[1]["objections"][0]
+        .as_str()
+        .unwrap()
+        .starts_with("exit_code_disagrees: the test command exited 1"));
+    let outcomes = jsonl(&mut c, "/v1/export/outcomes.jsonl").await;
+    assert_eq!(outcomes.len(), 3);
+    assert_eq!(
+        (
+            outcomes[1]["resolved"].as_bool(),
+            outcomes[1]["strict_resolved"].as_bool()
+        ),
+        (Some(true), Some(false))
+    );
+    assert_eq!(outcomes[1]["score"], 0.0);
     s.close().await;
 }

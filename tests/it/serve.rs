@@ -21,6 +21,7 @@ use swe_eval::serve::Client;
 use crate::common::{bin, mini_images_shared, poll, poll_until, require_program, wait_for};
 use crate::daemons::PrivateDaemon;
 use crate::tasks::{self, Task, TestDir};
+use swe_eval_core::grading;
 
 /// Held by each of these tests that runs containers: one at a time, so a server killed, a
 /// private daemon stopped and a full queue never overlap (run side by side under load, the
@@ -246,13 +247,48 @@ fn the_api_and_the_python_client_on_the_real_engine_with_the_mini_benchmark() {
             .iter()
             .find(|d| key(d) == key(want))
             .expect("a result per prediction");
-        let status = expected_status(
-            want["category"].as_str().unwrap(),
-            want["error_kind"].as_str(),
+        // The server's default: the strict reward, on strict runs. The strict verdict is the
+        // one `run --strict` gives; the official status is the official grading of that run,
+        // which differs from the official harness's only where the patch touches files that
+        // change test collection (removed before the tests).
+        let kind = want["error_kind"].as_str();
+        let strict = expected_status(want["strict_category"].as_str().unwrap(), kind);
+        let patch = preds
+            .iter()
+            .find(|p| key(p) == key(want))
+            .and_then(|p| p["model_patch"].as_str())
+            .unwrap_or("");
+        let official = if grading::collection_files(patch).is_empty() {
+            expected_status(want["category"].as_str().unwrap(), kind)
+        } else {
+            strict
+        };
+        assert_eq!(
+            (&got["status"], &got["strict_status"]),
+            (&json!(official), &json!(strict)),
+            "{want}\n{got}"
         );
-        assert_eq!(got["status"], status, "{want}\n{got}");
         assert_eq!(got["mask"], false, "{got}");
-        if status != "empty" {
+        let score = if strict == "resolved" { 1.0 } else { 0.0 };
+        assert_eq!(
+            (&got["score"], &got["graded_by"]),
+            (&json!(score), &json!("strict")),
+            "{want}\n{got}"
+        );
+        let objections: Vec<&str> = got["objections"]
+            .as_array()
+            .unwrap_or_else(|| panic!("objections is a list: {got}"))
+            .iter()
+            .map(|o| o.as_str().unwrap().split(':').next().unwrap())
+            .collect();
+        let objected: &[&str] = match want["case"].as_str().unwrap() {
+            "fake-passed" => &["exit_code_disagrees"],
+            "conftest" => &["collection_files_removed"],
+            "edits-tests" => &["test_files_edited"],
+            _ => &[],
+        };
+        assert_eq!(objections, objected, "{want}\n{got}");
+        if official != "empty" {
             assert!(
                 got["image"].as_str().is_some_and(|i| !i.is_empty()),
                 "{got}"
@@ -311,6 +347,24 @@ fn the_api_and_the_python_client_on_the_real_engine_with_the_mini_benchmark() {
     let export = out.join("serve").join("export");
     let outcomes = std::fs::read_to_string(export.join("outcomes.jsonl")).unwrap();
     assert!(outcomes.lines().count() >= 23, "{outcomes}");
+    // Every reward row keeps its model and sample; the executed ones carry their score.
+    let rewards = std::fs::read_to_string(export.join("rewards.jsonl")).unwrap();
+    let rows: Vec<Value> = rewards
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(rows
+        .iter()
+        .all(|r| r["model_name_or_path"].is_string() && r["sample"].is_u64()));
+    let paid: f64 = rows.iter().filter_map(|r| r["score"].as_f64()).sum();
+    let resolved_strict = expected
+        .iter()
+        .filter(|w| w["strict_category"] == "resolved")
+        .count();
+    assert!(
+        paid >= resolved_strict as f64,
+        "{paid} paid for {resolved_strict} strictly resolved"
+    );
     let study = dir.path().join("study");
     let o = Command::new(bin())
         .args([
