@@ -14,7 +14,8 @@ use swe_eval_core::grading::{
 /// The objections to the verdict `v` of a job whose files are `logs`, run with `setup`
 /// (`strict_run`: collection-altering files were removed before its tests). Empty where
 /// nothing was objected to, and where no test was graded (the patch did not apply, the job
-/// timed out, the infrastructure failed).
+/// timed out, the infrastructure failed). No objection's text has `; ` of its own: the
+/// Python client's `compute_score` joins them with it.
 pub(super) fn objections(
     logs: &JobLogs,
     setup: &Setup,
@@ -57,8 +58,8 @@ pub(super) fn objections(
                 .collect();
             out.push(format!(
                 "collection_files_removed: the patch adds or edits files that change how tests \
-                 are collected; they were removed or restored to the base commit before the \
-                 tests ran: {}",
+                 are collected, and they were removed or restored to the base commit before \
+                 the tests ran: {}",
                 listed.join(", ")
             ));
         }

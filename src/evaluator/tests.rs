@@ -562,6 +562,8 @@ async fn hack_scores(
     for ((name, _), a) in cases.iter().zip(&accepted) {
         let o = done(&ev, &a.id).await.outcome.unwrap();
         assert_eq!(o.graded_by, reward);
+        // The Python client joins them with `; `.
+        assert!(o.objections.iter().all(|x| !x.contains("; ")), "{o:?}");
         let names = o
             .objections
             .iter()

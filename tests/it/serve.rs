@@ -30,22 +30,28 @@ use swe_eval_core::grading;
 static SERVE_TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Takes [`SERVE_TURN`], even after another test panicked holding it.
-fn serve_turn() -> std::sync::MutexGuard<'static, ()> {
+pub(crate) fn serve_turn() -> std::sync::MutexGuard<'static, ()> {
     SERVE_TURN.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A `swe-eval serve` child process and the address it listens on.
-struct Server {
+pub(crate) struct Server {
     child: Child,
-    addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
 }
 
 impl Server {
     /// Starts `swe-eval serve ARGS --listen 127.0.0.1:0` with `env`, and waits for its
     /// "listening on" line.
-    fn start(args: &[&str], env: &[(&str, &str)]) -> Server {
+    pub(crate) fn start(args: &[&str], env: &[(&str, &str)]) -> Server {
+        Server::start_on(args, env, "127.0.0.1:0")
+    }
+
+    /// Starts `swe-eval serve ARGS --listen LISTEN` with `env` (a server started again where
+    /// its clients know it), and waits for its "listening on" line.
+    pub(crate) fn start_on(args: &[&str], env: &[(&str, &str)], listen: &str) -> Server {
         let mut c = Command::new(bin());
-        c.arg("serve").args(args).args(["--listen", "127.0.0.1:0"]);
+        c.arg("serve").args(args).args(["--listen", listen]);
         for (k, v) in env {
             c.env(k, v);
         }
@@ -67,12 +73,12 @@ impl Server {
         Server { child, addr }
     }
 
-    fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
     /// SIGTERM, then its exit code.
-    fn stop(mut self) -> Option<i32> {
+    pub(crate) fn stop(mut self) -> Option<i32> {
         let _ = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status();
@@ -80,7 +86,7 @@ impl Server {
     }
 
     /// SIGKILL.
-    fn kill(mut self) {
+    pub(crate) fn kill(mut self) {
         self.child.kill().unwrap();
         self.child.wait().unwrap();
     }
@@ -99,7 +105,7 @@ impl Drop for Server {
 }
 
 /// Sends one request; the status and JSON body.
-fn call(
+pub(crate) fn call(
     rt: &tokio::runtime::Runtime,
     addr: SocketAddr,
     method: &str,
@@ -131,6 +137,16 @@ fn call_as(
     })
 }
 
+/// The jobs the server at `addr` started since its start (its `/metrics`).
+pub(crate) fn jobs_started(rt: &tokio::runtime::Runtime, addr: SocketAddr) -> usize {
+    let (_, metrics) = call(rt, addr, "GET", "/metrics", None);
+    let text = metrics.as_str().unwrap_or_default();
+    text.lines()
+        .find_map(|l| l.strip_prefix("swe_eval_jobs_total{stage=\"started\"} "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no started jobs in the metrics:\n{text}"))
+}
+
 /// Waits up to `secs` for `ids`; the evaluations done, by id.
 fn wait_all(
     rt: &tokio::runtime::Runtime,
@@ -151,7 +167,7 @@ fn wait_all(
 
 /// The containers of the daemon at `host` owned by process `pid` (its jobs and its image
 /// holds), each as `NAME OWNER HELD-IMAGE` (no held image for a job).
-fn owned_by(host: Option<&str>, pid: u32) -> Vec<String> {
+pub(crate) fn owned_by(host: Option<&str>, pid: u32) -> Vec<String> {
     use swe_eval::engine::{LABEL_HOLD, LABEL_OWNER, LABEL_TOOL};
     let format =
         format!("{{{{.Names}}}} {{{{.Label \"{LABEL_OWNER}\"}}}} {{{{.Label \"{LABEL_HOLD}\"}}}}");
@@ -177,7 +193,7 @@ fn jobs_of(host: Option<&str>, pid: u32) -> Vec<String> {
 }
 
 /// The status a mini prediction's expected verdict gives.
-fn expected_status(category: &str, kind: Option<&str>) -> &'static str {
+pub(crate) fn expected_status(category: &str, kind: Option<&str>) -> &'static str {
     match (category, kind) {
         ("resolved", _) => "resolved",
         ("unresolved", _) => "unresolved",
@@ -188,15 +204,70 @@ fn expected_status(category: &str, kind: Option<&str>) -> &'static str {
     }
 }
 
-#[test]
-fn the_api_and_the_python_client_on_the_real_engine_with_the_mini_benchmark() {
+/// What a test of a server on the mini benchmark with the Python client holds: its turn
+/// ([`serve_turn`]), the mini images (shared), its folder and the server's output folder in it.
+pub(crate) struct MiniTurn {
+    _serve: std::sync::MutexGuard<'static, ()>,
+    _mini: std::sync::RwLockReadGuard<'static, ()>,
+    pub(crate) dir: TestDir,
+    pub(crate) out: PathBuf,
+}
+
+/// A [`MiniTurn`], or `None` (through the skip helpers) without Docker or python3.
+pub(crate) fn mini_turn() -> Option<MiniTurn> {
     if !tasks::docker_answers(None) || !require_program("python3") {
-        return;
+        return None;
     }
     let _serve = serve_turn();
     let _mini = mini_images_shared();
     let dir = TestDir::new();
     let out = dir.path().join("out");
+    Some(MiniTurn {
+        _serve,
+        _mini,
+        dir,
+        out,
+    })
+}
+
+/// The (official, strict) statuses a default server gives the mini prediction whose verdict
+/// `run` gives is `want`, among the mini's predictions `preds`. The strict one is the one `run
+/// --strict` gives (the server's jobs run strict); the official one is the official grading of
+/// that run, which differs from the official harness's only where the patch touches files that
+/// change test collection (removed before the tests).
+pub(crate) fn default_server_statuses(
+    want: &Value,
+    preds: &[Value],
+) -> (&'static str, &'static str) {
+    let key = |v: &Value| {
+        (
+            v["instance_id"].clone(),
+            v["model_name_or_path"].clone(),
+            v["sample"].clone(),
+        )
+    };
+    let kind = want["error_kind"].as_str();
+    let strict = expected_status(want["strict_category"].as_str().unwrap(), kind);
+    let patch = preds
+        .iter()
+        .find(|p| key(p) == key(want))
+        .and_then(|p| p["model_patch"].as_str())
+        .unwrap_or("");
+    let official = if grading::collection_files(patch).is_empty() {
+        expected_status(want["category"].as_str().unwrap(), kind)
+    } else {
+        strict
+    };
+    (official, strict)
+}
+
+#[test]
+fn the_api_and_the_python_client_on_the_real_engine_with_the_mini_benchmark() {
+    // Bound whole: the guards it holds last until the test ends.
+    let Some(turn) = mini_turn() else {
+        return;
+    };
+    let (dir, out) = (&turn.dir, &turn.out);
     let rt = tokio::runtime::Runtime::new().unwrap();
     let server = Server::start(&["-o", out.to_str().unwrap(), "-j", "2"], &[]);
     let addr = server.addr;
@@ -247,22 +318,8 @@ fn the_api_and_the_python_client_on_the_real_engine_with_the_mini_benchmark() {
             .iter()
             .find(|d| key(d) == key(want))
             .expect("a result per prediction");
-        // The server's default: the strict reward, on strict runs. The strict verdict is the
-        // one `run --strict` gives; the official status is the official grading of that run,
-        // which differs from the official harness's only where the patch touches files that
-        // change test collection (removed before the tests).
-        let kind = want["error_kind"].as_str();
-        let strict = expected_status(want["strict_category"].as_str().unwrap(), kind);
-        let patch = preds
-            .iter()
-            .find(|p| key(p) == key(want))
-            .and_then(|p| p["model_patch"].as_str())
-            .unwrap_or("");
-        let official = if grading::collection_files(patch).is_empty() {
-            expected_status(want["category"].as_str().unwrap(), kind)
-        } else {
-            strict
-        };
+        // The server's default: the strict reward, on strict runs.
+        let (official, strict) = default_server_statuses(want, &preds);
         assert_eq!(
             (&got["status"], &got["strict_status"]),
             (&json!(official), &json!(strict)),
@@ -507,16 +564,10 @@ fn restart_finishes_each_once(
         );
     }
     // Jobs run by the second server: those without a verdict written before the stop.
-    let (_, metrics) = call(rt, server.addr, "GET", "/metrics", None);
-    let text = metrics.as_str().unwrap_or_default().to_string();
-    let started: usize = text
-        .lines()
-        .find_map(|l| l.strip_prefix("swe_eval_jobs_total{stage=\"started\"} "))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(usize::MAX);
+    let started = jobs_started(rt, server.addr);
     assert!(
         started <= ids.len() - verdicts.len(),
-        "{started} jobs started again\n{text}"
+        "{started} jobs started again"
     );
     let pid = server.pid();
     assert_eq!(server.stop(), Some(0));
