@@ -4,7 +4,8 @@
 //! result, none ran again after its result was stored, nothing of the dead server left), a
 //! server stopped (SIGTERM) with requests queued (its running job finishes, the queued ones
 //! run once at the next start), the engine taken away mid-request (a masked infrastructure error, the server stays up and
-//! recovers), and the listen rules.
+//! recovers), a batch whose job known to be long starts first (earlier runs' durations, as
+//! `run` orders its jobs), and the listen rules.
 //!
 //! The engine that goes away is not the machine's dockerd (others use it): it is a
 //! [`PrivateDaemon`] of the test's own, stopped while a job runs and started again.
@@ -1111,4 +1112,63 @@ fn a_second_server_on_a_held_state_is_refused_naming_the_option_that_chooses_ano
     );
     assert!(!err.contains("--run-id"), "serve has no --run-id: {err}");
     assert_eq!(first.stop(), Some(0));
+}
+
+#[test]
+fn a_batch_starts_the_jobs_known_to_be_long_first_as_run_does() {
+    if !tasks::docker_answers(None) {
+        return;
+    }
+    let _turn = serve_turn();
+    let dir = TestDir::new();
+    // Three quick tasks, then one that earlier runs timed at 60 s (it takes 2 s here), in one
+    // batch to a server with one worker and that record in its cache.
+    let secs = [
+        ("order-0", 0),
+        ("order-1", 0),
+        ("order-2", 0),
+        ("order-long", 2),
+    ];
+    let tasks: Vec<Task> = secs
+        .iter()
+        .map(|(id, s)| {
+            Task::new(
+                id,
+                &format!("sleep {s} # {id}"),
+                tasks::PYTEST,
+                &tasks::fix(),
+            )
+        })
+        .collect();
+    let (ds, _) = tasks::write_inputs(dir.path(), &tasks::trivial_image(), &tasks);
+    let cache = dir.path().join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let record = json!({"order-0": 1.0, "order-1": 1.0, "order-2": 1.0, "order-long": 60.0});
+    std::fs::write(cache.join("durations.json"), record.to_string()).unwrap();
+    let out = dir.path().join("out");
+    let args = serve_args(&ds, &out, 1);
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let server = Server::start(&argv, &[("SWE_EVAL_CACHE", cache.to_str().unwrap())]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let ids = submit_all(&rt, server.addr, &tasks);
+    let done = wait_all(&rt, server.addr, &ids, 120);
+    assert_eq!(done.len(), tasks.len());
+    // From acceptance to the result: with one worker, the job that starts first ends first
+    // (the driver may start the next container while one runs, but they run one at a time).
+    let total = |id: &str| {
+        let d = done.iter().find(|d| d["instance_id"] == id).unwrap();
+        assert_eq!(d["status"], "resolved", "{d}");
+        d["timings"]["total"].as_f64().unwrap()
+    };
+    let long = total("order-long");
+    for (id, _) in &secs[..3] {
+        assert!(
+            total(id) > long,
+            "{id} done after {:.2} s, the long one after {long:.2} s: it did not start first",
+            total(id)
+        );
+    }
+    let pid = server.pid();
+    assert_eq!(server.stop(), Some(0));
+    assert_eq!(owned_by(None, pid), Vec::<String>::new());
 }
