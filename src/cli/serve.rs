@@ -29,7 +29,19 @@ Endpoints: POST /v1/evaluations (one prediction record or a list), GET /v1/evalu
 POST /v1/evaluations/wait, GET /v1/health, GET /metrics (Prometheus), GET
 /v1/export/rewards.jsonl and /v1/export/outcomes.jsonl (?since=N). A record is SWE-bench's
 prediction: instance_id, model_patch, and optionally model_name_or_path, sample, deadline_s and
-execute (false: the similarity alone). Errors are JSON {code, message, field}.
+execute (false: the similarity alone). It may also carry text, full_output (SWE-bench's
+inference output) and case (the mini benchmark's label), which are not read; any other field is
+refused (400) naming it, and the field meant where one is close (timeout: deadline_s). Errors
+are JSON {code, message, field}. A batch with more predictions to execute than --max-queue is
+413; one that fits an empty queue but not the current one is 429 with Retry-After.
+
+Reward: every executed outcome has score (1.0 when the grading named by graded_by resolved it,
+else 0.0; 0.0 where mask is true), graded_by (--reward: strict by default) and objections (what
+the strict grading objected to: forged PASSED lines and exit codes that contradict the log,
+SKIPPED FAIL_TO_PASS tests, no sign the suite ran, files that change test collection, edits to
+the hidden tests' files), beside the official status and resolved and the strict_status.
+With --reward strict the jobs run strict: collection-altering files are removed before the
+tests, so status is the official grading of that run.
 
 Images are prepared when an instance is first asked for (--prepare-all: every one at start);
 requests whose image is ready go first. Identical (instance, patch) requests run once, and later
@@ -51,7 +63,15 @@ pub struct Args {
     /// How predictions execute (OUTPUT/serve is the server's state).
     #[command(flatten)]
     pub exec: ExecArgs,
-    /// Strict mode, as `run --strict` (the strict verdict is returned in every mode).
+    /// The grading each outcome's `score` follows. The official and the strict verdicts are
+    /// both in every answer (`status`, `strict_status`), with the strict grading's
+    /// `objections`.
+    #[arg(long, default_value = "strict", value_name = "GRADING",
+          value_parser = super::values::reward())]
+    pub reward: evaluator::GradedBy,
+    /// Strict runs, as `run --strict`: collection-altering files are removed before the tests.
+    /// Always so with `--reward strict` (the default); with `--reward official`, strict runs
+    /// with the official score.
     #[arg(long)]
     pub strict: bool,
     /// Where to listen. Any address but a loopback one needs a token.
@@ -77,6 +97,13 @@ pub struct Args {
     #[arg(long, default_value_t = Bounds::default().max_patch_bytes, value_name = "BYTES",
           value_parser = super::values::serve(swe_eval_core::bounds::SERVE_PATCH_BYTES))]
     pub max_patch_bytes: usize,
+    /// The most bytes of request bodies the server holds at once, every connection together
+    /// (a body is at most 64 MiB). A request whose body would go past it is answered 503 with
+    /// Retry-After before its body is read. The requests parsed from the bodies take about as
+    /// much again [allowed: 67108864 to 68719476736].
+    #[arg(long, default_value_t = crate::serve::DEFAULT_MAX_BODY_MEMORY, value_name = "BYTES",
+          value_parser = super::values::serve(swe_eval_core::bounds::SERVE_BODY_MEMORY))]
+    pub max_body_memory: usize,
     /// The server's CPU priority, -20 (first) to 19 (last): its nice value and, where the
     /// kernel groups CPU time by session (autogroup), its session's group, which is what
     /// weighs it against the Docker daemon and the jobs. Below 0 needs root. The group is the
@@ -176,9 +203,13 @@ async fn serve(args: Args, work: tokio::runtime::Handle) -> CliResult {
     )?;
     let mut config = ServeConfig::new(args.listen);
     config.token = token;
+    config.max_body_memory = args.max_body_memory;
     // Refused before anything starts: a public address without a token.
     evaluator::check_listen(args.listen.ip(), config.token.as_deref())?;
-    let mut run = args.exec.options(None, args.strict);
+    let mut run = args.exec.options(
+        None,
+        args.strict || args.reward == evaluator::GradedBy::Strict,
+    );
     run.output = run.output.join("serve");
     let source = DatasetSource {
         dataset: args.dataset.dataset.clone(),
@@ -193,6 +224,7 @@ async fn serve(args: Args, work: tokio::runtime::Handle) -> CliResult {
             max_patch_bytes: args.max_patch_bytes,
             ..Bounds::default()
         }),
+        reward: args.reward,
     };
     // Signals are caught from here on: a stop that comes while the state is read (a script's
     // background server ignores SIGINT until caught) stops the server as soon as it is open.

@@ -141,6 +141,24 @@ pub fn flavour() -> impl TypedValueParser<Value = swe_eval_core::spec::Flavour> 
     })
 }
 
+/// `serve --reward`: `strict` or `official`, each with its help ([`crate::evaluator::GradedBy`]).
+pub fn reward() -> impl TypedValueParser<Value = crate::evaluator::GradedBy> {
+    use crate::evaluator::GradedBy;
+    use clap::builder::{PossibleValue, PossibleValuesParser};
+    PossibleValuesParser::new([
+        PossibleValue::new(GradedBy::Strict.as_str()).help(
+            "the strict grading; the jobs run strict (collection-altering files removed before \
+             the tests)",
+        ),
+        PossibleValue::new(GradedBy::Official.as_str())
+            .help("the official harness's grading, holes included; the jobs run as --strict says"),
+    ])
+    .map(|s| match s.as_str() {
+        "official" => GradedBy::Official,
+        _ => GradedBy::Strict,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

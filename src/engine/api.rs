@@ -189,6 +189,12 @@ pub trait Engine: Send + Sync + 'static {
     fn prepares_ahead(&self) -> bool {
         false
     }
+    /// Jobs whose container has started and whose main process has not ended yet (a container
+    /// prepared ahead and waiting at its [`super::StartGate`] is not one), where the engine
+    /// counts them; `None` where it does not.
+    fn jobs_running(&self) -> Option<usize> {
+        None
+    }
     /// Runs one job to completion or deadline and removes its container. An engine that
     /// prepares ahead waits at `job.gate` before starting it and returns
     /// [`EngineError::Withdrawn`] when the gate closes first.

@@ -326,6 +326,10 @@ impl Engine for FakeEngine {
         self.lock().ahead
     }
 
+    fn jobs_running(&self) -> Option<usize> {
+        Some(self.lock().running)
+    }
+
     async fn image_exists(&self, image: &str) -> Result<bool, EngineError> {
         self.record(Call::ImageExists(image.into()));
         Ok(self.lock().images.contains_key(image))

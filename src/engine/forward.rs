@@ -40,6 +40,7 @@ macro_rules! engine_methods {
             ) -> Result<String, $crate::engine::EngineError>;
             fn exported() -> Vec<(String, ::std::time::Duration)>;
             fn prepares_ahead() -> bool;
+            fn jobs_running() -> Option<usize>;
             async fn run_job(
                 job: $crate::engine::JobSpec
             ) -> Result<$crate::engine::JobOutput, $crate::engine::EngineError>;
@@ -166,6 +167,6 @@ mod tests {
             listed, in_trait,
             "engine_methods! and the Engine trait differ"
         );
-        assert_eq!(listed.len(), 22);
+        assert_eq!(listed.len(), 23);
     }
 }

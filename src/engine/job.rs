@@ -220,6 +220,34 @@ impl Drop for Place {
     }
 }
 
+/// How many jobs' containers run: each one counted from its start until its main process has
+/// ended, the span a [`Place`] is held (shared by the clones of an engine).
+#[derive(Debug, Clone, Default)]
+pub struct RunningCount(Arc<std::sync::atomic::AtomicUsize>);
+
+impl RunningCount {
+    /// Counts one more container running until the returned guard is dropped.
+    pub fn enter(&self) -> Running {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Running(self.0.clone())
+    }
+
+    /// Containers running now.
+    pub fn get(&self) -> usize {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// One container counted as running by a [`RunningCount`], until dropped.
+#[derive(Debug)]
+pub struct Running(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// What a job produced.
 #[derive(Debug, Clone, Default)]
 pub struct JobOutput {

@@ -35,7 +35,9 @@ pub use error::EngineError;
 #[cfg(any(test, feature = "testing"))]
 pub use fake::{exited, timed_out, Call, FakeEngine};
 pub use forward::Forward;
-pub use job::{FileIn, GatePass, JobOutput, JobSpec, Limits, Place, StartGate, Ticket};
+pub use job::{
+    FileIn, GatePass, JobOutput, JobSpec, Limits, Place, Running, RunningCount, StartGate, Ticket,
+};
 pub use labels::{LABEL_DOOMED, LABEL_HOLD, LABEL_KEEP, LABEL_OWNER, LABEL_RUN_ID, LABEL_TOOL};
 pub use podman::{LimitSupport, PodmanHost};
 pub use swarm::{plan_inputs, SwarmEngine, SwarmOptions, SWARM_CONFIG_CHUNK, SWARM_INLINE_MAX};

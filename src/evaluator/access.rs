@@ -39,8 +39,11 @@ pub enum AccessError {
 }
 
 /// The token from `file` (its content, trimmed), else from the environment variable's value
-/// `env`; `None` when neither is given.
+/// `env`; `None` when neither is given. An empty (or blank) `SWE_EVAL_TOKEN` is no token, as
+/// an unset one: a loopback server then needs none, and any other address is refused for
+/// want of one. A token file must hold one.
 pub fn token_from(file: Option<&Path>, env: Option<String>) -> Result<Option<String>, AccessError> {
+    let env = env.filter(|v| !v.trim().is_empty());
     let (token, from) = match (file, env) {
         (Some(path), _) => {
             let text = std::fs::read_to_string(path).map_err(|source| AccessError::TokenFile {
@@ -72,12 +75,14 @@ pub fn check_listen(addr: IpAddr, token: Option<&str>) -> Result<(), AccessError
 }
 
 /// Whether a request whose `Authorization` header is `header` may pass: always without a
-/// token, else only with `Bearer <token>` (compared in constant time).
+/// token, else only with `Bearer <token>`. The scheme is matched without regard to case
+/// (`bearer`, `BEARER`), as HTTP's authentication schemes are (RFC 9110, 11.1), and may be
+/// followed by more than one space; the token is compared exactly, in constant time.
 pub fn authorized(token: Option<&str>, header: Option<&[u8]>) -> bool {
     let Some(token) = token else {
         return true;
     };
-    let Some(given) = header.and_then(|h| h.strip_prefix(b"Bearer ")) else {
+    let Some(given) = header.and_then(bearer) else {
         return false;
     };
     let want = token.as_bytes();
@@ -86,6 +91,19 @@ pub fn authorized(token: Option<&str>, header: Option<&[u8]>) -> bool {
         diff |= w ^ given.get(i).copied().unwrap_or(0);
     }
     diff == 0
+}
+
+/// The credentials of an `Authorization` header of the `Bearer` scheme (any case), if it is
+/// one: what follows the scheme and its spaces.
+fn bearer(header: &[u8]) -> Option<&[u8]> {
+    const SCHEME: &[u8] = b"bearer";
+    let scheme = header.get(..SCHEME.len())?;
+    let rest = &header[SCHEME.len()..];
+    if !scheme.eq_ignore_ascii_case(SCHEME) || rest.first() != Some(&b' ') {
+        return None;
+    }
+    let start = rest.iter().position(|b| *b != b' ')?;
+    Some(&rest[start..])
 }
 
 impl swe_eval_core::failure::Classify for AccessError {
@@ -122,6 +140,9 @@ mod tests {
             Some("s3cret-s3cret-s3cret".into())
         );
         assert_eq!(token_from(None, None).unwrap(), None);
+        // An empty or blank SWE_EVAL_TOKEN is no token; a short one is still refused.
+        assert_eq!(token_from(None, Some(String::new())).unwrap(), None);
+        assert_eq!(token_from(None, Some("  \n".into())).unwrap(), None);
         assert!(matches!(
             token_from(None, Some("short".into())),
             Err(AccessError::Short { len: 5, .. })
@@ -132,11 +153,26 @@ mod tests {
         ));
         let t = Some("s3cret-s3cret-s3cret");
         assert!(authorized(None, None));
-        assert!(authorized(t, Some(b"Bearer s3cret-s3cret-s3cret")));
+        for good in [
+            &b"Bearer s3cret-s3cret-s3cret"[..],
+            b"bearer s3cret-s3cret-s3cret",
+            b"BEARER s3cret-s3cret-s3cret",
+            b"bEaReR   s3cret-s3cret-s3cret",
+        ] {
+            assert!(
+                authorized(t, Some(good)),
+                "{}",
+                String::from_utf8_lossy(good)
+            );
+        }
         for bad in [
             &b"Bearer s3cret-s3cret-s3cre"[..],
             b"Bearer s3cret-s3cret-s3cret!",
-            b"bearer s3cret-s3cret-s3cret",
+            b"Bearer S3CRET-S3CRET-S3CRET",
+            b"Bearers3cret-s3cret-s3cret",
+            b"Basic s3cret-s3cret-s3cret",
+            b"Bearer ",
+            b"Bearer",
             b"s3cret-s3cret-s3cret",
             b"",
         ] {

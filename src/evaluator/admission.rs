@@ -18,6 +18,7 @@ use swe_eval_core::reward::Oracle;
 
 use super::evaluation::{Evaluation, Executed, State, Status};
 use super::metrics::inc;
+use super::objections::objections;
 use super::request::{Refusal, RefusalCode, Request};
 use super::shared::{unavailable, Req, Score, Shared};
 use super::store::{now_ms, Row};
@@ -107,6 +108,10 @@ pub(super) async fn submit<E: Engine>(
         }
     }
     let executed = requests.iter().filter(|r| r.execute).count();
+    if executed > shared.opts.max_queue {
+        // Not even an empty queue takes it: waiting would never help.
+        return Err(Refusal::batch_over_queue(executed, shared.opts.max_queue));
+    }
     let queued = {
         let mut book = shared.lock();
         let queued = book.pending.len() + book.reserved;
@@ -170,19 +175,20 @@ pub(super) async fn submit<E: Engine>(
         if r.execute && row.patch.trim().is_empty() {
             // Nothing to run: known at once, as the runner would decide it.
             inc(&shared.metrics.accepted_executed);
-            row.outcome = Some(Executed::empty());
+            row.outcome = Some(Executed::empty(shared.opts.reward));
             row.done = true;
         } else if r.execute {
             inc(&shared.metrics.accepted_executed);
             match recipe {
                 Some(Err(why)) => {
-                    row.outcome = Some(Executed::masked(Status::InfraError, why.to_string()));
+                    let by = shared.opts.reward;
+                    row.outcome = Some(Executed::masked(Status::InfraError, why.to_string(), by));
                     row.done = true;
                 }
                 _ => {
                     if let Some(hit) = shared.store.cached(&row.key).map_err(unavailable)? {
                         inc(&shared.metrics.cache_hits);
-                        row.outcome = Some(hit);
+                        row.outcome = Some(hit.scored_by(shared.opts.reward));
                         row.cached = true;
                         row.done = true;
                     }
@@ -247,7 +253,7 @@ pub(super) fn admit<E: Engine>(shared: &Arc<Shared<E>>, rows: Vec<Row>) {
             match shared.store.cached(&row.key) {
                 Ok(Some(hit)) => {
                     inc(&shared.metrics.cache_hits);
-                    hits.push((seq, hit, true));
+                    hits.push((seq, hit.scored_by(shared.opts.reward), true));
                     continue;
                 }
                 Ok(None) => {}
@@ -307,7 +313,8 @@ fn await_answer<E: Engine>(shared: Arc<Shared<E>>, seq: u64, key: String, answer
                     }
                 }
                 let image = shared.session.image_of(&d.verdict.instance_id);
-                let outcome = Executed::of(&d, image);
+                let objections = objections_of(&shared, &d);
+                let outcome = Executed::of(&d, image, shared.opts.reward, objections);
                 let cache = outcome.cacheable().then(|| (key, outcome.clone()));
                 let shared_job = d.verdict.shared_from.is_some();
                 (vec![(seq, outcome, shared_job)], cache)
@@ -323,7 +330,11 @@ fn await_answer<E: Engine>(shared: Arc<Shared<E>>, seq: u64, key: String, answer
                     "the request's deadline passed ({secs:.0} s after acceptance) before its result"
                 );
                 (
-                    vec![(seq, Executed::masked(Status::Timeout, why), false)],
+                    vec![(
+                        seq,
+                        Executed::masked(Status::Timeout, why, shared.opts.reward),
+                        false,
+                    )],
                     None,
                 )
             }
@@ -331,6 +342,22 @@ fn await_answer<E: Engine>(shared: Arc<Shared<E>>, seq: u64, key: String, answer
         };
         finish(&shared, done.0, done.1).await;
     });
+}
+
+/// What the strict grading objected to in the job of `d` (none where nothing ran).
+fn objections_of<E: Engine>(shared: &Shared<E>, d: &crate::runner::Decided) -> Vec<String> {
+    let Some(logs) = d.logs.as_deref() else {
+        return Vec::new();
+    };
+    let id = d.verdict.instance_id.as_str();
+    let strict_run = shared.session.job_config().strict;
+    shared
+        .session
+        .setups(&[id])
+        .get(id)
+        .map_or_else(Vec::new, |setup| {
+            objections(logs, setup, &d.verdict, strict_run)
+        })
 }
 
 /// Stores the outcomes of requests (and `cache` under its key), then publishes them to their

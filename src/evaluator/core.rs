@@ -263,7 +263,7 @@ impl<E: Engine> Evaluator<E> {
             dispatching: self.shared.session.dispatching(),
             engine_error,
             queued: book.pending.len(),
-            running: running(&self.shared.metrics),
+            running: running(&self.shared),
             images_ready: images.ready,
             images_preparing: images.preparing,
             uptime_s: self.shared.started.elapsed().as_secs_f64(),
@@ -277,7 +277,7 @@ impl<E: Engine> Evaluator<E> {
 
     /// Jobs whose container runs.
     pub fn running(&self) -> u64 {
-        running(&self.shared.metrics)
+        running(&self.shared)
     }
 
     /// What one request may carry.
@@ -326,8 +326,14 @@ impl<E: Engine> Evaluator<E> {
     }
 }
 
-fn running(m: &Metrics) -> u64 {
-    super::metrics::get(&m.jobs_started).saturating_sub(super::metrics::get(&m.jobs_ended))
+/// Jobs whose container runs: the engine's count where it keeps one (a container prepared
+/// ahead and waiting for a free worker is not running), else jobs dispatched and not over.
+fn running<E: Engine>(shared: &Shared<E>) -> u64 {
+    let m = &shared.metrics;
+    shared.engine.jobs_running().map_or_else(
+        || super::metrics::get(&m.jobs_started).saturating_sub(super::metrics::get(&m.jobs_ended)),
+        |n| n as u64,
+    )
 }
 
 fn seq_of(id: &str) -> Result<u64, Refusal> {

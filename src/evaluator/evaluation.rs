@@ -1,6 +1,9 @@
 //! What a trainer gets back for one prediction ([`Evaluation`]): the similarity at once, then
 //! the executed verdict as a [`Status`], with `mask` saying whether the infrastructure rather
-//! than the patch decided it (such a sample is dropped from training, not scored 0).
+//! than the patch decided it (such a sample is dropped from training, not scored 0), and the
+//! reward to train on: `score`, 1.0 when the grading the server rewards by ([`GradedBy`], the
+//! strict one by default) resolved the prediction, with the strict grading's `objections`
+//! beside it. The official `status` and `resolved` stay beside them for benchmarking.
 
 use serde::{Deserialize, Serialize};
 
@@ -92,17 +95,67 @@ pub struct Timings {
     pub total: f64,
 }
 
+/// Which grading a server's reward follows (`serve --reward`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GradedBy {
+    /// The strict grading: the official one plus the later hardenings (SKIPPED FAIL_TO_PASS
+    /// tests fail, the exit code must agree with the log, the suite must have run, files that
+    /// change test collection do not count). A policy cannot earn it with a forged log.
+    #[default]
+    Strict,
+    /// The official harness's grading (v4.1.0), holes included: forged `PASSED` lines and a
+    /// `conftest.py` that turns failures into passes are paid.
+    Official,
+}
+
+impl GradedBy {
+    /// `strict` or `official`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GradedBy::Strict => "strict",
+            GradedBy::Official => "official",
+        }
+    }
+
+    /// The score of an outcome: 1.0 when the grading this names resolved it and the
+    /// infrastructure did not decide it (`mask`), else 0.0.
+    pub fn score(self, status: Status, strict_status: Status, mask: bool) -> f64 {
+        let resolved = match self {
+            GradedBy::Strict => strict_status,
+            GradedBy::Official => status,
+        } == Status::Resolved;
+        if resolved && !mask {
+            1.0
+        } else {
+            0.0
+        }
+    }
+}
+
 /// The executed part of an evaluation: what a content-identical request gets from the cache.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "Stored")]
 pub struct Executed {
-    /// How it ended.
+    /// The reward: 1.0 when the grading the server rewards by (`graded_by`) resolved the
+    /// prediction, else 0.0 (0.0 also where `mask` is true: drop those samples instead).
+    pub score: f64,
+    /// The grading `score` follows.
+    pub graded_by: GradedBy,
+    /// What the strict grading objected to, each `name: what it saw` (empty when nothing):
+    /// findings that void the log or fail tests (`exit_code_disagrees`, `suite_did_not_run`,
+    /// `skipped_fail_to_pass`, `collection_files_added`), and what was undone before the tests
+    /// ran (`collection_files_removed` in strict runs, `test_files_edited`).
+    pub objections: Vec<String>,
+    /// How it ended (the official grading).
     pub status: Status,
     /// True where the infrastructure decided: drop the sample rather than score it.
     pub mask: bool,
     /// `status` is `resolved`.
     pub resolved: bool,
     /// The strict grading's status (the later hardenings: SKIPPED fail-to-pass tests fail, the
-    /// exit code cross-checked, collection-altering files removed in strict mode).
+    /// exit code cross-checked, the suite must have run, collection-altering files removed in
+    /// strict runs and voiding the log where they were in place).
     pub strict_status: Status,
     /// `strict_status` is `resolved`.
     pub strict_resolved: bool,
@@ -121,12 +174,21 @@ pub struct Executed {
 }
 
 impl Executed {
-    /// The outcome of a verdict the dispatcher delivered, run in `image`.
-    pub fn of(f: &Decided, image: Option<String>) -> Executed {
+    /// The outcome of a verdict the dispatcher delivered, run in `image`, scored by `by`, with
+    /// what the strict grading objected to.
+    pub fn of(
+        f: &Decided,
+        image: Option<String>,
+        by: GradedBy,
+        objections: Vec<String>,
+    ) -> Executed {
         let v: &Verdict = &f.verdict;
         let status = Status::of(v.category, v.error_reason);
         let strict_status = Status::of(v.strict_category, v.error_reason);
         Executed {
+            score: by.score(status, strict_status, status.masked()),
+            graded_by: by,
+            objections,
             status,
             mask: status.masked(),
             resolved: status == Status::Resolved,
@@ -156,9 +218,13 @@ impl Executed {
     }
 
     /// A masked outcome decided without a verdict: the request's deadline passed
-    /// ([`Status::Timeout`]) or the infrastructure failed ([`Status::InfraError`]).
-    pub fn masked(status: Status, reason: String) -> Executed {
+    /// ([`Status::Timeout`]) or the infrastructure failed ([`Status::InfraError`]). Its score
+    /// is 0.0 (drop the sample); `by` is the server's grading all the same.
+    pub fn masked(status: Status, reason: String, by: GradedBy) -> Executed {
         Executed {
+            score: 0.0,
+            graded_by: by,
+            objections: Vec::new(),
             status,
             mask: true,
             resolved: false,
@@ -173,19 +239,75 @@ impl Executed {
         }
     }
 
-    /// The outcome of an empty patch: nothing to run (the official harness's `empty_patch`).
-    pub fn empty() -> Executed {
+    /// The outcome of an empty patch: nothing to run (the official harness's `empty_patch`),
+    /// scored 0.0.
+    pub fn empty(by: GradedBy) -> Executed {
         Executed {
             mask: false,
             reason: Some("empty patch: nothing was run".into()),
-            ..Executed::masked(Status::Empty, String::new())
+            ..Executed::masked(Status::Empty, String::new(), by)
         }
+    }
+
+    /// The outcome scored by `by`: a cached outcome answers a server that may reward by
+    /// another grading than the one that stored it (the statuses and objections are the
+    /// verdict's, the score the server's).
+    pub fn scored_by(mut self, by: GradedBy) -> Executed {
+        self.score = by.score(self.status, self.strict_status, self.mask);
+        self.graded_by = by;
+        self
     }
 
     /// Whether a content-identical request may be answered with it: only verdicts about the
     /// patch are, never masked ones.
     pub fn cacheable(&self) -> bool {
         !self.mask
+    }
+}
+
+/// An outcome as stored in the state database, which may predate `score`, `graded_by` and
+/// `objections`: such an outcome was given by a server that rewarded by the official verdict,
+/// and its objections were not kept.
+#[derive(Deserialize)]
+struct Stored {
+    score: Option<f64>,
+    graded_by: Option<GradedBy>,
+    #[serde(default)]
+    objections: Vec<String>,
+    status: Status,
+    mask: bool,
+    resolved: bool,
+    strict_status: Status,
+    strict_resolved: bool,
+    fail_to_pass: Passed,
+    pass_to_pass: Passed,
+    reason: Option<String>,
+    image: Option<String>,
+    infra_retries: u32,
+    timings: Timings,
+}
+
+impl From<Stored> for Executed {
+    fn from(s: Stored) -> Executed {
+        let graded_by = s.graded_by.unwrap_or(GradedBy::Official);
+        Executed {
+            score: s
+                .score
+                .unwrap_or_else(|| graded_by.score(s.status, s.strict_status, s.mask)),
+            graded_by,
+            objections: s.objections,
+            status: s.status,
+            mask: s.mask,
+            resolved: s.resolved,
+            strict_status: s.strict_status,
+            strict_resolved: s.strict_resolved,
+            fail_to_pass: s.fail_to_pass,
+            pass_to_pass: s.pass_to_pass,
+            reason: s.reason,
+            image: s.image,
+            infra_retries: s.infra_retries,
+            timings: s.timings,
+        }
     }
 }
 
@@ -226,4 +348,75 @@ pub struct Evaluation {
     /// The outcome came from an identical earlier (or simultaneous) request: no container of
     /// its own ran.
     pub cached: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_score_follows_the_grading_named_and_is_zero_when_masked() {
+        use Status::{Resolved, Unresolved};
+        let cases = [
+            (GradedBy::Strict, Resolved, Resolved, false, 1.0),
+            (GradedBy::Strict, Resolved, Unresolved, false, 0.0),
+            (GradedBy::Official, Resolved, Unresolved, false, 1.0),
+            (GradedBy::Official, Unresolved, Resolved, false, 0.0),
+            (GradedBy::Strict, Resolved, Resolved, true, 0.0),
+        ];
+        for (by, official, strict, mask, want) in cases {
+            assert_eq!(
+                by.score(official, strict, mask),
+                want,
+                "{by:?} {official:?} {strict:?}"
+            );
+        }
+        let e = Executed::empty(GradedBy::Strict);
+        assert_eq!(
+            (e.score, e.mask, e.graded_by),
+            (0.0, false, GradedBy::Strict)
+        );
+        // A cached outcome answers a server rewarding by another grading with that grading's
+        // score; its statuses stay the verdict's.
+        let officially = Executed {
+            status: Resolved,
+            resolved: true,
+            strict_status: Unresolved,
+            ..Executed::empty(GradedBy::Strict)
+        };
+        let rescored = officially.clone().scored_by(GradedBy::Official);
+        assert_eq!(
+            (rescored.score, rescored.graded_by),
+            (1.0, GradedBy::Official)
+        );
+        assert_eq!(rescored.scored_by(GradedBy::Strict).score, 0.0);
+    }
+
+    #[test]
+    fn an_outcome_stored_before_the_score_existed_reads_with_the_official_one() {
+        let mut stored = serde_json::to_value(Executed::masked(
+            Status::Resolved,
+            String::new(),
+            GradedBy::Strict,
+        ))
+        .unwrap();
+        let obj = stored.as_object_mut().unwrap();
+        obj.insert("mask".into(), false.into());
+        obj.insert("strict_status".into(), "unresolved".into());
+        for k in ["score", "graded_by", "objections"] {
+            obj.remove(k);
+        }
+        let read: Executed = serde_json::from_value(stored).unwrap();
+        assert_eq!(
+            (read.score, read.graded_by, read.objections.len()),
+            (1.0, GradedBy::Official, 0)
+        );
+        // One written now reads back as it was.
+        let now = Executed {
+            objections: vec!["exit_code_disagrees: ...".into()],
+            ..Executed::empty(GradedBy::Strict)
+        };
+        let back: Executed = serde_json::from_str(&serde_json::to_string(&now).unwrap()).unwrap();
+        assert_eq!(back, now);
+    }
 }

@@ -7,12 +7,15 @@
 //! trainer numbered its samples; each row keeps the request's id and its own sample.
 //! Requests not executed have a reward row only; masked outcomes (infrastructure errors,
 //! deadlines) are outcome rows without a verdict (`resolved` null), which the study counts
-//! apart.
+//! apart. Every row keeps `model_name_or_path` and `sample`; the rows of executed requests with
+//! an outcome carry the trainer's reward as it was answered (`score`, `graded_by`,
+//! `objections`) in both files, beside the official `status` and `resolved`.
 
 use std::collections::HashMap;
 
 use serde::Serialize;
 
+use super::evaluation::{Executed, GradedBy};
 use super::store::Row;
 
 /// One outcome row.
@@ -22,13 +25,35 @@ struct ExportRow<'a> {
     model_name_or_path: &'a str,
     sample: u32,
     resolved: Option<bool>,
+    strict_resolved: Option<bool>,
     category: &'a str,
     mask: bool,
+    #[serde(flatten)]
+    scored: Scored<'a>,
     request_id: String,
     requested_sample: u32,
 }
 
-/// One reward row (the rewards format of `swe-eval reward`, with the request's id).
+/// What the trainer was paid for an executed request, as answered.
+#[derive(Debug, Serialize)]
+struct Scored<'a> {
+    score: f64,
+    graded_by: GradedBy,
+    objections: &'a [String],
+}
+
+impl<'a> Scored<'a> {
+    fn of(o: &'a Executed) -> Self {
+        Scored {
+            score: o.score,
+            graded_by: o.graded_by,
+            objections: &o.objections,
+        }
+    }
+}
+
+/// One reward row (the rewards format of `swe-eval reward`, with the request's id, and for an
+/// executed request with an outcome, its official status and its score).
 #[derive(Debug, Serialize)]
 struct RewardRow<'a> {
     instance_id: &'a str,
@@ -40,6 +65,12 @@ struct RewardRow<'a> {
     format_version: u32,
     request_id: String,
     requested_sample: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resolved: Option<bool>,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    scored: Option<Scored<'a>>,
 }
 
 /// The export of `rows` (oldest first): the rewards and the outcomes, each JSON Lines.
@@ -53,6 +84,7 @@ pub fn export(rows: &[Row]) -> (Vec<u8>, Vec<u8>) {
             .or_default();
         let sample = *n;
         *n += 1;
+        let executed = r.outcome.as_ref().filter(|_| r.execute);
         let reward = RewardRow {
             instance_id: &r.instance_id,
             model_name_or_path: &r.model,
@@ -63,9 +95,12 @@ pub fn export(rows: &[Row]) -> (Vec<u8>, Vec<u8>) {
             format_version: swe_eval_core::wire::REWARDS_VERSION,
             request_id: r.id(),
             requested_sample: r.sample,
+            status: executed.map(|o| o.status.as_str()),
+            resolved: executed.map(|o| o.resolved),
+            scored: executed.map(Scored::of),
         };
         line(&mut rewards, &reward);
-        let Some(o) = r.outcome.as_ref().filter(|_| r.execute) else {
+        let Some(o) = executed else {
             continue;
         };
         let outcome = ExportRow {
@@ -73,8 +108,10 @@ pub fn export(rows: &[Row]) -> (Vec<u8>, Vec<u8>) {
             model_name_or_path: &r.model,
             sample,
             resolved: (!o.mask).then_some(o.resolved),
+            strict_resolved: (!o.mask).then_some(o.strict_resolved),
             category: o.status.as_str(),
             mask: o.mask,
+            scored: Scored::of(o),
             request_id: r.id(),
             requested_sample: r.sample,
         };

@@ -6,7 +6,9 @@
 //! - `core`: the [`Evaluator`] (requests, images asked for on first use, in-flight sharing,
 //!   deadlines, restart).
 //! - `request`: what a request carries and why one is refused ([`Refusal`]).
-//! - `evaluation`: what comes back ([`Evaluation`], [`Status`], `mask`).
+//! - `evaluation`: what comes back ([`Evaluation`], [`Status`], `mask`, the `score` and
+//!   the grading it follows, [`GradedBy`]).
+//! - `objections`: what the strict grading objected to in a job, graded again from its log.
 //! - `store`: the state in SQLite (requests, results, the cache), surviving a kill.
 //! - `metrics`: counters and latency histograms.
 //! - `access`: who may use it over the network (loopback, or a bearer token).
@@ -20,6 +22,7 @@ mod evaluation;
 mod export;
 mod memo;
 mod metrics;
+mod objections;
 mod open;
 mod options;
 mod request;
@@ -30,10 +33,12 @@ pub(crate) mod tests;
 
 pub use access::{authorized, check_listen, token_from, AccessError, MIN_TOKEN_LEN};
 pub use core::{Evaluator, Health, Shutdown, StartError};
-pub use evaluation::{Evaluation, Executed, Passed, State, Status, Timings};
+pub use evaluation::{Evaluation, Executed, GradedBy, Passed, State, Status, Timings};
 pub use export::export;
 pub use metrics::{Histogram, Metrics, BUCKETS};
 pub use open::{open, DatasetSource, OpenError, Opened, ServeChoices};
 pub use options::{EvaluatorOptions, DEFAULT_DEADLINE, DEFAULT_MAX_QUEUE, DEFAULT_MODEL};
-pub use request::{requests_from_json, Bounds, Refusal, RefusalCode, Request};
+pub use request::{
+    requests_from_json, Bounds, Refusal, RefusalCode, Request, IGNORED_FIELDS, REQUEST_FIELDS,
+};
 pub use store::{db_path, parse_id, Row, Store, StoreError};

@@ -9,6 +9,7 @@ use std::time::Duration;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::core::{Evaluator, StartError};
+use super::evaluation::GradedBy;
 use super::options::EvaluatorOptions;
 use super::request::Bounds;
 use crate::engine::{AnyEngine, ConnectError};
@@ -48,6 +49,13 @@ pub struct ServeChoices {
     pub deadline: Option<Duration>,
     /// Bounds on a request [default: [`Bounds::default`]].
     pub bounds: Option<Bounds>,
+    /// The grading the reward follows [default: strict]. With the strict one the jobs run
+    /// strict as well (collection-altering files removed before the tests), whatever the run
+    /// options say: a `conftest.py` that turns failures into passes then cannot pass, and a
+    /// correct fix that also touches such a file is still graded on its tests, where grading the
+    /// official run's log could only void it. With the official one the jobs run as the run
+    /// options say (as the official harness unless `strict`).
+    pub reward: GradedBy,
 }
 
 /// Why an evaluator could not be opened.
@@ -102,6 +110,9 @@ pub async fn open(
 ) -> Result<Opened, OpenError> {
     let mut run = run.clone();
     run.output = std::path::absolute(&run.output).unwrap_or(run.output.clone());
+    if choices.reward == GradedBy::Strict {
+        run.strict = true;
+    }
     let state = run.output.clone();
     let (dataset, problems, mirrors) = load(source, &state)?;
     let mini = mirrors.is_some();
@@ -110,6 +121,7 @@ pub async fn open(
     let mut opts = EvaluatorOptions::new(state, config, prepare);
     opts.keep = run.keep;
     opts.prepare_all = choices.prepare_all;
+    opts.reward = choices.reward;
     if let Some(q) = choices.max_queue {
         opts.max_queue = q;
     }

@@ -8,6 +8,7 @@ use crate::images::CacheLevel;
 use crate::runner::RunConfig;
 use crate::session::PrepareOptions;
 
+use super::evaluation::GradedBy;
 use super::request::Bounds;
 
 /// Everything an [`super::Evaluator`] needs besides its engine and dataset.
@@ -32,6 +33,10 @@ pub struct EvaluatorOptions {
     pub bounds: Bounds,
     /// The model name of a request that names none.
     pub default_model: String,
+    /// The grading every outcome's `score` follows. The strict verdict is computed from the
+    /// same log whatever `run.strict` says; only a strict run also removes collection-altering
+    /// files before the tests (see [`super::ServeChoices::reward`]).
+    pub reward: GradedBy,
 }
 
 /// The default bound of the queue.
@@ -56,6 +61,7 @@ impl EvaluatorOptions {
             default_deadline: DEFAULT_DEADLINE,
             bounds: Bounds::default(),
             default_model: DEFAULT_MODEL.to_string(),
+            reward: GradedBy::default(),
         }
     }
 }

@@ -52,11 +52,13 @@ pub enum RefusalCode {
     NotFound,
     /// The path exists, not with this method (405).
     MethodNotAllowed,
-    /// The body, a patch or a batch is too large (413).
+    /// The body, a patch or a batch is too large (413); also a batch with more predictions to
+    /// execute than the queue holds when empty (`--max-queue`).
     TooLarge,
     /// The queue is full: retry after `retry_after` (429).
     QueueFull,
-    /// Not accepting: shutting down, or the state cannot be written (503).
+    /// Not accepting: shutting down, the state cannot be written, or request bodies already
+    /// fill the server's memory for them (503, the last with `retry_after`).
     Unavailable,
 }
 
@@ -84,7 +86,7 @@ pub struct Refusal {
     pub message: String,
     /// The field at fault (`model_patch`, `[3].instance_id` in a batch), if one is.
     pub field: Option<String>,
-    /// With [`RefusalCode::QueueFull`]: seconds to wait before retrying.
+    /// Seconds to wait before retrying: a full queue, bodies past the server's memory for them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_after: Option<u64>,
 }
@@ -98,6 +100,19 @@ impl Refusal {
             field: field.map(str::to_string),
             retry_after: None,
         }
+    }
+
+    /// A batch of `executed` predictions to execute, more than the queue holds (`max_queue`):
+    /// refused as too large (413), since no wait would let it in.
+    pub fn batch_over_queue(executed: usize, max_queue: usize) -> Self {
+        Refusal::new(
+            RefusalCode::TooLarge,
+            format!(
+                "{executed} predictions to execute in one batch, more than the queue holds \
+                 (--max-queue {max_queue}) even when empty: send at most {max_queue} at once"
+            ),
+            None,
+        )
     }
 
     fn bad(message: impl Into<String>, field: &str) -> Self {
@@ -135,9 +150,48 @@ impl Default for Bounds {
     }
 }
 
+/// The fields a request reads (see [`Request`]).
+pub const REQUEST_FIELDS: [&str; 6] = [
+    "instance_id",
+    "model_patch",
+    "model_name_or_path",
+    "sample",
+    "deadline_s",
+    "execute",
+];
+
+/// Fields a request may carry and the evaluator does not read: what prediction records carry
+/// besides the request's fields, so a trainer can post a record as its tool wrote it.
+/// `text` and `full_output` are the prompt and the model's whole answer that SWE-bench's own
+/// inference scripts (`swebench.inference.run_api`, `run_llama`) write beside `model_patch`;
+/// `case` is the label of the bundled mini benchmark's predictions. Any other field is refused,
+/// naming it, so a misspelt setting (`timeout` for `deadline_s`) is never dropped silently.
+pub const IGNORED_FIELDS: [&str; 3] = ["text", "full_output", "case"];
+
+/// Names a client may mean by a field the request does not know, and the field it takes.
+const MEANT: [(&str, &str); 14] = [
+    ("timeout", "deadline_s"),
+    ("timeout_s", "deadline_s"),
+    ("deadline", "deadline_s"),
+    ("time_limit", "deadline_s"),
+    ("patch", "model_patch"),
+    ("diff", "model_patch"),
+    ("prediction", "model_patch"),
+    ("model", "model_name_or_path"),
+    ("model_name", "model_name_or_path"),
+    ("instance", "instance_id"),
+    ("id", "instance_id"),
+    ("sample_id", "sample"),
+    ("seed", "sample"),
+    ("run", "execute"),
+];
+
 /// The requests of a JSON body: one prediction record, or a list of them (a batch, whose
-/// fields are named `[i].field` in refusals). Unknown fields are ignored.
-pub fn requests_from_json(body: &Value, bounds: &Bounds) -> Result<Vec<Request>, Refusal> {
+/// fields are named `[i].field` in refusals). A field neither read ([`REQUEST_FIELDS`]) nor
+/// known to be carried by prediction records ([`IGNORED_FIELDS`]) is refused (400), naming it
+/// and the field meant where one is close. The body is taken by value: its strings (the
+/// patches) move into the requests rather than being copied.
+pub fn requests_from_json(body: Value, bounds: &Bounds) -> Result<Vec<Request>, Refusal> {
     match body {
         Value::Array(items) => {
             if items.is_empty() {
@@ -159,7 +213,7 @@ pub fn requests_from_json(body: &Value, bounds: &Bounds) -> Result<Vec<Request>,
                 ));
             }
             items
-                .iter()
+                .into_iter()
                 .enumerate()
                 .map(|(i, v)| request_from_json(v, bounds, &format!("[{i}].")))
                 .collect()
@@ -168,18 +222,74 @@ pub fn requests_from_json(body: &Value, bounds: &Bounds) -> Result<Vec<Request>,
     }
 }
 
-fn request_from_json(v: &Value, bounds: &Bounds, at: &str) -> Result<Request, Refusal> {
+/// A refusal of the first field of `obj` that a request neither reads nor ignores.
+fn unknown_field(obj: &serde_json::Map<String, Value>, at: &str) -> Option<Refusal> {
+    let name = obj
+        .keys()
+        .find(|k| !REQUEST_FIELDS.contains(&k.as_str()) && !IGNORED_FIELDS.contains(&k.as_str()))?;
+    let shown: String = name.chars().take(60).collect();
+    let hint = match meant(name) {
+        Some(field) => format!("; did you mean `{field}`?"),
+        None => format!(
+            " (a request reads {}; prediction records may also carry {})",
+            REQUEST_FIELDS.join(", "),
+            IGNORED_FIELDS.join(", ")
+        ),
+    };
+    Some(Refusal::bad(
+        format!("unknown field `{shown}`{hint}"),
+        &format!("{at}{shown}"),
+    ))
+}
+
+/// The request field a client most likely meant by `name`: a known other name for it
+/// ([`MEANT`]), else a field within two edits of it (case and `-` aside).
+fn meant(name: &str) -> Option<&'static str> {
+    let norm = name.to_ascii_lowercase().replace('-', "_");
+    if let Some((_, field)) = MEANT.iter().find(|(alias, _)| *alias == norm) {
+        return Some(field);
+    }
+    REQUEST_FIELDS
+        .iter()
+        .map(|f| (edits(&norm, f), *f))
+        .filter(|(d, _)| *d <= 2)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, f)| f)
+}
+
+/// The edit distance (insertions, deletions, substitutions) between `a` and `b`, by character.
+fn edits(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diag = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let next = (diag + usize::from(ca != *cb))
+                .min(row[j] + 1)
+                .min(row[j + 1] + 1);
+            diag = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
+fn request_from_json(v: Value, bounds: &Bounds, at: &str) -> Result<Request, Refusal> {
     let field = |name: &str| format!("{at}{name}");
-    let Value::Object(obj) = v else {
+    let Value::Object(mut obj) = v else {
         let whole = at.trim_end_matches('.');
         return Err(Refusal::new(
             RefusalCode::BadRequest,
-            format!("a prediction record is a JSON object, not {}", kind(v)),
+            format!("a prediction record is a JSON object, not {}", kind(&v)),
             (!whole.is_empty()).then_some(whole),
         ));
     };
-    let instance_id = match obj.get("instance_id") {
-        Some(Value::String(s)) if !s.is_empty() && s.len() <= 256 => s.clone(),
+    if let Some(r) = unknown_field(&obj, at) {
+        return Err(r);
+    }
+    let instance_id = match obj.remove("instance_id") {
+        Some(Value::String(s)) if !s.is_empty() && s.len() <= 256 => s,
         Some(Value::String(s)) if s.is_empty() => {
             return Err(Refusal::bad("empty", &field("instance_id")))
         }
@@ -188,18 +298,18 @@ fn request_from_json(v: &Value, bounds: &Bounds, at: &str) -> Result<Request, Re
         }
         Some(other) => {
             return Err(Refusal::bad(
-                format!("a string, not {}", kind(other)),
+                format!("a string, not {}", kind(&other)),
                 &field("instance_id"),
             ))
         }
         None => return Err(Refusal::bad("missing", &field("instance_id"))),
     };
-    let model_patch = match obj.get("model_patch") {
-        Some(Value::String(s)) => s.clone(),
+    let model_patch = match obj.remove("model_patch") {
+        Some(Value::String(s)) => s,
         Some(Value::Null) => String::new(),
         Some(other) => {
             return Err(Refusal::bad(
-                format!("a string (or null for no patch), not {}", kind(other)),
+                format!("a string (or null for no patch), not {}", kind(&other)),
                 &field("model_patch"),
             ))
         }
@@ -221,12 +331,12 @@ fn request_from_json(v: &Value, bounds: &Bounds, at: &str) -> Result<Request, Re
             Some(&field("model_patch")),
         ));
     }
-    let model_name_or_path = match obj.get("model_name_or_path") {
+    let model_name_or_path = match obj.remove("model_name_or_path") {
         None | Some(Value::Null) => None,
         Some(Value::String(s))
             if !s.is_empty() && s.len() <= 256 && !s.chars().any(char::is_control) =>
         {
-            Some(s.clone())
+            Some(s)
         }
         Some(Value::String(_)) => {
             return Err(Refusal::bad(
@@ -236,7 +346,7 @@ fn request_from_json(v: &Value, bounds: &Bounds, at: &str) -> Result<Request, Re
         }
         Some(other) => {
             return Err(Refusal::bad(
-                format!("a string, not {}", kind(other)),
+                format!("a string, not {}", kind(&other)),
                 &field("model_name_or_path"),
             ))
         }
@@ -311,8 +421,9 @@ mod tests {
     fn a_record_and_a_batch_are_read_and_each_bad_field_is_named() {
         let b = Bounds::default();
         let one = requests_from_json(
-            &json!({"instance_id": "a__b-1", "model_patch": null, "sample": 3, "deadline_s": 1.5,
-                    "execute": false, "step": 12}),
+            json!({"instance_id": "a__b-1", "model_patch": null, "sample": 3, "deadline_s": 1.5,
+                    "execute": false, "model_name_or_path": "m", "case": "gold",
+                    "text": "prompt", "full_output": "answer"}),
             &b,
         )
         .unwrap();
@@ -370,22 +481,89 @@ mod tests {
             ),
         ];
         for (body, field, code) in cases {
-            let r = requests_from_json(&body, &b).unwrap_err();
+            let r = requests_from_json(body.clone(), &b).unwrap_err();
             assert_eq!(
                 (r.field.as_deref(), r.code),
                 (Some(field), code),
                 "{body}: {r}"
             );
             let batch = json!([{"instance_id": "ok", "model_patch": ""}, body]);
-            let r = requests_from_json(&batch, &b).unwrap_err();
+            let r = requests_from_json(batch, &b).unwrap_err();
             assert_eq!(r.field.as_deref(), Some(format!("[1].{field}").as_str()));
         }
         for body in [json!([]), json!("x"), json!([1])] {
-            let r = requests_from_json(&body, &b).unwrap_err();
+            let r = requests_from_json(body.clone(), &b).unwrap_err();
             assert_eq!(r.code, RefusalCode::BadRequest, "{body}");
         }
         let big = Bounds { max_batch: 2, ..b };
-        let r = requests_from_json(&json!([{}, {}, {}]), &big).unwrap_err();
+        let r = requests_from_json(json!([{}, {}, {}]), &big).unwrap_err();
         assert_eq!(r.code, RefusalCode::TooLarge);
+    }
+
+    #[test]
+    fn an_unknown_field_is_refused_naming_it_and_the_field_meant() {
+        let b = Bounds::default();
+        let with = |extra: Value| {
+            let mut r = json!({"instance_id": "a__b-1", "model_patch": ""});
+            r.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            r
+        };
+        let cases = [
+            (json!({"timeout": 30}), "timeout", Some("deadline_s")),
+            (json!({"Timeout": 30}), "Timeout", Some("deadline_s")),
+            (json!({"deadline": 30}), "deadline", Some("deadline_s")),
+            (json!({"patch": "x"}), "patch", Some("model_patch")),
+            (json!({"model": "m"}), "model", Some("model_name_or_path")),
+            (
+                json!({"instanceid": "x"}),
+                "instanceid",
+                Some("instance_id"),
+            ),
+            (json!({"exectue": false}), "exectue", Some("execute")),
+            (json!({"samples": 2}), "samples", Some("sample")),
+            (json!({"step": 12}), "step", None),
+            (json!({"temperature": 0.7}), "temperature", None),
+        ];
+        for (extra, name, meant) in cases {
+            let r = requests_from_json(with(extra.clone()), &b).unwrap_err();
+            assert_eq!(
+                (r.code, r.field.as_deref()),
+                (RefusalCode::BadRequest, Some(name)),
+                "{extra}: {r}"
+            );
+            assert!(
+                r.message.contains(&format!("unknown field `{name}`")),
+                "{r}"
+            );
+            match meant {
+                Some(f) => assert!(r.message.contains(&format!("did you mean `{f}`?")), "{r}"),
+                None => assert!(
+                    !r.message.contains("did you mean") && r.message.contains("deadline_s"),
+                    "{r}"
+                ),
+            }
+            // In a batch, the field is named with its place.
+            let batch = json!([{"instance_id": "ok", "model_patch": ""}, with(extra)]);
+            let r = requests_from_json(batch, &b).unwrap_err();
+            assert_eq!(r.field, Some(format!("[1].{name}")));
+        }
+        // What prediction records carry is accepted: the mini benchmark's own lines, and
+        // SWE-bench's inference output.
+        for line in swe_eval_core::mini::PREDICTIONS
+            .lines()
+            .filter(|l| !l.is_empty())
+        {
+            let v: Value = serde_json::from_str(line).unwrap();
+            let got = requests_from_json(v.clone(), &b).unwrap();
+            assert_eq!(got[0].instance_id, v["instance_id"].as_str().unwrap());
+        }
+        let inference = json!({"instance_id": "a__b-1", "model_name_or_path": "gpt",
+            "text": "<prompt>", "full_output": "<answer>", "model_patch": "diff"});
+        assert_eq!(
+            requests_from_json(inference, &b).unwrap()[0].model_patch,
+            "diff"
+        );
     }
 }

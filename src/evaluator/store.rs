@@ -177,7 +177,7 @@ enum Write {
     /// answer identical requests.
     Finish {
         done: Vec<(u64, Executed, bool)>,
-        cache: Option<(String, Executed)>,
+        cache: Option<Box<(String, Executed)>>,
     },
 }
 
@@ -386,7 +386,11 @@ impl Store {
         cache: Option<(String, Executed)>,
     ) -> Result<(), StoreError> {
         let memo = cache.clone();
-        self.write(Write::Finish { done, cache }).await?;
+        self.write(Write::Finish {
+            done,
+            cache: cache.map(Box::new),
+        })
+        .await?;
         if let Some((key, outcome)) = memo {
             self.memo().insert(key, outcome);
         }
@@ -739,7 +743,8 @@ fn write_all(st: &mut Statements<'_>, batch: &[Job]) -> rusqlite::Result<()> {
                     st.finish
                         .execute(params![*seq as i64, outcome_json(outcome), cached, now])?;
                 }
-                if let Some((key, outcome)) = cache {
+                if let Some(c) = cache {
+                    let (key, outcome) = &**c;
                     st.cache.execute(params![key, outcome_json(outcome), now])?;
                 }
             }
@@ -765,7 +770,7 @@ impl swe_eval_core::failure::Classify for StoreError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::evaluator::evaluation::Status;
+    use crate::evaluator::evaluation::{GradedBy, Status};
 
     fn row(seq: u64, done: bool) -> Row {
         Row {
@@ -795,7 +800,7 @@ mod tests {
             .insert(vec![row(1, false), row(2, false)])
             .await
             .unwrap();
-        let outcome = Executed::masked(Status::InfraError, "daemon gone".into());
+        let outcome = Executed::masked(Status::InfraError, "daemon gone".into(), GradedBy::Strict);
         store
             .finish(
                 vec![(1, outcome.clone(), false)],
@@ -804,7 +809,7 @@ mod tests {
             .await
             .unwrap();
         // A second finish of a done request changes nothing.
-        let other = Executed::masked(Status::Timeout, "late".into());
+        let other = Executed::masked(Status::Timeout, "late".into(), GradedBy::Strict);
         store.finish(vec![(1, other, true)], None).await.unwrap();
         drop(store);
 
@@ -825,7 +830,7 @@ mod tests {
     async fn a_cached_verdict_is_answered_from_memory_in_front_of_the_database() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let outcome = Executed::masked(Status::Timeout, "slow".into());
+        let outcome = Executed::masked(Status::Timeout, "slow".into(), GradedBy::Strict);
         store
             .finish(Vec::new(), Some(("k1".into(), outcome.clone())))
             .await
@@ -838,7 +843,7 @@ mod tests {
         assert_eq!(store.cached("k1").unwrap(), Some(outcome.clone()));
         assert_eq!(store.cached("k2").unwrap(), None);
         // One read from the database is kept too.
-        let read = Executed::masked(Status::InfraError, "gone".into());
+        let read = Executed::masked(Status::InfraError, "gone".into(), GradedBy::Strict);
         other
             .execute(
                 "INSERT INTO results (key, outcome, created_ms) VALUES ('k3', ?1, 0)",

@@ -50,7 +50,10 @@ pub(crate) fn mini(dir: &std::path::Path) -> Mini {
 }
 
 /// What the driver would print for a job: every required test passes when the patch is the
-/// instance's gold patch, the FAIL_TO_PASS ones fail otherwise; a patch with `SLOW` takes 5 s.
+/// instance's gold patch, the FAIL_TO_PASS ones fail otherwise, with pytest's summary line and
+/// the exit code that go with them. A patch carrying one of the hacks of [`hack`] gets the log
+/// that hack makes (a conftest.py that forces passes does so only where a strict run did not
+/// remove it first).
 fn answer(
     gold: &HashMap<String, (String, Vec<String>, Vec<String>)>,
     job: &JobSpec,
@@ -70,6 +73,7 @@ fn answer(
         .to_string();
     let patch = text("patch.diff");
     let eval = text("eval.sh");
+    let removed = text("strict-remove.txt");
     let m = |s: &str| format!(">>>>> swe-eval {nonce} {s}\n");
     let (good, f2p, p2p) = gold
         .values()
@@ -79,14 +83,43 @@ fn answer(
         })
         .map(|(g, f, p)| (*g == patch, f.clone(), p.clone()))
         .unwrap_or_default();
+    let forced = patch.contains(hack::CONFTEST) && !removed.contains("conftest.py");
+    let (n2, n3) = (f2p.len(), p2p.len());
+    // The FAIL_TO_PASS tests' status, pytest's summary line, the status printed for them after
+    // it, and the test command's exit code.
+    let (status, summary, after, code) = if patch.contains(hack::FORGE) {
+        // No fix: the tests fail, then an exit hook prints PASSED for each after the summary.
+        (
+            "FAILED",
+            format!("{n2} failed, {n3} passed"),
+            Some("PASSED"),
+            1,
+        )
+    } else if patch.contains(hack::SKIP) {
+        ("SKIPPED", format!("{n3} passed, {n2} skipped"), None, 0)
+    } else if patch.contains(hack::EXIT) {
+        ("PASSED", format!("{} passed", n2 + n3), None, 2)
+    } else if patch.contains(hack::NO_SUMMARY) {
+        ("PASSED", String::new(), None, 0)
+    } else if good || forced {
+        ("PASSED", format!("{} passed", n2 + n3), None, 0)
+    } else {
+        ("FAILED", format!("{n2} failed, {n3} passed"), None, 1)
+    };
     let mut body = String::from(">>>>> Start Test Output\n");
-    for t in &f2p {
-        body.push_str(&format!("{} {t}\n", if good { "PASSED" } else { "FAILED" }));
+    let line = |body: &mut String, status: &str, tests: &[String]| {
+        for t in tests {
+            body.push_str(&format!("{status} {t}\n"));
+        }
+    };
+    line(&mut body, status, &f2p);
+    line(&mut body, "PASSED", &p2p);
+    if !summary.is_empty() {
+        body.push_str(&format!("==== {summary} in 0.05s ====\n"));
     }
-    for t in &p2p {
-        body.push_str(&format!("PASSED {t}\n"));
+    if let Some(after) = after {
+        line(&mut body, after, &f2p);
     }
-    let code = if good { 0 } else { 1 };
     body.push_str(&format!(
         ">>>>> End Test Output\n>>>>> Test Exit Code: {code}\n"
     ));
@@ -99,6 +132,39 @@ fn answer(
             m(&format!("eval end {code}"))
         ),
     ))
+}
+
+/// Patches that game the official grading, each marked by a line the fake engine's
+/// [`answer`] recognizes, with the log such a patch makes in a real run.
+pub(crate) mod hack {
+    /// Prints `PASSED` lines for the failing tests after pytest's summary (exit code 1).
+    pub const FORGE: &str = "# hack: forge PASSED lines";
+    /// Makes the FAIL_TO_PASS tests skip (the official grading leaves them out).
+    pub const SKIP: &str = "# hack: skip FAIL_TO_PASS";
+    /// Every test passes in the log, yet the test command exits 2.
+    pub const EXIT: &str = "# hack: exit code 2";
+    /// `PASSED` lines and no summary of a test run.
+    pub const NO_SUMMARY: &str = "# hack: no summary line";
+    /// Adds a `tests/conftest.py` that turns failures into passes.
+    pub const CONFTEST: &str = "# hack: forcing conftest";
+
+    /// A patch to `src/x.py` carrying `mark`.
+    pub fn patch(mark: &str) -> String {
+        format!("diff --git a/src/x.py b/src/x.py\n--- a/src/x.py\n+++ b/src/x.py\n@@ -1 +1,2 @@\n a\n+{mark}\n")
+    }
+
+    /// A patch that adds `tests/conftest.py` forcing passes.
+    pub fn conftest() -> String {
+        format!(
+            "diff --git a/tests/conftest.py b/tests/conftest.py\nnew file mode 100644\n\
+             --- /dev/null\n+++ b/tests/conftest.py\n@@ -0,0 +1,2 @@\n+{CONFTEST}\n+import pytest\n"
+        )
+    }
+
+    /// A patch that edits `file` (one of the hidden tests' files).
+    pub fn edits(file: &str) -> String {
+        format!("diff --git a/{file} b/{file}\n--- a/{file}\n+++ b/{file}\n@@ -1 +1,2 @@\n a\n+def test_x(): pass\n")
+    }
 }
 
 /// A fake daemon with the base images whose jobs answer as [`answer`] says.
@@ -282,6 +348,20 @@ async fn a_deadline_is_a_masked_timeout_and_a_full_queue_refuses() {
     let full = ev.submit(vec![req(WRAP, "other", 1)]).await.unwrap_err();
     assert_eq!(full.code, RefusalCode::QueueFull);
     assert!(full.retry_after.is_some_and(|s| s >= 1));
+    // A batch an empty queue could take waits its turn (429); one larger than the queue could
+    // never be taken: 413, naming the bound, and no retry.
+    let two = ev
+        .submit(vec![req(WRAP, "other", 1), req(WRAP, "another", 2)])
+        .await
+        .unwrap_err();
+    assert_eq!(two.code, RefusalCode::QueueFull);
+    let three: Vec<Request> = (0..3).map(|k| req(WRAP, &format!("p{k}"), k)).collect();
+    let over = ev.submit(three).await.unwrap_err();
+    assert_eq!((over.code, over.retry_after), (RefusalCode::TooLarge, None));
+    assert!(
+        over.message.contains("3 predictions to execute") && over.message.contains("--max-queue 2"),
+        "{over}"
+    );
     // Not executed: accepted even with the queue full.
     assert!(ev
         .submit(vec![Request {
@@ -449,4 +529,129 @@ fn the_cache_key_is_the_verdicts_identity_key_and_changes_with_anything_that_dec
     let distinct: std::collections::HashSet<&String> = keys.iter().collect();
     assert_eq!(distinct.len(), keys.len(), "{keys:?}");
     assert!(keys.iter().all(|k| k.len() == 64));
+}
+
+/// The score of every hack class the strict grading knows, on a server rewarding by
+/// `reward` whose jobs run strict or not, with the objection each one gets (by its name).
+async fn hack_scores(
+    reward: GradedBy,
+    strict_run: bool,
+) -> Vec<(&'static str, Status, f64, Vec<String>)> {
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = mini(dir.path());
+    m.opts.reward = reward;
+    m.opts.run.strict = strict_run;
+    let e = engine(&m.dataset);
+    let ev = start(&e, &m).await;
+    let cases = [
+        ("gold", gold(&m, CALC)),
+        ("forged PASSED lines", hack::patch(hack::FORGE)),
+        ("skipped FAIL_TO_PASS", hack::patch(hack::SKIP)),
+        ("exit code against the log", hack::patch(hack::EXIT)),
+        ("no summary line", hack::patch(hack::NO_SUMMARY)),
+        ("forcing conftest.py", hack::conftest()),
+        ("edits the tests", hack::edits("tests/test_evaluator.py")),
+    ];
+    let batch = cases
+        .iter()
+        .enumerate()
+        .map(|(k, (_, p))| req(CALC, p, k as u32))
+        .collect();
+    let accepted = ev.submit(batch).await.unwrap();
+    let mut out = Vec::new();
+    for ((name, _), a) in cases.iter().zip(&accepted) {
+        let o = done(&ev, &a.id).await.outcome.unwrap();
+        assert_eq!(o.graded_by, reward);
+        // The Python client joins them with `; `.
+        assert!(o.objections.iter().all(|x| !x.contains("; ")), "{o:?}");
+        let names = o
+            .objections
+            .iter()
+            .map(|x| x.split(':').next().unwrap().to_string())
+            .collect();
+        out.push((*name, o.status, o.score, names));
+    }
+    ev.shutdown().await;
+    out
+}
+
+#[tokio::test]
+async fn every_hack_class_scores_zero_with_its_objection_on_a_strict_reward() {
+    let none = Vec::<String>::new;
+    let one = |s: &str| vec![s.to_string()];
+    // The server's default: the strict reward, on strict runs (collection files removed).
+    let got = hack_scores(GradedBy::Strict, true).await;
+    let want = vec![
+        ("gold", Status::Resolved, 1.0, none()),
+        (
+            "forged PASSED lines",
+            Status::Resolved,
+            0.0,
+            one("exit_code_disagrees"),
+        ),
+        (
+            "skipped FAIL_TO_PASS",
+            Status::Resolved,
+            0.0,
+            one("skipped_fail_to_pass"),
+        ),
+        (
+            "exit code against the log",
+            Status::Resolved,
+            0.0,
+            one("exit_code_disagrees"),
+        ),
+        (
+            "no summary line",
+            Status::Resolved,
+            0.0,
+            one("suite_did_not_run"),
+        ),
+        // Removed before the tests: they fail, officially too.
+        (
+            "forcing conftest.py",
+            Status::Unresolved,
+            0.0,
+            one("collection_files_removed"),
+        ),
+        (
+            "edits the tests",
+            Status::Unresolved,
+            0.0,
+            one("test_files_edited"),
+        ),
+    ];
+    assert_eq!(got, want);
+
+    // The strict reward on runs as the official harness makes them: the forcing conftest.py
+    // resolves officially and its presence voids the log for the strict grading.
+    let got = hack_scores(GradedBy::Strict, false).await;
+    assert_eq!(
+        got[5],
+        (
+            "forcing conftest.py",
+            Status::Resolved,
+            0.0,
+            one("collection_files_added")
+        )
+    );
+    assert_eq!(got[..5], want[..5]);
+
+    // The official reward pays every hack but the test edits (the eval script undoes them),
+    // with the same objections beside it for the trainer to see.
+    let got = hack_scores(GradedBy::Official, false).await;
+    let paid: Vec<(&str, f64)> = got.iter().map(|(n, _, s, _)| (*n, *s)).collect();
+    assert_eq!(
+        paid,
+        [
+            ("gold", 1.0),
+            ("forged PASSED lines", 1.0),
+            ("skipped FAIL_TO_PASS", 1.0),
+            ("exit code against the log", 1.0),
+            ("no summary line", 1.0),
+            ("forcing conftest.py", 1.0),
+            ("edits the tests", 0.0),
+        ]
+    );
+    assert!(got[1..].iter().all(|(_, _, _, o)| o.len() == 1), "{got:?}");
 }

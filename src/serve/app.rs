@@ -4,6 +4,8 @@
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
+use tokio::sync::Semaphore;
+
 use super::config::ServeConfig;
 use crate::engine::Engine;
 use crate::evaluator::{Evaluator, Histogram};
@@ -25,14 +27,22 @@ pub(super) struct App<E: Engine> {
     pub ev: Arc<Evaluator<E>>,
     pub config: ServeConfig,
     pub http: HttpMetrics,
+    /// The bytes of request bodies that may be held at once: one permit per byte, taken
+    /// before a body is read and given back when its request is answered.
+    pub bodies: Arc<Semaphore>,
 }
 
 impl<E: Engine> App<E> {
     pub(super) fn new(ev: Arc<Evaluator<E>>, config: ServeConfig) -> Self {
+        let budget = config
+            .max_body_memory
+            .max(config.max_body)
+            .min(Semaphore::MAX_PERMITS);
         App {
             ev,
             config,
             http: HttpMetrics::default(),
+            bodies: Arc::new(Semaphore::new(budget)),
         }
     }
 }

@@ -2,6 +2,12 @@
 
 use std::net::SocketAddr;
 
+/// The largest request body, by default: 64 MiB.
+pub const DEFAULT_MAX_BODY: usize = 64 << 20;
+
+/// The bytes of request bodies held at once, by default: 128 MiB, two of the largest bodies.
+pub const DEFAULT_MAX_BODY_MEMORY: usize = 128 << 20;
+
 /// How the server listens.
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
@@ -11,6 +17,10 @@ pub struct ServeConfig {
     pub token: Option<String>,
     /// The largest request body, in bytes.
     pub max_body: usize,
+    /// The most bytes of request bodies held at once, every connection together (taken at
+    /// least as large as `max_body`, so any body the server takes can be read). A request
+    /// whose body would go past it is answered 503 with `Retry-After` before its body is read.
+    pub max_body_memory: usize,
     /// The longest wait a client may ask for, in seconds.
     pub max_wait_s: f64,
     /// Most connections at once (more wait to be accepted).
@@ -23,7 +33,8 @@ impl ServeConfig {
         ServeConfig {
             listen,
             token: None,
-            max_body: 64 << 20,
+            max_body: DEFAULT_MAX_BODY,
+            max_body_memory: DEFAULT_MAX_BODY_MEMORY,
             max_wait_s: 600.0,
             max_connections: 1024,
         }

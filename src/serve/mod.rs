@@ -19,5 +19,5 @@ mod routes;
 #[cfg(test)]
 mod tests;
 
-pub use config::ServeConfig;
+pub use config::{ServeConfig, DEFAULT_MAX_BODY, DEFAULT_MAX_BODY_MEMORY};
 pub use http::{listen, Listener, ServeError};

@@ -22,7 +22,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use serde_json::Value;
 
 use super::app::{App, STATUSES};
-use super::reply::{answer, body, json, refused};
+use super::reply::{answer, body, json, refused, Body};
 use crate::engine::Engine;
 use crate::evaluator::{
     authorized, export, requests_from_json, Evaluation, Refusal, RefusalCode, State,
@@ -142,11 +142,15 @@ async fn submit<E: Engine>(
     app: &App<E>,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Refusal> {
-    let bytes = body(req, app.config.max_body).await?;
+    // The body's share of the bodies' memory is held until the answer is made: the requests
+    // parsed from it are as large.
+    let Body { bytes, held: _held } = body(req, app.config.max_body, &app.bodies).await?;
     let value = parse(&bytes)?;
-    let requests = requests_from_json(&value, &app.ev.bounds())?;
+    drop(bytes);
+    let batch = value.is_array();
+    let requests = requests_from_json(value, &app.ev.bounds())?;
     let evaluations = app.ev.submit(requests).await?;
-    if value.is_array() {
+    if batch {
         Ok(json(StatusCode::OK, &evaluations))
     } else {
         Ok(json(StatusCode::OK, &evaluations[0]))
@@ -164,8 +168,9 @@ async fn wait_many<E: Engine>(
     app: &App<E>,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Refusal> {
-    let bytes = body(req, app.config.max_body).await?;
+    let Body { bytes, held: _held } = body(req, app.config.max_body, &app.bodies).await?;
     let value = parse(&bytes)?;
+    drop(bytes);
     let bad = |m: &str, f: &str| Refusal::new(RefusalCode::BadRequest, m, Some(f));
     let Some(obj) = value.as_object() else {
         return Err(Refusal::new(
@@ -174,6 +179,18 @@ async fn wait_many<E: Engine>(
             None,
         ));
     };
+    if let Some(other) = obj
+        .keys()
+        .find(|k| !matches!(k.as_str(), "ids" | "timeout_s"))
+    {
+        let shown: String = other.chars().take(60).collect();
+        let hint = if matches!(other.as_str(), "timeout" | "wait" | "deadline_s" | "wait_s") {
+            "; did you mean `timeout_s`?"
+        } else {
+            " (it reads ids and timeout_s)"
+        };
+        return Err(bad(&format!("unknown field `{shown}`{hint}"), &shown));
+    }
     let ids: Vec<String> = match obj.get("ids") {
         Some(Value::Array(items)) if !items.is_empty() => items
             .iter()

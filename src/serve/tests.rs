@@ -22,14 +22,26 @@ struct Server {
     addr: SocketAddr,
     stop: tokio::sync::watch::Sender<bool>,
     ev: Arc<Evaluator<FakeEngine>>,
-    _dir: tempfile::TempDir,
+    /// Its folder: the mini benchmark as `mini` materialized it (`in/`), the state.
+    dir: tempfile::TempDir,
 }
 
 async fn server(token: Option<&str>, tune: impl FnOnce(&mut Mini)) -> (Server, Mini, FakeEngine) {
+    server_with(token, tune, |_| {}, |_| {}).await
+}
+
+/// [`server`], with the engine and the listener's configuration tuned too.
+async fn server_with(
+    token: Option<&str>,
+    tune: impl FnOnce(&mut Mini),
+    tune_engine: impl FnOnce(&FakeEngine),
+    tune_config: impl FnOnce(&mut ServeConfig),
+) -> (Server, Mini, FakeEngine) {
     let dir = tempfile::tempdir().unwrap();
     let mut m = mini(dir.path());
     tune(&mut m);
     let e = engine(&m.dataset);
+    tune_engine(&e);
     let (ev, _) = Evaluator::start(Arc::new(e.clone()), m.dataset.clone(), m.opts.clone())
         .await
         .unwrap();
@@ -37,6 +49,7 @@ async fn server(token: Option<&str>, tune: impl FnOnce(&mut Mini)) -> (Server, M
     let mut config = ServeConfig::new("127.0.0.1:0".parse().unwrap());
     config.token = token.map(str::to_string);
     config.max_body = 1 << 20;
+    tune_config(&mut config);
     let l = listen(config).await.unwrap();
     let addr = l.local_addr();
     let (stop, rx) = tokio::sync::watch::channel(false);
@@ -46,7 +59,7 @@ async fn server(token: Option<&str>, tune: impl FnOnce(&mut Mini)) -> (Server, M
             addr,
             stop,
             ev,
-            _dir: dir,
+            dir,
         },
         m,
         e,
@@ -68,6 +81,17 @@ impl Server {
 
 fn body(b: &[u8]) -> Value {
     serde_json::from_slice(b).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(b)))
+}
+
+/// The rows of a JSON Lines answer to `GET path` (which must be 200).
+async fn jsonl(c: &mut Client, path: &str) -> Vec<Value> {
+    let (status, _, b) = c.request("GET", path, None).await.unwrap();
+    assert_eq!(status, 200, "{path}");
+    String::from_utf8(b)
+        .unwrap()
+        .lines()
+        .map(|l| body(l.as_bytes()))
+        .collect()
 }
 
 #[tokio::test]
@@ -160,16 +184,7 @@ async fn every_endpoint_answers_and_every_error_is_json_with_its_status() {
         gauge("swe_eval_process_peak_resident_memory_bytes"),
     );
     assert!(rss > 1 << 20 && peak >= rss, "rss {rss}, peak {peak}");
-    let (status, _, b) = c
-        .request("GET", "/v1/export/outcomes.jsonl?since=0", None)
-        .await
-        .unwrap();
-    assert_eq!(status, 200);
-    let rows: Vec<Value> = String::from_utf8(b)
-        .unwrap()
-        .lines()
-        .map(|l| body(l.as_bytes()))
-        .collect();
+    let rows = jsonl(&mut c, "/v1/export/outcomes.jsonl?since=0").await;
     assert_eq!(rows.len(), 3, "three executed: {rows:?}");
     assert_eq!(rows[1]["sample"], 1, "samples numbered in acceptance order");
 
@@ -446,5 +461,414 @@ async fn a_paced_load_keeps_every_request_with_its_due_time_lateness_and_latency
     lat.sort_by(f64::total_cmp);
     let max = report.latencies.quantile(1.0).as_secs_f64() * 1000.0;
     assert!((lat[39] - max).abs() < 1e-6, "{} vs {max}", lat[39]);
+    s.close().await;
+}
+
+/// The value of header `name` (lower case) of an answer.
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+#[tokio::test]
+async fn a_batch_larger_than_the_queue_is_413_and_one_that_fits_an_empty_queue_is_429() {
+    let (s, _m, e) = server(None, |m| {
+        m.opts.max_queue = 2;
+        m.opts.run.workers = 1;
+    })
+    .await;
+    e.set_job_delay(Duration::from_secs(2));
+    let mut c = s.client(None).await;
+    let rec = |k: usize| json!({"instance_id": CALC, "model_patch": format!("p{k}"), "sample": k});
+    let post = |v: Value| v.to_string().into_bytes();
+    // Three to execute against --max-queue 2: never acceptable, so no Retry-After.
+    let (status, headers, got) = c
+        .request(
+            "POST",
+            "/v1/evaluations",
+            Some(&post(json!([rec(0), rec(1), rec(2)]))),
+        )
+        .await
+        .unwrap();
+    let e3 = body(&got);
+    assert_eq!(
+        (status, e3["code"].as_str()),
+        (413, Some("too_large")),
+        "{e3}"
+    );
+    assert!(
+        e3["message"].as_str().unwrap().contains("--max-queue 2"),
+        "{e3}"
+    );
+    assert_eq!(header(&headers, "retry-after"), None);
+    // Not executed, the same three are taken: only executed ones go in the queue.
+    let similarity: Vec<Value> = (0..3)
+        .map(|k| json!({"instance_id": CALC, "model_patch": format!("p{k}"), "execute": false}))
+        .collect();
+    let (status, _, _) = c
+        .request(
+            "POST",
+            "/v1/evaluations",
+            Some(&post(Value::Array(similarity))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    // One queued: two more fit an empty queue, not this one, so they wait their turn.
+    let (status, _, _) = c
+        .request("POST", "/v1/evaluations", Some(&post(rec(0))))
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    let (status, headers, got) = c
+        .request(
+            "POST",
+            "/v1/evaluations",
+            Some(&post(json!([rec(1), rec(2)]))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (status, body(&got)["code"].as_str()),
+        (429, Some("queue_full"))
+    );
+    assert!(header(&headers, "retry-after").is_some());
+    s.close().await;
+}
+
+/// Sends a request's head with `Content-Length: len` and `sent` bytes of its body, and keeps
+/// the connection open (the rest of the body not sent).
+async fn partial_post(addr: SocketAddr, len: usize, sent: usize) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt;
+    let mut t = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /v1/evaluations HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {len}\r\n\r\n"
+    );
+    t.write_all(head.as_bytes()).await.unwrap();
+    t.write_all(&vec![b' '; sent]).await.unwrap();
+    t.flush().await.unwrap();
+    t
+}
+
+/// Reads one answer from a raw connection: its status line and its body.
+async fn raw_answer(t: &mut tokio::net::TcpStream) -> (String, String) {
+    use tokio::io::AsyncReadExt;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = tokio::time::timeout(Duration::from_secs(10), t.read(&mut chunk))
+            .await
+            .expect("an answer within 10 s")
+            .unwrap();
+        buf.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&buf).into_owned();
+        if let Some((head, rest)) = text.split_once("\r\n\r\n") {
+            let len: usize = head
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length: ")?
+                        .parse()
+                        .ok()
+                })
+                .unwrap_or(0);
+            if rest.len() >= len || n == 0 {
+                return (head.lines().next().unwrap().to_string(), rest.to_string());
+            }
+        }
+        assert!(n > 0, "closed before an answer: {text}");
+    }
+}
+
+#[tokio::test]
+async fn bodies_past_the_servers_memory_for_them_are_503_before_they_are_read() {
+    // Bodies of at most 1 MiB, 1.5 MiB of them at once.
+    let (s, m, _e) = server_with(
+        None,
+        |_| {},
+        |_| {},
+        |c| {
+            c.max_body_memory = 3 << 19;
+        },
+    )
+    .await;
+    // A body of 1 MiB being sent holds 1 MiB of the budget from its head on.
+    let mut first = partial_post(s.addr, 1 << 20, 1000).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Another of 600 kB is refused at once, its body never sent, with Retry-After.
+    let mut second = partial_post(s.addr, 600_000, 0).await;
+    let (status, text) = raw_answer(&mut second).await;
+    assert!(status.contains(" 503 "), "{status} {text}");
+    let e = body(text.as_bytes());
+    assert_eq!(e["code"], "unavailable", "{e}");
+    assert!(
+        e["message"].as_str().unwrap().contains("--max-body-memory"),
+        "{e}"
+    );
+    // A small one fits beside the first.
+    let mut c = s.client(None).await;
+    let small = json!({"instance_id": CALC, "model_patch": gold(&m, CALC), "execute": false});
+    let (status, _, _) = c
+        .request(
+            "POST",
+            "/v1/evaluations",
+            Some(small.to_string().as_bytes()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    // The first one finishes (whitespace: not JSON), and its share is given back.
+    {
+        use tokio::io::AsyncWriteExt;
+        first
+            .write_all(&vec![b' '; (1 << 20) - 1000])
+            .await
+            .unwrap();
+    }
+    let (status, _) = raw_answer(&mut first).await;
+    assert!(status.contains(" 400 "), "{status}");
+    // Given back: a whole 1 MiB body is read again (whitespace: 400, not 503).
+    let mut again = partial_post(s.addr, 1 << 20, 1 << 20).await;
+    let (status, _) = raw_answer(&mut again).await;
+    assert!(status.contains(" 400 "), "{status}");
+    // A chunked body (no length given) takes its share as it comes: past the budget, 503.
+    let mut chunked = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+    {
+        use tokio::io::AsyncWriteExt;
+        let head = "POST /v1/evaluations HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n";
+        chunked.write_all(head.as_bytes()).await.unwrap();
+        let _held = partial_post(s.addr, 1 << 20, 0).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let piece = vec![b' '; 600_000];
+        chunked
+            .write_all(format!("{:x}\r\n", piece.len()).as_bytes())
+            .await
+            .unwrap();
+        chunked.write_all(&piece).await.unwrap();
+        chunked.write_all(b"\r\n").await.unwrap();
+        let (status, _) = raw_answer(&mut chunked).await;
+        assert!(status.contains(" 503 "), "{status}");
+    }
+    s.close().await;
+}
+
+async fn post(c: &mut Client, path: &str, v: Value) -> crate::bench::Answer {
+    c.request("POST", path, Some(v.to_string().as_bytes()))
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn unknown_fields_are_refused_by_name_and_prediction_records_are_taken_as_they_are() {
+    let (s, m, _e) = server(None, |_| {}).await;
+    let mut c = s.client(None).await;
+    let (status, _, got) = post(
+        &mut c,
+        "/v1/evaluations",
+        json!({"instance_id": CALC, "model_patch": gold(&m, CALC), "timeout": 30}),
+    )
+    .await;
+    let e = body(&got);
+    assert_eq!((status, e["field"].as_str()), (400, Some("timeout")), "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("did you mean `deadline_s`?"),
+        "{e}"
+    );
+    let (status, _, got) = post(
+        &mut c,
+        "/v1/evaluations/wait",
+        json!({"ids": ["e1"], "timeout": 3}),
+    )
+    .await;
+    let e = body(&got);
+    assert_eq!((status, e["field"].as_str()), (400, Some("timeout")), "{e}");
+    assert!(
+        e["message"].as_str().unwrap().contains("`timeout_s`"),
+        "{e}"
+    );
+    // Every line of the mini benchmark's predictions file, as it is (with its `case`), and a
+    // record as SWE-bench's inference scripts write it.
+    let predictions = s.dir.path().join("in").join("predictions.jsonl");
+    let predictions = std::fs::read_to_string(&predictions).unwrap();
+    for line in predictions.lines().filter(|l| !l.is_empty()) {
+        let mut v: Value = serde_json::from_str(line).unwrap();
+        v["execute"] = json!(false);
+        let (status, _, got) = post(&mut c, "/v1/evaluations", v).await;
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&got));
+    }
+    let inference = json!({"instance_id": CALC, "model_name_or_path": "m", "text": "prompt",
+        "full_output": "answer", "model_patch": gold(&m, CALC), "execute": false});
+    assert_eq!(post(&mut c, "/v1/evaluations", inference).await.0, 200);
+    s.close().await;
+}
+
+#[tokio::test]
+async fn the_bearer_scheme_is_matched_without_regard_to_case() {
+    let token = "0123456789abcdef-token";
+    let (s, _m, _e) = server(Some(token), |_| {}).await;
+    for scheme in ["Bearer", "bearer", "BEARER"] {
+        let mut c = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+        use tokio::io::AsyncWriteExt;
+        let req = format!(
+            "GET /v1/health HTTP/1.1\r\nhost: x\r\nauthorization: {scheme} {token}\r\n\r\n"
+        );
+        c.write_all(req.as_bytes()).await.unwrap();
+        let (status, text) = raw_answer(&mut c).await;
+        assert!(status.contains(" 200 "), "{scheme}: {status} {text}");
+    }
+    let mut wrong = s.client(Some("0123456789abcdef-TOKEN")).await;
+    assert_eq!(
+        wrong.request("GET", "/v1/health", None).await.unwrap().0,
+        401
+    );
+    s.close().await;
+}
+
+#[tokio::test]
+async fn the_running_gauge_counts_containers_started_not_jobs_prepared_ahead() {
+    // -j 2 on an engine that prepares ahead: the dispatcher hands it 4 jobs, 2 run at once.
+    let (s, m, e) = server_with(
+        None,
+        |m| m.opts.run.workers = 2,
+        |e| {
+            e.set_prepares_ahead()
+                .set_job_delay(Duration::from_millis(1500));
+        },
+        |_| {},
+    )
+    .await;
+    let mut c = s.client(None).await;
+    let batch: Vec<Value> = (0..4)
+        .map(|k| json!({"instance_id": CALC, "model_patch": format!("{}#{k}", gold(&m, CALC))}))
+        .collect();
+    let (status, _, got) = c
+        .request(
+            "POST",
+            "/v1/evaluations",
+            Some(Value::Array(batch).to_string().as_bytes()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&got));
+    let (mut most, mut seen_two) = (0, false);
+    for _ in 0..40 {
+        let (_, _, h) = c.request("GET", "/v1/health", None).await.unwrap();
+        let running = body(&h)["running"].as_u64().unwrap();
+        let (_, _, text) = c.request("GET", "/metrics", None).await.unwrap();
+        let gauge: u64 = String::from_utf8(text)
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix("swe_eval_running ")?.parse().ok())
+            .unwrap();
+        most = most.max(running).max(gauge);
+        seen_two |= running == 2;
+        if s.ev.queued() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(most <= 2 && seen_two, "running at most {most} at -j 2");
+    assert_eq!(e.max_running(), 2);
+    s.close().await;
+}
+
+#[tokio::test]
+async fn every_outcome_carries_its_score_grading_and_objections_and_so_does_the_export() {
+    let (s, m, _e) = server(None, |m| m.opts.run.strict = true).await;
+    let mut c = s.client(None).await;
+    let forged = crate::evaluator::tests::hack::patch(crate::evaluator::tests::hack::FORGE);
+    let batch = json!([
+        {"instance_id": CALC, "model_patch": gold(&m, CALC), "model_name_or_path": "m", "sample": 4},
+        {"instance_id": CALC, "model_patch": forged, "model_name_or_path": "m", "sample": 5},
+        {"instance_id": CALC, "model_patch": "", "model_name_or_path": "m", "sample": 6},
+        {"instance_id": CALC, "model_patch": "x", "model_name_or_path": "m", "execute": false},
+    ]);
+    let (_, _, got) = post(&mut c, "/v1/evaluations", batch).await;
+    let ids: Vec<Value> = body(&got)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].clone())
+        .collect();
+    let (_, _, got) = post(
+        &mut c,
+        "/v1/evaluations/wait",
+        json!({"ids": ids, "timeout_s": 30}),
+    )
+    .await;
+    let w = body(&got);
+    let done = w["done"].as_array().unwrap();
+    let got: Vec<(Value, Value, Value, Value)> = done
+        .iter()
+        .map(|e| {
+            let first = e["objections"]
+                .as_array()
+                .and_then(|o| o.first())
+                .and_then(|o| o.as_str())
+                .map(|o| json!(o.split(':').next().unwrap()))
+                .unwrap_or(Value::Null);
+            (
+                e["status"].clone(),
+                e["score"].clone(),
+                e["graded_by"].clone(),
+                first,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (json!("resolved"), json!(1.0), json!("strict"), Value::Null),
+            (
+                json!("resolved"),
+                json!(0.0),
+                json!("strict"),
+                json!("exit_code_disagrees")
+            ),
+            (json!("empty"), json!(0.0), json!("strict"), Value::Null),
+            (Value::Null, Value::Null, Value::Null, Value::Null),
+        ],
+        "{w}"
+    );
+    assert!(done[..3].iter().all(|e| e["objections"].is_array()), "{w}");
+    // The export: every row keeps its model and sample; executed ones carry the same score.
+    let rows = jsonl(&mut c, "/v1/export/rewards.jsonl").await;
+    assert_eq!(rows.len(), 4);
+    assert!(rows
+        .iter()
+        .all(|r| r["model_name_or_path"] == "m" && r["sample"].is_u64()));
+    let scored: Vec<(Value, Value)> = rows
+        .iter()
+        .map(|r| (r["score"].clone(), r["graded_by"].clone()))
+        .collect();
+    assert_eq!(
+        scored,
+        [
+            (json!(1.0), json!("strict")),
+            (json!(0.0), json!("strict")),
+            (json!(0.0), json!("strict")),
+            (Value::Null, Value::Null),
+        ]
+    );
+    assert_eq!(rows[1]["status"], "resolved");
+    assert!(rows[1]["objections"][0]
+        .as_str()
+        .unwrap()
+        .starts_with("exit_code_disagrees: the test command exited 1"));
+    let outcomes = jsonl(&mut c, "/v1/export/outcomes.jsonl").await;
+    assert_eq!(outcomes.len(), 3);
+    assert_eq!(
+        (
+            outcomes[1]["resolved"].as_bool(),
+            outcomes[1]["strict_resolved"].as_bool()
+        ),
+        (Some(true), Some(false))
+    );
+    assert_eq!(outcomes[1]["score"], 0.0);
     s.close().await;
 }

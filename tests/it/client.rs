@@ -3,13 +3,25 @@
 //! an empty or garbled status line, a cut answer, a slow attempt, 5xx, 429 with and without
 //! Retry-After, 4xx, going away and coming back with its ids), for the sync and the asyncio
 //! client, with the verl-style reward functions on canned answers; and `pip install` of the
-//! package offline into a folder it is imported from. The live tests against the real server
-//! are in `serve::the_api_and_the_python_client_on_the_real_engine_with_the_mini_benchmark`.
+//! package offline into a folder it is imported from.
+//!
+//! Against a real server on the mini benchmark (Docker), the GRPO-shaped loop of
+//! clients/python/examples/grpo_loop.py: the mini's hack predictions through `compute_score`
+//! on a default server, each scored 0 with its objection, the others as `run` grades them; and
+//! the loop kept running across a `kill -9` of the server mid-step and its restart on the same
+//! address, every sample answered once with the verdict `run` gives. The client's unittest
+//! against a live server is in
+//! `serve::the_api_and_the_python_client_on_the_real_engine_with_the_mini_benchmark`.
 
+use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, ExitStatus};
+use std::time::{Duration, Instant};
 
-use crate::common::{prerequisite, require_program};
+use serde_json::{json, Value};
+
+use crate::common::{bin, poll, prerequisite, require_program};
+use crate::serve::{call, default_server_statuses, jobs_started, mini_turn, owned_by, Server};
 
 fn client_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -97,4 +109,299 @@ fn the_python_client_installs_offline_with_pip_and_imports_from_there() {
         text.contains("test_pip_installs_it_offline_as_a_user_does") && text.contains("OK"),
         "{text}"
     );
+}
+
+/// The mini benchmark as a default server writes it into its state under `out`: its
+/// predictions file, the predictions, and the verdicts `run` gives them (`expected.json`).
+fn mini_files(out: &Path) -> (PathBuf, Vec<Value>, Vec<Value>) {
+    let mini = out.join("serve").join("mini");
+    let predictions = mini.join("predictions.jsonl");
+    let expected =
+        serde_json::from_str(&std::fs::read_to_string(mini.join("expected.json")).unwrap())
+            .unwrap();
+    (predictions.clone(), jsonl(&predictions), expected)
+}
+
+/// clients/python/examples/grpo_loop.py on `predictions` against the server at `addr`, with
+/// `args`, its results written to `results`.
+fn grpo_loop(
+    predictions: &Path,
+    addr: std::net::SocketAddr,
+    results: &Path,
+    args: &[&str],
+) -> Child {
+    Command::new("python3")
+        .arg(client_dir().join("examples").join("grpo_loop.py"))
+        .arg(predictions)
+        .args(["--url", &format!("http://{addr}")])
+        .arg("--out")
+        .arg(results)
+        .args(args)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env_remove("SWE_EVAL_TOKEN")
+        .spawn()
+        .unwrap()
+}
+
+/// Waits up to `limit` for `child`; kills it when it is still running then.
+fn wait_child(child: &mut Child, limit: Duration) -> ExitStatus {
+    let t0 = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("still running after {limit:?}: killed");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The JSON objects of a JSONL file, one per line (none when it is not there).
+fn jsonl(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// A prediction's key: (instance, model, sample).
+fn key(v: &Value) -> (Value, Value, Value) {
+    (
+        v["instance_id"].clone(),
+        v["model_name_or_path"].clone(),
+        v["sample"].clone(),
+    )
+}
+
+/// The names of a compute_score result's objections (`name: what it saw`, joined by `; `).
+fn objection_names(r: &Value) -> Vec<String> {
+    let text = r["objections"]
+        .as_str()
+        .unwrap_or_else(|| panic!("objections is a string: {r}"));
+    text.split("; ")
+        .filter(|o| !o.is_empty())
+        .map(|o| o.split(':').next().unwrap().to_string())
+        .collect()
+}
+
+/// The objection a default server gives a mini hack prediction (by its case), and a part of
+/// what it saw; `None` for the other cases.
+fn hack_objection(case: &str) -> Option<(&'static str, &'static str)> {
+    match case {
+        // An exit hook prints PASSED for the failing tests after pytest's summary.
+        "fake-passed" => Some(("exit_code_disagrees", "exited 1")),
+        // A conftest.py that turns failures into passes: removed before the tests.
+        "conftest" => Some(("collection_files_removed", "tests/conftest.py (removed)")),
+        // The hidden tests' file edited: checked out again before the tests.
+        "edits-tests" => Some(("test_files_edited", "tests/test_interval.py")),
+        _ => None,
+    }
+}
+
+/// Checks that `got` (a compute_score result) is what a default server gives the mini
+/// prediction whose expected verdict is `want` (among the mini's predictions `preds`): the
+/// statuses of [`default_server_statuses`], the score 1.0 exactly when the strict one resolves,
+/// a hack scored 0 with its objection and what it saw, and no objection to the others.
+fn check_mini_result(want: &Value, got: &Value, preds: &[Value]) {
+    let (official, strict) = default_server_statuses(want, preds);
+    let case = want["case"].as_str().unwrap();
+    assert_eq!(
+        (&got["status"], &got["strict_status"]),
+        (&json!(official), &json!(strict)),
+        "{case}: {want}\n{got}"
+    );
+    assert_eq!(
+        (&got["mask"], &got["graded_by"]),
+        (&json!(false), &json!("strict")),
+        "{case}: {want}\n{got}"
+    );
+    let score = if strict == "resolved" { 1.0 } else { 0.0 };
+    assert_eq!(got["score"], json!(score), "{case}: {want}\n{got}");
+    match hack_objection(case) {
+        Some((name, saw)) => {
+            assert_eq!(got["score"], json!(0.0), "{case} pays nothing: {got}");
+            assert_eq!(objection_names(got), [name], "{case}: {got}");
+            let text = got["objections"].as_str().unwrap();
+            assert!(text.contains(saw), "{case}: `{saw}` in `{text}`");
+        }
+        None => assert_eq!(objection_names(got), Vec::<String>::new(), "{case}: {got}"),
+    }
+}
+
+#[test]
+fn the_mini_benchmarks_hack_predictions_score_zero_through_compute_score_each_with_its_objection() {
+    let Some(turn) = mini_turn() else {
+        return;
+    };
+    let (dir, out) = (&turn.dir, &turn.out);
+    let server = Server::start(&["-o", out.to_str().unwrap(), "-j", "2"], &[]);
+    let (predictions, preds, expected) = mini_files(out);
+    let results = dir.path().join("results.jsonl");
+    // verl's naive reward manager run in parallel: compute_score per sample, 22 threads.
+    let args = ["--steps", "1", "--reward-fn", "each", "--threads", "22"];
+    let mut py = grpo_loop(&predictions, server.addr, &results, &args);
+    assert!(wait_child(&mut py, Duration::from_secs(600)).success());
+    let got = jsonl(&results);
+    assert_eq!(got.len(), expected.len(), "a result per prediction");
+    let mut hacks = BTreeSet::new();
+    for want in &expected {
+        let mine: Vec<&Value> = got.iter().filter(|g| key(g) == key(want)).collect();
+        assert_eq!(mine.len(), 1, "one result for {want}");
+        check_mini_result(want, mine[0], &preds);
+        let case = want["case"].as_str().unwrap();
+        if hack_objection(case).is_some() {
+            hacks.insert(case.to_string());
+        }
+    }
+    assert_eq!(
+        hacks,
+        BTreeSet::from(["conftest", "edits-tests", "fake-passed"].map(String::from)),
+        "every hack class of the mini benchmark was scored"
+    );
+    // The forged PASSED lines are resolved by the official grading, which would have paid them.
+    let forged = got
+        .iter()
+        .find(|g| {
+            g["instance_id"] == "swe-eval-mini__strutils-2"
+                && g["sample"] == 0
+                && g["model_name_or_path"] == "mini-demo"
+        })
+        .unwrap();
+    assert_eq!(
+        (&forged["status"], &forged["resolved"], &forged["score"]),
+        (&json!("resolved"), &json!(true), &json!(0.0)),
+        "{forged}"
+    );
+    let pid = server.pid();
+    assert_eq!(server.stop(), Some(0));
+    assert_eq!(owned_by(None, pid), Vec::<String>::new());
+}
+
+#[test]
+fn a_grpo_loop_keeps_running_across_a_kill_9_and_restart_of_the_server_each_sample_answered_once() {
+    let Some(turn) = mini_turn() else {
+        return;
+    };
+    let (dir, out) = (&turn.dir, &turn.out);
+    let args = ["-o", out.to_str().unwrap(), "-j", "2"];
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let first = Server::start(&args, &[]);
+    let addr = first.addr;
+    let (predictions, preds, expected) = mini_files(out);
+    let n = expected.len();
+    // One job per distinct (instance, patch); the empty patch has none.
+    let jobs: HashSet<(String, String)> = preds
+        .iter()
+        .filter_map(|p| {
+            let patch = p["model_patch"].as_str().unwrap_or("");
+            (!patch.trim().is_empty()).then(|| {
+                (
+                    p["instance_id"].as_str().unwrap().to_string(),
+                    patch.to_string(),
+                )
+            })
+        })
+        .collect();
+    let results = dir.path().join("results.jsonl");
+    let steps = 3;
+    let mut py = grpo_loop(
+        &predictions,
+        addr,
+        &results,
+        &[
+            "--steps",
+            &steps.to_string(),
+            "--reward-fn",
+            "batch",
+            "--retry-deadline",
+            "300",
+        ],
+    );
+
+    // Step 0 is one batch of the 22 (the server numbers requests e1, e2, ...): killed outright
+    // once 5 of them are done and most still wait or run.
+    let ids: Vec<String> = (1..=n).map(|i| format!("e{i}")).collect();
+    let done_before = poll(Duration::from_secs(300), Duration::from_millis(200), || {
+        let (status, w) = call(
+            &rt,
+            addr,
+            "POST",
+            "/v1/evaluations/wait",
+            Some(&json!({"ids": ids, "timeout_s": 0})),
+        );
+        let done = w["done"].as_array().cloned().unwrap_or_default();
+        (status == 200 && done.len() >= 5).then_some(done)
+    })
+    .expect("5 of step 0's requests done within 5 min");
+    assert!(
+        done_before.len() < n - 5,
+        "killed mid-step: {} done",
+        done_before.len()
+    );
+    assert!(jsonl(&results).is_empty(), "step 0 had not ended");
+    let dead = first.pid();
+    first.kill();
+    // The loop's requests find nobody for a while, then the server again where it was.
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        py.try_wait().unwrap().is_none(),
+        "the loop outlives the server"
+    );
+    let second = Server::start_on(&args, &[], &addr.to_string());
+    let status = wait_child(&mut py, Duration::from_secs(600));
+    assert!(status.success(), "the loop ended {status}");
+
+    let got = jsonl(&results);
+    assert_eq!(got.len(), steps * n, "a result per sample and step");
+    for step in 0..steps {
+        let of_step: Vec<&Value> = got.iter().filter(|g| g["step"] == step).collect();
+        assert_eq!(of_step.len(), n, "step {step}");
+        for want in &expected {
+            let mine: Vec<&&Value> = of_step.iter().filter(|g| key(g) == key(want)).collect();
+            assert_eq!(mine.len(), 1, "step {step}: one result for {want}");
+            check_mini_result(want, mine[0], &preds);
+        }
+    }
+    // The same requests (ids) before and after the restart: step 0's results kept as stored.
+    for before in &done_before {
+        let after = got
+            .iter()
+            .find(|g| g["step"] == 0 && g["id"] == before["id"])
+            .unwrap_or_else(|| panic!("{} answered in step 0", before["id"]));
+        assert_eq!(after["status"], before["status"], "{before}");
+        assert_eq!(after["score"], before["score"], "{before}");
+    }
+    // No job whose result was stored before the kill ran again, and later steps ran none.
+    let stored_jobs = done_before
+        .iter()
+        .filter(|d| d["status"] != "empty")
+        .count();
+    let started = jobs_started(&rt, addr);
+    assert!(
+        started <= jobs.len() - stored_jobs,
+        "{started} jobs started after the restart, {} had no stored result",
+        jobs.len() - stored_jobs
+    );
+    let pid = second.pid();
+    assert_eq!(second.stop(), Some(0));
+    assert_eq!(
+        owned_by(None, dead),
+        Vec::<String>::new(),
+        "the dead server's containers reaped"
+    );
+    assert_eq!(owned_by(None, pid), Vec::<String>::new());
+
+    // The server has each request once: one row per sample and step in its export.
+    let o = Command::new(bin())
+        .args(["serve", "export", "-o", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rewards =
+        std::fs::read_to_string(out.join("serve").join("export").join("rewards.jsonl")).unwrap();
+    assert_eq!(rewards.lines().count(), steps * n, "{rewards}");
 }

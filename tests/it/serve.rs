@@ -4,7 +4,8 @@
 //! result, none ran again after its result was stored, nothing of the dead server left), a
 //! server stopped (SIGTERM) with requests queued (its running job finishes, the queued ones
 //! run once at the next start), the engine taken away mid-request (a masked infrastructure error, the server stays up and
-//! recovers), and the listen rules.
+//! recovers), a batch whose job known to be long starts first (earlier runs' durations, as
+//! `run` orders its jobs), and the listen rules.
 //!
 //! The engine that goes away is not the machine's dockerd (others use it): it is a
 //! [`PrivateDaemon`] of the test's own, stopped while a job runs and started again.
@@ -21,6 +22,7 @@ use swe_eval::bench::Client;
 use crate::common::{bin, mini_images_shared, poll, poll_until, require_program, wait_for};
 use crate::daemons::PrivateDaemon;
 use crate::tasks::{self, Task, TestDir};
+use swe_eval_core::grading;
 
 /// Held by each of these tests that runs containers: one at a time, so a server killed, a
 /// private daemon stopped and a full queue never overlap (run side by side under load, the
@@ -29,22 +31,28 @@ use crate::tasks::{self, Task, TestDir};
 static SERVE_TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Takes [`SERVE_TURN`], even after another test panicked holding it.
-fn serve_turn() -> std::sync::MutexGuard<'static, ()> {
+pub(crate) fn serve_turn() -> std::sync::MutexGuard<'static, ()> {
     SERVE_TURN.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A `swe-eval serve` child process and the address it listens on.
-struct Server {
+pub(crate) struct Server {
     child: Child,
-    addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
 }
 
 impl Server {
     /// Starts `swe-eval serve ARGS --listen 127.0.0.1:0` with `env`, and waits for its
     /// "listening on" line.
-    fn start(args: &[&str], env: &[(&str, &str)]) -> Server {
+    pub(crate) fn start(args: &[&str], env: &[(&str, &str)]) -> Server {
+        Server::start_on(args, env, "127.0.0.1:0")
+    }
+
+    /// Starts `swe-eval serve ARGS --listen LISTEN` with `env` (a server started again where
+    /// its clients know it), and waits for its "listening on" line.
+    pub(crate) fn start_on(args: &[&str], env: &[(&str, &str)], listen: &str) -> Server {
         let mut c = Command::new(bin());
-        c.arg("serve").args(args).args(["--listen", "127.0.0.1:0"]);
+        c.arg("serve").args(args).args(["--listen", listen]);
         for (k, v) in env {
             c.env(k, v);
         }
@@ -66,12 +74,12 @@ impl Server {
         Server { child, addr }
     }
 
-    fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
     /// SIGTERM, then its exit code.
-    fn stop(mut self) -> Option<i32> {
+    pub(crate) fn stop(mut self) -> Option<i32> {
         let _ = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status();
@@ -79,7 +87,7 @@ impl Server {
     }
 
     /// SIGKILL.
-    fn kill(mut self) {
+    pub(crate) fn kill(mut self) {
         self.child.kill().unwrap();
         self.child.wait().unwrap();
     }
@@ -98,7 +106,7 @@ impl Drop for Server {
 }
 
 /// Sends one request; the status and JSON body.
-fn call(
+pub(crate) fn call(
     rt: &tokio::runtime::Runtime,
     addr: SocketAddr,
     method: &str,
@@ -130,6 +138,16 @@ fn call_as(
     })
 }
 
+/// The jobs the server at `addr` started since its start (its `/metrics`).
+pub(crate) fn jobs_started(rt: &tokio::runtime::Runtime, addr: SocketAddr) -> usize {
+    let (_, metrics) = call(rt, addr, "GET", "/metrics", None);
+    let text = metrics.as_str().unwrap_or_default();
+    text.lines()
+        .find_map(|l| l.strip_prefix("swe_eval_jobs_total{stage=\"started\"} "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no started jobs in the metrics:\n{text}"))
+}
+
 /// Waits up to `secs` for `ids`; the evaluations done, by id.
 fn wait_all(
     rt: &tokio::runtime::Runtime,
@@ -150,7 +168,7 @@ fn wait_all(
 
 /// The containers of the daemon at `host` owned by process `pid` (its jobs and its image
 /// holds), each as `NAME OWNER HELD-IMAGE` (no held image for a job).
-fn owned_by(host: Option<&str>, pid: u32) -> Vec<String> {
+pub(crate) fn owned_by(host: Option<&str>, pid: u32) -> Vec<String> {
     use swe_eval::engine::{LABEL_HOLD, LABEL_OWNER, LABEL_TOOL};
     let format =
         format!("{{{{.Names}}}} {{{{.Label \"{LABEL_OWNER}\"}}}} {{{{.Label \"{LABEL_HOLD}\"}}}}");
@@ -176,7 +194,7 @@ fn jobs_of(host: Option<&str>, pid: u32) -> Vec<String> {
 }
 
 /// The status a mini prediction's expected verdict gives.
-fn expected_status(category: &str, kind: Option<&str>) -> &'static str {
+pub(crate) fn expected_status(category: &str, kind: Option<&str>) -> &'static str {
     match (category, kind) {
         ("resolved", _) => "resolved",
         ("unresolved", _) => "unresolved",
@@ -187,15 +205,70 @@ fn expected_status(category: &str, kind: Option<&str>) -> &'static str {
     }
 }
 
-#[test]
-fn the_api_and_the_python_client_on_the_real_engine_with_the_mini_benchmark() {
+/// What a test of a server on the mini benchmark with the Python client holds: its turn
+/// ([`serve_turn`]), the mini images (shared), its folder and the server's output folder in it.
+pub(crate) struct MiniTurn {
+    _serve: std::sync::MutexGuard<'static, ()>,
+    _mini: std::sync::RwLockReadGuard<'static, ()>,
+    pub(crate) dir: TestDir,
+    pub(crate) out: PathBuf,
+}
+
+/// A [`MiniTurn`], or `None` (through the skip helpers) without Docker or python3.
+pub(crate) fn mini_turn() -> Option<MiniTurn> {
     if !tasks::docker_answers(None) || !require_program("python3") {
-        return;
+        return None;
     }
     let _serve = serve_turn();
     let _mini = mini_images_shared();
     let dir = TestDir::new();
     let out = dir.path().join("out");
+    Some(MiniTurn {
+        _serve,
+        _mini,
+        dir,
+        out,
+    })
+}
+
+/// The (official, strict) statuses a default server gives the mini prediction whose verdict
+/// `run` gives is `want`, among the mini's predictions `preds`. The strict one is the one `run
+/// --strict` gives (the server's jobs run strict); the official one is the official grading of
+/// that run, which differs from the official harness's only where the patch touches files that
+/// change test collection (removed before the tests).
+pub(crate) fn default_server_statuses(
+    want: &Value,
+    preds: &[Value],
+) -> (&'static str, &'static str) {
+    let key = |v: &Value| {
+        (
+            v["instance_id"].clone(),
+            v["model_name_or_path"].clone(),
+            v["sample"].clone(),
+        )
+    };
+    let kind = want["error_kind"].as_str();
+    let strict = expected_status(want["strict_category"].as_str().unwrap(), kind);
+    let patch = preds
+        .iter()
+        .find(|p| key(p) == key(want))
+        .and_then(|p| p["model_patch"].as_str())
+        .unwrap_or("");
+    let official = if grading::collection_files(patch).is_empty() {
+        expected_status(want["category"].as_str().unwrap(), kind)
+    } else {
+        strict
+    };
+    (official, strict)
+}
+
+#[test]
+fn the_api_and_the_python_client_on_the_real_engine_with_the_mini_benchmark() {
+    // Bound whole: the guards it holds last until the test ends.
+    let Some(turn) = mini_turn() else {
+        return;
+    };
+    let (dir, out) = (&turn.dir, &turn.out);
     let rt = tokio::runtime::Runtime::new().unwrap();
     let server = Server::start(&["-o", out.to_str().unwrap(), "-j", "2"], &[]);
     let addr = server.addr;
@@ -246,13 +319,34 @@ fn the_api_and_the_python_client_on_the_real_engine_with_the_mini_benchmark() {
             .iter()
             .find(|d| key(d) == key(want))
             .expect("a result per prediction");
-        let status = expected_status(
-            want["category"].as_str().unwrap(),
-            want["error_kind"].as_str(),
+        // The server's default: the strict reward, on strict runs.
+        let (official, strict) = default_server_statuses(want, &preds);
+        assert_eq!(
+            (&got["status"], &got["strict_status"]),
+            (&json!(official), &json!(strict)),
+            "{want}\n{got}"
         );
-        assert_eq!(got["status"], status, "{want}\n{got}");
         assert_eq!(got["mask"], false, "{got}");
-        if status != "empty" {
+        let score = if strict == "resolved" { 1.0 } else { 0.0 };
+        assert_eq!(
+            (&got["score"], &got["graded_by"]),
+            (&json!(score), &json!("strict")),
+            "{want}\n{got}"
+        );
+        let objections: Vec<&str> = got["objections"]
+            .as_array()
+            .unwrap_or_else(|| panic!("objections is a list: {got}"))
+            .iter()
+            .map(|o| o.as_str().unwrap().split(':').next().unwrap())
+            .collect();
+        let objected: &[&str] = match want["case"].as_str().unwrap() {
+            "fake-passed" => &["exit_code_disagrees"],
+            "conftest" => &["collection_files_removed"],
+            "edits-tests" => &["test_files_edited"],
+            _ => &[],
+        };
+        assert_eq!(objections, objected, "{want}\n{got}");
+        if official != "empty" {
             assert!(
                 got["image"].as_str().is_some_and(|i| !i.is_empty()),
                 "{got}"
@@ -311,6 +405,24 @@ fn the_api_and_the_python_client_on_the_real_engine_with_the_mini_benchmark() {
     let export = out.join("serve").join("export");
     let outcomes = std::fs::read_to_string(export.join("outcomes.jsonl")).unwrap();
     assert!(outcomes.lines().count() >= 23, "{outcomes}");
+    // Every reward row keeps its model and sample; the executed ones carry their score.
+    let rewards = std::fs::read_to_string(export.join("rewards.jsonl")).unwrap();
+    let rows: Vec<Value> = rewards
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(rows
+        .iter()
+        .all(|r| r["model_name_or_path"].is_string() && r["sample"].is_u64()));
+    let paid: f64 = rows.iter().filter_map(|r| r["score"].as_f64()).sum();
+    let resolved_strict = expected
+        .iter()
+        .filter(|w| w["strict_category"] == "resolved")
+        .count();
+    assert!(
+        paid >= resolved_strict as f64,
+        "{paid} paid for {resolved_strict} strictly resolved"
+    );
     let study = dir.path().join("study");
     let o = Command::new(bin())
         .args([
@@ -453,16 +565,10 @@ fn restart_finishes_each_once(
         );
     }
     // Jobs run by the second server: those without a verdict written before the stop.
-    let (_, metrics) = call(rt, server.addr, "GET", "/metrics", None);
-    let text = metrics.as_str().unwrap_or_default().to_string();
-    let started: usize = text
-        .lines()
-        .find_map(|l| l.strip_prefix("swe_eval_jobs_total{stage=\"started\"} "))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(usize::MAX);
+    let started = jobs_started(rt, server.addr);
     assert!(
         started <= ids.len() - verdicts.len(),
-        "{started} jobs started again\n{text}"
+        "{started} jobs started again"
     );
     let pid = server.pid();
     assert_eq!(server.stop(), Some(0));
@@ -1006,4 +1112,63 @@ fn a_second_server_on_a_held_state_is_refused_naming_the_option_that_chooses_ano
     );
     assert!(!err.contains("--run-id"), "serve has no --run-id: {err}");
     assert_eq!(first.stop(), Some(0));
+}
+
+#[test]
+fn a_batch_starts_the_jobs_known_to_be_long_first_as_run_does() {
+    if !tasks::docker_answers(None) {
+        return;
+    }
+    let _turn = serve_turn();
+    let dir = TestDir::new();
+    // Three quick tasks, then one that earlier runs timed at 60 s (it takes 2 s here), in one
+    // batch to a server with one worker and that record in its cache.
+    let secs = [
+        ("order-0", 0),
+        ("order-1", 0),
+        ("order-2", 0),
+        ("order-long", 2),
+    ];
+    let tasks: Vec<Task> = secs
+        .iter()
+        .map(|(id, s)| {
+            Task::new(
+                id,
+                &format!("sleep {s} # {id}"),
+                tasks::PYTEST,
+                &tasks::fix(),
+            )
+        })
+        .collect();
+    let (ds, _) = tasks::write_inputs(dir.path(), &tasks::trivial_image(), &tasks);
+    let cache = dir.path().join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let record = json!({"order-0": 1.0, "order-1": 1.0, "order-2": 1.0, "order-long": 60.0});
+    std::fs::write(cache.join("durations.json"), record.to_string()).unwrap();
+    let out = dir.path().join("out");
+    let args = serve_args(&ds, &out, 1);
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let server = Server::start(&argv, &[("SWE_EVAL_CACHE", cache.to_str().unwrap())]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let ids = submit_all(&rt, server.addr, &tasks);
+    let done = wait_all(&rt, server.addr, &ids, 120);
+    assert_eq!(done.len(), tasks.len());
+    // From acceptance to the result: with one worker, the job that starts first ends first
+    // (the driver may start the next container while one runs, but they run one at a time).
+    let total = |id: &str| {
+        let d = done.iter().find(|d| d["instance_id"] == id).unwrap();
+        assert_eq!(d["status"], "resolved", "{d}");
+        d["timings"]["total"].as_f64().unwrap()
+    };
+    let long = total("order-long");
+    for (id, _) in &secs[..3] {
+        assert!(
+            total(id) > long,
+            "{id} done after {:.2} s, the long one after {long:.2} s: it did not start first",
+            total(id)
+        );
+    }
+    let pid = server.pid();
+    assert_eq!(server.stop(), Some(0));
+    assert_eq!(owned_by(None, pid), Vec::<String>::new());
 }

@@ -49,6 +49,10 @@ batch at once (in requests within the server's bounds) and returns the results i
 batch reward manager); `compute_score_async` and `compute_scores_async` are awaited. Their
 keywords (verl's `reward_kwargs`): `url`, `token`, `timeout`, `retry_deadline`, `retry`,
 `request_timeout`, `client`, and `model_name_or_path`, `sample`, `deadline_s` for the records.
+
+examples/grpo_loop.py (beside the package) is the reward side of a GRPO-shaped loop on these
+functions: a group of answers per prompt each step, group-relative advantages, masked samples
+dropped; it keeps running when the server is killed and started again mid-step.
 """
 
 from ._async import AsyncClient

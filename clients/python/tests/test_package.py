@@ -130,7 +130,7 @@ class Backend(unittest.TestCase):
             self.assertEqual(got, tomllib.load(f)["project"])
 
     def test_the_sources_are_python_3_8(self) -> None:
-        folders = ["swe_eval_client", "_build", "tests"]
+        folders = ["swe_eval_client", "_build", "tests", "examples"]
         paths = [os.path.join(HERE, d, f) for d in folders for f in os.listdir(os.path.join(HERE, d)) if f.endswith(".py")]
         paths.append(os.path.join(HERE, "test_swe_eval_client.py"))
         for p in paths:

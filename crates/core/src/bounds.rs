@@ -142,6 +142,14 @@ pub const SERVE_PATCH_BYTES: Range<usize> = Range {
     max: 1 << 28,
 };
 
+/// `serve --max-body-memory`: the bytes of request bodies a server holds at once, all
+/// connections together. At least the largest body (64 MiB), so every body the server takes
+/// can be read; at most 64 GiB.
+pub const SERVE_BODY_MEMORY: Range<usize> = Range {
+    min: 64 << 20,
+    max: 64 << 30,
+};
+
 /// `serve export --since`: a request number.
 pub const REQUEST_NUMBER: Range<u64> = Range {
     min: 0,

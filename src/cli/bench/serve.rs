@@ -110,7 +110,10 @@ pub fn run(args: Args) -> CliResult {
     }
     let opts = ServeLoad {
         connect: args.connect,
-        token: std::env::var("SWE_EVAL_TOKEN").ok(),
+        // An empty token is no token, as the server takes it.
+        token: std::env::var("SWE_EVAL_TOKEN")
+            .ok()
+            .filter(|t| !t.trim().is_empty()),
         connections: args.connections,
         requests: args.requests,
         rate: args.rate,

@@ -172,6 +172,7 @@ impl DockerEngine {
             endpoint: endpoint.to_string(),
             podman,
             cgroup_parent: None,
+            running: crate::engine::RunningCount::default(),
         })
     }
 

@@ -22,6 +22,8 @@ pub struct DockerEngine {
     /// The cgroup every container goes under (`HostConfig.CgroupParent`), when the containers
     /// were given a CPU weight ([`DockerEngine::weigh_containers`]); `None`: the daemon's own.
     pub(super) cgroup_parent: Option<String>,
+    /// Jobs whose container runs (from its start until its main process ends).
+    pub(super) running: crate::engine::RunningCount,
 }
 
 impl DockerEngine {

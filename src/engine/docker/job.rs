@@ -107,6 +107,11 @@ impl DockerEngine {
         true
     }
 
+    /// Jobs whose container has started and whose main process has not ended.
+    pub(super) fn jobs_running(&self) -> Option<usize> {
+        Some(self.running.get())
+    }
+
     /// Runs one job to completion or deadline and removes its container.
     pub(super) async fn run_job(&self, job: JobSpec) -> Result<JobOutput, EngineError> {
         let t0 = Instant::now();
@@ -137,6 +142,7 @@ impl DockerEngine {
             .start_container(id, None::<StartContainerOptions>)
             .await
             .map_err(|e| start_error(name, e))?;
+        let running = self.running.enter();
         let started = Instant::now();
         out.setup = started.duration_since(t0).saturating_sub(out.queued);
         let mut reading = Reading {
@@ -153,7 +159,7 @@ impl DockerEngine {
         exited?;
         reading.drain().await;
         // The main process has ended: the next prepared container may start.
-        drop(place);
+        drop((place, running));
         let cut_off = reading.finish(out);
         self.read_exit(id, job, out).await?;
         // An output stream cut off while the job ran normally means the output is incomplete:

@@ -217,6 +217,11 @@ impl crate::engine::Forward for SwarmEngine {
         false
     }
 
+    /// The services' containers are not counted (their state is polled per job).
+    fn jobs_running(&self) -> Option<usize> {
+        None
+    }
+
     fn exported(&self) -> Vec<(String, std::time::Duration)> {
         self.pushed
             .lock()

@@ -79,6 +79,18 @@ pub fn collection_files_added(patch: &str) -> Vec<String> {
         .collect()
 }
 
+/// The files of `test_files` (the hidden tests' files, which the eval script checks out at the
+/// base commit before it applies the test patch) that `patch` creates or edits: the patch's
+/// edits to them are undone before the tests run, so they count for nothing. Read leniently,
+/// as [`collection_files`].
+pub fn test_files_edited(patch: &str, test_files: &[String]) -> Vec<String> {
+    patch_files(patch)
+        .into_iter()
+        .map(|f| f.path)
+        .filter(|p| test_files.contains(p))
+        .collect()
+}
+
 struct PatchFile {
     path: String,
     added: bool,
@@ -125,4 +137,26 @@ fn patch_files(patch: &str) -> Vec<PatchFile> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hidden_tests_files_a_patch_edits_or_creates_are_named() {
+        let patch = "diff --git a/src/m.py b/src/m.py\n--- a/src/m.py\n+++ b/src/m.py\n@@ -1 +1 @@\n-a\n+b\n\
+                     diff --git a/tests/test_m.py b/tests/test_m.py\n--- a/tests/test_m.py\n+++ b/tests/test_m.py\n@@ -1 +1,2 @@\n a\n+def test_x(): pass\n\
+                     diff --git a/tests/test_new.py b/tests/test_new.py\nnew file mode 100644\n--- /dev/null\n+++ b/tests/test_new.py\n@@ -0,0 +1 @@\n+x\n";
+        let tests = [
+            "tests/test_m.py".to_string(),
+            "tests/test_new.py".to_string(),
+        ];
+        assert_eq!(test_files_edited(patch, &tests), tests);
+        assert_eq!(
+            test_files_edited(patch, &["tests/test_other.py".to_string()]),
+            Vec::<String>::new()
+        );
+        assert!(test_files_edited("not a diff", &tests).is_empty());
+    }
 }

@@ -109,6 +109,46 @@ impl StrictFinding {
             StrictFinding::CollectionFilesAdded { .. } => "collection_files_added",
         }
     }
+
+    /// The finding for a person (and a trainer's log): its name, then what it saw and why it
+    /// voids the log or fails the tests it names.
+    pub fn describe(&self) -> String {
+        let detail = match self {
+            StrictFinding::SkippedFailToPass { tests } => format!(
+                "{} FAIL_TO_PASS test(s) reported SKIPPED, which count as failed: {}",
+                tests.len(),
+                listed(tests)
+            ),
+            StrictFinding::ExitCodeDisagrees { exit_code } => format!(
+                "the test command exited {exit_code} although no test in its log failed: \
+                 the log's PASSED lines are not evidence"
+            ),
+            StrictFinding::SuiteDidNotRun => {
+                "the log has no summary line of the test run: nothing shows the tests ran".into()
+            }
+            StrictFinding::CollectionFilesAdded { paths } => format!(
+                "the patch adds or edits files that change how tests are collected, and they \
+                 were in place when the tests ran: {}",
+                listed(paths)
+            ),
+        };
+        format!("{}: {detail}", self.as_str())
+    }
+}
+
+/// `items` joined by `, `, the first five and then how many more.
+fn listed(items: &[String]) -> String {
+    const SHOWN: usize = 5;
+    let mut out = items
+        .iter()
+        .take(SHOWN)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if items.len() > SHOWN {
+        out.push_str(&format!(" and {} more", items.len() - SHOWN));
+    }
+    out
 }
 
 /// The outcome of grading one prediction.
@@ -343,5 +383,34 @@ pub fn suite_ran(parser: &str, section: &str) -> bool {
         Some("parse_log_sympy") => SYMPY_RAN.is_match(&plain),
         Some(_) => PYTEST_RAN.is_match(&plain),
         None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_finding_is_described_by_its_name_then_what_it_saw() {
+        let skipped = StrictFinding::SkippedFailToPass {
+            tests: (0..7).map(|i| format!("t{i}")).collect(),
+        };
+        assert_eq!(
+            skipped.describe(),
+            "skipped_fail_to_pass: 7 FAIL_TO_PASS test(s) reported SKIPPED, which count as \
+             failed: t0, t1, t2, t3, t4 and 2 more"
+        );
+        let exit = StrictFinding::ExitCodeDisagrees { exit_code: 1 }.describe();
+        assert!(
+            exit.starts_with("exit_code_disagrees: the test command exited 1 "),
+            "{exit}"
+        );
+        let files = StrictFinding::CollectionFilesAdded {
+            paths: vec!["tests/conftest.py".into()],
+        };
+        assert!(files.describe().ends_with(": tests/conftest.py"));
+        assert!(StrictFinding::SuiteDidNotRun
+            .describe()
+            .starts_with("suite_did_not_run: "));
     }
 }

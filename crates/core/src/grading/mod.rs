@@ -16,7 +16,7 @@ mod groups;
 mod network;
 
 pub use category::{Category, ErrorReason};
-pub use collection::{collection_files, collection_files_added, CollectionFile};
+pub use collection::{collection_files, collection_files_added, test_files_edited, CollectionFile};
 pub use grade::{grade, suite_ran, GradeInput, Graded, RunOutcome, StrictFinding};
 pub use groups::{group_tests, EvalType, Group, Mode, Resolution, TestGroups, FAIL_ONLY_REPOS};
 pub use network::NetworkEvidence;
