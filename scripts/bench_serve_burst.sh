@@ -23,18 +23,8 @@ BIN=${BIN:-target/release/swe-eval}
 J=${J:-2}
 PORT=${PORT:-8399}
 KEEP=${KEEP:-0}
-[ -x "$BIN" ] || { echo "no $BIN: cargo build --release first" >&2; exit 1; }
-scratch="$(mktemp -d /tmp/swe-eval-burst.XXXXXX)"
-server=""
-cleanup() {
-  if [ -n "$server" ] && kill -0 "$server" 2>/dev/null; then
-    kill -TERM "$server"; wait "$server" || true
-  fi
-  if [ "$KEEP" = 1 ]; then echo "kept $scratch" >&2; else rm -rf "$scratch"; fi
-}
-trap cleanup EXIT
-
-now() { date +%s.%N; }
+. "$(dirname "$0")/serve_bench_lib.sh"
+bench_scratch swe-eval-burst
 
 echo "warm-up run (instance images kept; not timed)" >&2
 "$BIN" run -o "$scratch/warm" -j "$J" --cache-level instance >"$scratch/warm.log" 2>&1 || {
@@ -78,7 +68,6 @@ for i in $(seq 1 "$rounds"); do
   printf 'round %d (%s first): run %.1f s, serve %.1f s (load %s)\n' "$i" \
     "$([ $((i % 2)) = 1 ] && echo run || echo serve)" "$r" "$s" "$(cut -d' ' -f1 /proc/loadavg)"
 done
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 mr=$(median "${runs[@]}"); ms=$(median "${serves[@]}")
 printf 'median of %d: run %.1f s, serve %.1f s, serve/run %.3f (-j %s)\n' "$rounds" "$mr" "$ms" \
   "$(echo "$ms / $mr" | bc -l)" "$J"

@@ -655,3 +655,60 @@ async fn every_hack_class_scores_zero_with_its_objection_on_a_strict_reward() {
     );
     assert!(got[1..].iter().all(|(_, _, _, o)| o.len() == 1), "{got:?}");
 }
+
+#[tokio::test]
+async fn a_burst_of_single_requests_has_its_longest_jobs_image_made_first() {
+    use crate::engine::Call;
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = mini(dir.path());
+    let ids: Vec<String> = m
+        .dataset
+        .instances
+        .iter()
+        .map(|i| i.instance_id.clone())
+        .collect();
+    // Earlier runs timed the last instance's jobs at 30 s, the others' at 1 s.
+    let last = ids.last().unwrap().clone();
+    let record: serde_json::Map<String, serde_json::Value> = ids
+        .iter()
+        .map(|id| (id.clone(), (if *id == last { 30.0 } else { 1.0 }).into()))
+        .collect();
+    let durations = dir.path().join("durations.json");
+    std::fs::write(&durations, serde_json::Value::Object(record).to_string()).unwrap();
+    m.opts.run.durations = Some(durations);
+    let e = engine(&m.dataset);
+    let ev = start(&e, &m).await;
+    // One request per instance, each its own submission (a client per sample), the long
+    // one last.
+    let mut accepted = Vec::new();
+    for id in &ids {
+        let a = ev.submit(vec![req(id, &gold(&m, id), 0)]).await.unwrap();
+        accepted.extend(a);
+    }
+    for a in &accepted {
+        assert_eq!(
+            done(&ev, &a.id).await.outcome.unwrap().status,
+            Status::Resolved
+        );
+    }
+    let built: Vec<String> = e
+        .calls()
+        .into_iter()
+        .filter_map(|c| match c {
+            Call::BuildImage { tag, .. } if tag.starts_with("swe-eval.eval.") => Some(tag),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(built.len(), ids.len(), "{built:?}");
+    // The long job's environment (its repository) first, as a run orders them; within it the
+    // history images go by commit.
+    let repo = |id: &str| m.dataset.get(id).unwrap().repo.clone();
+    let group: Vec<&String> = ids.iter().filter(|id| repo(id) == repo(&last)).collect();
+    for tag in &built[..group.len()] {
+        assert!(
+            group.iter().any(|id| tag.contains(&format!("{id}:"))),
+            "{last}'s repository's images first: {built:?}"
+        );
+    }
+    ev.shutdown().await;
+}

@@ -199,7 +199,7 @@ impl<E: Engine> Session<E> {
             config: job_config.clone(),
             dedupe: opts.run.dedupe,
             run_empty: opts.run.run_empty,
-            hints,
+            hints: hints.clone(),
             hints_from,
         };
         let dispatcher = Dispatcher::new(rules, Instant::now());
@@ -267,6 +267,7 @@ impl<E: Engine> Session<E> {
             preparing,
             events,
             specs: lookup,
+            hints,
         };
         let preparer = tokio::spawn(images::prepare_loop(preparer, need_rx));
         Ok(Session {

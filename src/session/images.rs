@@ -1,12 +1,13 @@
 //! A session's images: prepared when the dispatcher first asks for an instance's setup (every
 //! instance a run submits at once, in the order its jobs will start; a server's as requests
-//! come), held while the session lives, and released and removed as the cache level says when
+//! come, those of a burst together and in that order too), held while the session lives, and released and removed as the cache level says when
 //! it closes. Each instance's final setup goes to the dispatcher the moment its image is ready
 //! or has failed for good, so its jobs start while other images build; builds are bounded apart
 //! from the jobs (`--build-jobs`).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 
@@ -16,7 +17,7 @@ use super::prepare::{self, PrepareOptions};
 use crate::engine::Engine;
 use crate::images::{self, reap_dead_holds, release_holds, BuildEvent, BuildHooks, CacheLevel};
 use crate::images::{Holding, StopFlag};
-use crate::runner::Arrival;
+use crate::runner::{Arrival, Durations};
 use swe_eval_core::dataset::Instance;
 use swe_eval_core::spec::TestSpec;
 
@@ -108,11 +109,20 @@ pub(super) struct Preparer<E: Engine> {
     pub events: UnboundedSender<Event>,
     /// The instance and test spec of an instance id (those the session made).
     pub specs: SpecLookup,
+    /// Earlier runs' job durations: each batch's images are made longest expected job first.
+    pub hints: Durations,
 }
 
+/// How long the preparer, idle, waits after an ask for the rest of a burst: a batch sent as
+/// one request per prediction (a client per sample) arrives over a few milliseconds, and its
+/// longest job's image should not wait behind whichever came first. Little against any build.
+pub(super) const GATHER: Duration = Duration::from_millis(50);
+
 /// Prepares the images asked for, a batch at a time (each environment image is built once,
-/// never twice at once), in the order asked: each instance's setup goes to the dispatcher the
-/// moment its image is ready or has failed for good. Ends when no more is asked for, or
+/// never twice at once): the asks that came while it was busy, or within [`GATHER`] of the
+/// first one when idle, in the order their jobs will start (longest expected first, as the
+/// dispatcher asks; equals in the order asked). Each instance's setup goes to the dispatcher
+/// the moment its image is ready or has failed for good. Ends when no more is asked for, or
 /// preparation is stopped.
 pub(super) async fn prepare_loop<E: Engine>(p: Preparer<E>, mut need: UnboundedReceiver<String>) {
     loop {
@@ -122,8 +132,13 @@ pub(super) async fn prepare_loop<E: Engine>(p: Preparer<E>, mut need: UnboundedR
         };
         let Some(first) = first else { return };
         let mut ids = vec![first];
+        tokio::time::sleep(GATHER).await;
         while let Ok(id) = need.try_recv() {
             ids.push(id);
+        }
+        // Stable: equal expectations keep the order asked.
+        if p.hints.median().is_some() {
+            ids.sort_by(|a, b| p.hints.expected(b).total_cmp(&p.hints.expected(a)));
         }
         let mut seen = HashSet::new();
         let batch: Vec<(Instance, TestSpec)> = ids
