@@ -30,6 +30,7 @@ use std::sync::{mpsc as std_mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection, OptionalExtension};
+use swe_eval_core::predictions::Prediction;
 use tokio::sync::oneshot;
 
 use super::evaluation::{Evaluation, Executed, State};
@@ -142,6 +143,18 @@ pub struct Row {
 }
 
 impl Row {
+    /// The prediction it asks to evaluate.
+    pub fn prediction(&self) -> Prediction {
+        Prediction {
+            instance_id: self.instance_id.clone(),
+            model_name_or_path: self.model.clone(),
+            model_patch: Some(self.patch.clone()),
+            sample: self.sample,
+            line: None,
+            extra: Default::default(),
+        }
+    }
+
     /// The id a client uses.
     pub fn id(&self) -> String {
         format!("e{}", self.seq)
