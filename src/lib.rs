@@ -16,6 +16,7 @@ pub mod engine;
 pub mod evaluator;
 pub mod hub;
 pub mod images;
+pub mod memory;
 pub mod orchestrate;
 pub mod owner;
 pub mod priority;

@@ -11,10 +11,8 @@ fn main() {
     let result = swe_eval::cli::dispatch(cli);
     let code = swe_eval::cli::exit_code(&result);
     if let Err(err) = result {
-        let err = anyhow::anyhow!(err);
-        eprintln!("error: {err}");
-        for cause in err.chain().skip(1) {
-            eprintln!("  caused by: {cause}");
+        for line in swe_eval::cli::error_lines(&err) {
+            eprintln!("{line}");
         }
     }
     std::process::exit(code);

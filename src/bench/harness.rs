@@ -20,9 +20,9 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
-use super::memory::memory_mib;
 use super::BenchError;
 use crate::engine::Engine;
+use crate::memory::Resident;
 use crate::orchestrate::{execute_ready, Ready};
 use crate::runner::{Category, RunConfig, RunEvent, RunReport};
 use crate::session::Event;
@@ -156,7 +156,8 @@ async fn timed<E: Engine>(
         what: "the job watcher",
         source,
     })?;
-    let (peak, rss) = memory_mib();
+    let memory = Resident::read();
+    let (peak, rss) = (memory.peak_mib(), memory.now_mib());
     let phase = Phase {
         name: name.to_string(),
         predictions: n,
@@ -232,7 +233,8 @@ fn official(
     // `true` prints no test results, so both harnesses grade these unresolved; what must
     // match is that every prediction was graded.
     let completed = summary["completed_instances"].as_u64().unwrap_or(0) as usize;
-    let (peak, rss) = memory_mib();
+    let memory = Resident::read();
+    let (peak, rss) = (memory.peak_mib(), memory.now_mib());
     let phase = Phase {
         name: "official harness 5.0.2, same tasks".into(),
         predictions: n,

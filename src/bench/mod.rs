@@ -15,7 +15,6 @@
 //! - `html`: `report.html` written and opened in headless chromium.
 //! - `serve`: loads on `swe-eval serve` (similarity, executed, grpo, queue, restart).
 //! - `load`: the bounded load generator and its small HTTP/1.1 client.
-//! - `memory`: this process's resident memory.
 //! - `shared`: where the shared data the benchmarks read by default lies.
 //! - `error`: why a benchmark could not finish.
 
@@ -27,7 +26,6 @@ mod grade;
 mod harness;
 mod html;
 mod load;
-mod memory;
 mod reward;
 mod serve;
 mod shared;
@@ -40,7 +38,6 @@ pub use grade::{measure_grade, GradeFigures, GradeOptions};
 pub use harness::{measure_harness, HarnessEvent, HarnessOptions, Phase};
 pub use html::{measure_html, HtmlFigures, HtmlOptions};
 pub use load::{run as run_load, Answer, Client, ClientError, Latencies, Load, LoadReport, Sample};
-pub use memory::{memory_mib, peak_rss_kib};
 pub use reward::{
     measure_reward, Pathological, PythonBaseline, PythonFigures, RewardFigures, RewardOptions,
     Steps,

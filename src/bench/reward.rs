@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use super::memory::peak_rss_kib;
 use super::{shared, BenchError};
+use crate::memory::Resident;
 use swe_eval_core::bounds::Workers;
 use swe_eval_core::reward::{self, RewardRecord};
 
@@ -406,6 +406,6 @@ pub fn measure_reward(opts: &RewardOptions) -> Result<RewardFigures, BenchError>
         slowest,
         python,
         pathological,
-        peak_rss_kib: peak_rss_kib(),
+        peak_rss_kib: Resident::read().peak_kib,
     })
 }

@@ -12,6 +12,7 @@ mod bench;
 mod command;
 mod compare;
 mod correlate;
+mod error_text;
 mod exit;
 mod grade;
 mod images;
@@ -30,6 +31,7 @@ mod values;
 /// [`crate::orchestrate::ending()`], the one rule for every command).
 pub use crate::orchestrate::Ending;
 pub use command::{dispatch, Cli, Command};
+pub use error_text::error_lines;
 pub use exit::{
     exit_code, failed, with_exit_codes, CliError, CliResult, Failed, NothingComputable, UsageError,
     EXIT_CODES,

@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use swe_eval_core::dataset::Instance;
-use swe_eval_core::predictions::{patch_hash, Prediction};
+use swe_eval_core::predictions::patch_hash;
 use swe_eval_core::reward::Oracle;
 
 use super::evaluation::{Evaluation, Executed, State, Status};
@@ -172,10 +172,15 @@ pub(super) async fn submit<E: Engine>(
             cached: false,
             done: !r.execute,
         };
-        if r.execute && row.patch.trim().is_empty() {
-            // Nothing to run: known at once, as the runner would decide it.
+        // Decided by the patch alone (an empty one), as the dispatcher would decide it: known at
+        // once.
+        let at_once = r
+            .execute
+            .then(|| shared.session.decided_by_patch(&row.prediction()))
+            .flatten();
+        if let Some(decided) = at_once {
             inc(&shared.metrics.accepted_executed);
-            row.outcome = Some(Executed::empty(shared.opts.reward));
+            row.outcome = Some(Executed::of(&decided, None, shared.opts.reward, Vec::new()));
             row.done = true;
         } else if r.execute {
             inc(&shared.metrics.accepted_executed);
@@ -261,14 +266,7 @@ pub(super) fn admit<E: Engine>(shared: &Arc<Shared<E>>, rows: Vec<Row>) {
             }
             seqs.push((seq, row.key.clone()));
             submits.push(Submit {
-                prediction: Prediction {
-                    instance_id: row.instance_id,
-                    model_name_or_path: row.model,
-                    model_patch: Some(row.patch),
-                    sample: row.sample,
-                    line: None,
-                    extra: Default::default(),
-                },
+                prediction: row.prediction(),
                 deadline,
             });
         }

@@ -202,7 +202,11 @@ impl Executed {
                 passed: v.pass_to_pass_success,
                 total: v.pass_to_pass_success + v.pass_to_pass_failure,
             },
-            reason: v.reason.clone(),
+            // An empty patch's verdict (`runner::decided_by_patch`) carries no reason: the
+            // answer says why nothing ran.
+            reason: v.reason.clone().or_else(|| {
+                (status == Status::Empty).then(|| "empty patch: nothing was run".to_string())
+            }),
             image,
             infra_retries: v.infra_retries,
             timings: Timings {
@@ -236,16 +240,6 @@ impl Executed {
             image: None,
             infra_retries: 0,
             timings: Timings::default(),
-        }
-    }
-
-    /// The outcome of an empty patch: nothing to run (the official harness's `empty_patch`),
-    /// scored 0.0.
-    pub fn empty(by: GradedBy) -> Executed {
-        Executed {
-            mask: false,
-            reason: Some("empty patch: nothing was run".into()),
-            ..Executed::masked(Status::Empty, String::new(), by)
         }
     }
 
@@ -353,6 +347,51 @@ pub struct Evaluation {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
+    use swe_eval_core::predictions::Prediction;
+
+    /// An empty patch's outcome, made as admission makes it: from the runner's verdict.
+    fn empty(by: GradedBy) -> Executed {
+        let p = Prediction {
+            instance_id: "a__b-1".into(),
+            model_name_or_path: "m".into(),
+            model_patch: Some(" \n".into()),
+            sample: 0,
+            line: None,
+            extra: Default::default(),
+        };
+        let decided = Decided {
+            verdict: crate::runner::empty_verdict(&p, &p.patch_hash(), "r"),
+            logs: None,
+            image_wait: Duration::ZERO,
+            queue_wait: None,
+        };
+        Executed::of(&decided, None, by, Vec::new())
+    }
+
+    #[test]
+    fn an_empty_patchs_outcome_is_empty_unmasked_scored_zero_and_says_nothing_ran() {
+        for by in [GradedBy::Strict, GradedBy::Official] {
+            let e = empty(by);
+            let want = Executed {
+                score: 0.0,
+                graded_by: by,
+                objections: Vec::new(),
+                status: Status::Empty,
+                mask: false,
+                resolved: false,
+                strict_status: Status::Empty,
+                strict_resolved: false,
+                fail_to_pass: Passed::default(),
+                pass_to_pass: Passed::default(),
+                reason: Some("empty patch: nothing was run".into()),
+                image: None,
+                infra_retries: 0,
+                timings: Timings::default(),
+            };
+            assert_eq!(e, want);
+        }
+    }
 
     #[test]
     fn the_score_follows_the_grading_named_and_is_zero_when_masked() {
@@ -371,7 +410,7 @@ mod tests {
                 "{by:?} {official:?} {strict:?}"
             );
         }
-        let e = Executed::empty(GradedBy::Strict);
+        let e = empty(GradedBy::Strict);
         assert_eq!(
             (e.score, e.mask, e.graded_by),
             (0.0, false, GradedBy::Strict)
@@ -382,7 +421,7 @@ mod tests {
             status: Resolved,
             resolved: true,
             strict_status: Unresolved,
-            ..Executed::empty(GradedBy::Strict)
+            ..empty(GradedBy::Strict)
         };
         let rescored = officially.clone().scored_by(GradedBy::Official);
         assert_eq!(
@@ -414,7 +453,7 @@ mod tests {
         // One written now reads back as it was.
         let now = Executed {
             objections: vec!["exit_code_disagrees: ...".into()],
-            ..Executed::empty(GradedBy::Strict)
+            ..empty(GradedBy::Strict)
         };
         let back: Executed = serde_json::from_str(&serde_json::to_string(&now).unwrap()).unwrap();
         assert_eq!(back, now);

@@ -30,6 +30,7 @@ use std::sync::{mpsc as std_mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection, OptionalExtension};
+use swe_eval_core::predictions::Prediction;
 use tokio::sync::oneshot;
 
 use super::evaluation::{Evaluation, Executed, State};
@@ -89,6 +90,15 @@ pub enum StoreError {
         /// What is wrong.
         message: String,
     },
+    /// The writer thread could not commit a write (every write of its batch gets this error).
+    #[error("state database {path}: cannot commit: {source}")]
+    Commit {
+        /// The database file.
+        path: PathBuf,
+        /// SQLite's error, shared by the batch's writes.
+        #[source]
+        source: Arc<rusqlite::Error>,
+    },
     /// The writer thread is gone (the store is closed).
     #[error("state database {path}: closed")]
     Closed {
@@ -133,6 +143,18 @@ pub struct Row {
 }
 
 impl Row {
+    /// The prediction it asks to evaluate.
+    pub fn prediction(&self) -> Prediction {
+        Prediction {
+            instance_id: self.instance_id.clone(),
+            model_name_or_path: self.model.clone(),
+            model_patch: Some(self.patch.clone()),
+            sample: self.sample,
+            line: None,
+            extra: Default::default(),
+        }
+    }
+
     /// The id a client uses.
     pub fn id(&self) -> String {
         format!("e{}", self.seq)
@@ -183,7 +205,7 @@ enum Write {
 
 struct Job {
     write: Write,
-    ack: oneshot::Sender<Result<(), String>>,
+    ack: oneshot::Sender<Result<(), Arc<rusqlite::Error>>>,
 }
 
 /// The state database: a writer thread, a checkpoint thread and a read connection.
@@ -365,10 +387,9 @@ impl Store {
         }
         match done.await {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(message)) => Err(StoreError::Corrupt {
+            Ok(Err(source)) => Err(StoreError::Commit {
                 path: self.path.clone(),
-                id: "-".into(),
-                message,
+                source,
             }),
             Err(_) => Err(closed()),
         }
@@ -575,7 +596,7 @@ fn write_loop(
     copying: &Mutex<()>,
 ) {
     // Prepared once, for every commit.
-    let mut statements = Statements::new(&conn).map_err(|e| e.to_string());
+    let mut statements = Statements::new(&conn).map_err(Arc::new);
     // Held from a catch-up to the end of the next commit, which starts the log again.
     let mut caught_up = None;
     while let Ok(first) = rx.recv() {
@@ -588,7 +609,7 @@ fn write_loop(
         }
         let started = Instant::now();
         let result = match &mut statements {
-            Ok(st) => commit(&conn, st, &batch).map_err(|e| e.to_string()),
+            Ok(st) => commit(&conn, st, &batch).map_err(Arc::new),
             Err(e) => Err(e.clone()),
         };
         commits.observe(started.elapsed());
@@ -824,6 +845,33 @@ mod tests {
         assert_eq!(pending, [2]);
         assert_eq!(store.get(3).unwrap(), None);
         assert_eq!(store.since(2).unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_failed_commit_is_a_typed_error_with_sqlites_cause_and_the_writer_goes_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        store.insert(vec![row(1, false)]).await.unwrap();
+        // The same seq again breaks the primary key: the commit fails and is rolled back.
+        let err = store.insert(vec![row(1, false)]).await.unwrap_err();
+        let StoreError::Commit { path, source } = &err else {
+            panic!("not a commit error: {err:?}");
+        };
+        assert_eq!(path, &db_path(dir.path()));
+        assert!(
+            matches!(**source, rusqlite::Error::SqliteFailure(ref e, _)
+                if e.code == rusqlite::ErrorCode::ConstraintViolation),
+            "{source:?}"
+        );
+        let text = err.to_string();
+        assert!(
+            text.contains("cannot commit") && text.contains(&source.to_string()),
+            "{text}"
+        );
+        assert!(std::error::Error::source(&err).is_some());
+        // The writer still commits what comes next.
+        store.insert(vec![row(2, false)]).await.unwrap();
+        assert_eq!(store.max_seq().unwrap(), 2);
     }
 
     #[tokio::test]

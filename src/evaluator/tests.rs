@@ -286,6 +286,31 @@ async fn identical_requests_run_once_and_later_ones_come_from_the_cache() {
 }
 
 #[tokio::test]
+async fn an_empty_patch_is_answered_in_its_acceptance_by_the_runners_rule_with_no_container() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = mini(dir.path());
+    let e = engine(&m.dataset);
+    let ev = start(&e, &m).await;
+    let accepted = ev
+        .submit(vec![req(CALC, "", 0), req(WRAP, " \n\t", 1)])
+        .await
+        .unwrap();
+    for a in &accepted {
+        assert_eq!(a.state, State::Done, "done at once: {a:?}");
+        let o = a.outcome.as_ref().unwrap();
+        assert_eq!(
+            (o.status, o.strict_status, o.mask),
+            (Status::Empty, Status::Empty, false)
+        );
+        assert_eq!((o.score, o.image.as_deref()), (0.0, None));
+        assert_eq!(o.reason.as_deref(), Some("empty patch: nothing was run"));
+        assert_eq!(ev.get(&a.id).unwrap(), *a, "stored as answered");
+    }
+    assert!(e.jobs().is_empty(), "no container ran: {:?}", e.jobs());
+    ev.shutdown().await;
+}
+
+#[tokio::test]
 async fn accepted_requests_survive_a_restart_and_run_once() {
     let dir = tempfile::tempdir().unwrap();
     let m = mini(dir.path());

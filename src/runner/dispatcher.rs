@@ -12,7 +12,8 @@
 //! run's deadline or a failed write ([`Dispatcher::stop`]).
 //!
 //! The rules every face shares are decided here, once: an empty patch gets its verdict at once
-//! (unless empty runs are asked for); identical (instance, patch) pairs share one job while it
+//! (unless empty runs are asked for; [`decided_by_patch`], which `serve`'s admission also
+//! calls); identical (instance, patch) pairs share one job while it
 //! is not over; a prediction whose deadline passes is answered `expired` at that moment, a job
 //! none of whose predictions is still waiting is not started, and a job started close to its
 //! predictions' deadline gets the time left as its timeout; jobs start longest expected first.
@@ -306,22 +307,16 @@ impl Dispatcher {
                 continue;
             }
             let p = &item.prediction;
-            if p.is_empty_patch() && !self.rules.run_empty {
+            let setup = match &item.setup {
+                SetupOffer::Final(s) | SetupOffer::Prepare(s) => s,
+            };
+            if let Some(decided) =
+                decided_by_patch(p, setup, &self.rules.config, self.rules.run_empty)
+            {
                 empty += 1;
-                let hash = p.patch_hash();
-                let mut v = empty_verdict(p, &hash, &self.rules.config.run_id);
-                let setup = match &item.setup {
-                    SetupOffer::Final(s) | SetupOffer::Prepare(s) => s,
-                };
-                v.identity = Some(recipe(setup, &self.rules.config).identity(&hash));
                 fx.push(Effect::Answer(
                     item.member,
-                    Answer::Decided(Box::new(Decided {
-                        verdict: v,
-                        logs: None,
-                        image_wait: Duration::ZERO,
-                        queue_wait: None,
-                    })),
+                    Answer::Decided(Box::new(decided)),
                 ));
                 continue;
             }
@@ -820,6 +815,33 @@ fn answer_all(members: &[Member], answer: Answer) -> Vec<Effect> {
         .iter()
         .map(|m| Effect::Answer(m.id, answer.clone()))
         .collect()
+}
+
+/// The answer `p` gets by its patch alone, with no job and no container: an empty patch
+/// (nothing to apply) gets the official `empty_patch` verdict at once, unless empty patches are
+/// run (`run_empty`: `validate` runs the eval script without one). `None`: it needs a job.
+///
+/// This is the one place that decides it: the dispatcher answers every face's predictions by
+/// it, and `serve`'s admission (through `Session::decided_by_patch`) answers such a request in
+/// its acceptance by it, before any dispatcher sees it.
+pub fn decided_by_patch(
+    p: &Prediction,
+    setup: &Setup,
+    config: &JobConfig,
+    run_empty: bool,
+) -> Option<Decided> {
+    if !p.is_empty_patch() || run_empty {
+        return None;
+    }
+    let hash = p.patch_hash();
+    let mut verdict = empty_verdict(p, &hash, &config.run_id);
+    verdict.identity = Some(recipe(setup, config).identity(&hash));
+    Some(Decided {
+        verdict,
+        logs: None,
+        image_wait: Duration::ZERO,
+        queue_wait: None,
+    })
 }
 
 /// The verdict of an empty patch (nothing run), or the frame of a verdict decided without a

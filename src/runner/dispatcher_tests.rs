@@ -587,3 +587,39 @@ fn an_idle_dispatcher_is_idle_and_counts_what_ran() {
     assert_eq!((tally.jobs_run, tally.observed.len()), (1, 1));
     assert_eq!(tally.time.jobs, 1);
 }
+
+#[test]
+fn only_an_empty_patch_is_decided_by_its_patch_and_only_when_empty_patches_are_not_run() {
+    let config = rules(&[]).config;
+    let s = setup("a", Ok("img"));
+    let p = |patch: Option<&str>| Prediction {
+        instance_id: "a".into(),
+        model_name_or_path: "m".into(),
+        model_patch: patch.map(str::to_string),
+        sample: 3,
+        line: None,
+        extra: Default::default(),
+    };
+    for empty in [None, Some(""), Some(" \n\t")] {
+        let d = super::decided_by_patch(&p(empty), &s, &config, false)
+            .unwrap_or_else(|| panic!("{empty:?} is decided at once"));
+        let v = &d.verdict;
+        assert_eq!(
+            (v.category, v.strict_category),
+            (Category::EmptyPatch, Category::EmptyPatch)
+        );
+        assert_eq!(
+            (v.model.as_str(), v.sample, v.run_id.as_str()),
+            ("m", 3, "r")
+        );
+        assert_eq!(v.patch_hash, p(empty).patch_hash());
+        assert!(
+            v.identity.is_some(),
+            "what it would have run under is recorded"
+        );
+        assert!(d.logs.is_none() && d.queue_wait.is_none());
+        // Empty patches run when asked (validate): then a job decides.
+        assert!(super::decided_by_patch(&p(empty), &s, &config, true).is_none());
+    }
+    assert!(super::decided_by_patch(&p(Some("diff")), &s, &config, false).is_none());
+}

@@ -35,7 +35,8 @@ mod store;
 mod summary;
 
 pub use dispatcher::{
-    empty_verdict, Answer, Decided, Dispatcher, Effect, Item, MemberId, Rules, SetupOffer, Tally,
+    decided_by_patch, empty_verdict, Answer, Decided, Dispatcher, Effect, Item, MemberId, Rules,
+    SetupOffer, Tally,
 };
 pub use drive::{drive, Arrival, Channels, Control, DriveOptions, Driven, Submission};
 pub use driver::PatchMode;

@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use super::app::{App, STATUSES};
 use crate::engine::Engine;
 use crate::evaluator::{Histogram, BUCKETS};
+use crate::memory::Resident;
 
 /// The metrics of `app`, as text.
 pub(super) fn render<E: Engine>(app: &App<E>) -> String {
@@ -91,20 +92,21 @@ pub(super) fn render<E: Engine>(app: &App<E>) -> String {
         "# HELP swe_eval_running Jobs whose container runs.\n# TYPE swe_eval_running gauge\nswe_eval_running {}",
         app.ev.running()
     );
-    // The process's memory, from /proc/self/status (Linux): resident now and at its peak.
-    for (field, name, help) in [
+    // The process's memory (Linux): resident now and at its peak.
+    let memory = Resident::read();
+    for (kib, name, help) in [
         (
-            "VmRSS:",
+            memory.now_kib,
             "process_resident_memory_bytes",
             "Resident memory of the server process.",
         ),
         (
-            "VmHWM:",
+            memory.peak_kib,
             "swe_eval_process_peak_resident_memory_bytes",
             "Largest resident memory of the server process since its start.",
         ),
     ] {
-        if let Some(bytes) = proc_status_kb(field).map(|kb| kb * 1024) {
+        if let Some(bytes) = kib.map(|kib| kib * 1024) {
             let _ = writeln!(
                 out,
                 "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {bytes}"
@@ -130,18 +132,6 @@ pub(super) fn render<E: Engine>(app: &App<E>) -> String {
         app.ev.commit_latency(),
     );
     out
-}
-
-/// A `kB` field of `/proc/self/status` (`VmRSS:`, `VmHWM:`), where there is one.
-fn proc_status_kb(field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
 }
 
 fn histogram(out: &mut String, name: &str, help: &str, h: &Histogram) {

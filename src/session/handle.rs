@@ -311,6 +311,18 @@ impl<E: Engine> Session<E> {
         pending
     }
 
+    /// The answer `p` gets by its patch alone, with no job (an empty patch's verdict, decided
+    /// by `runner::decided_by_patch` as the dispatcher decides it), or `None` when it needs a job
+    /// or the dataset lacks its instance. `serve` answers such a request in its acceptance.
+    pub fn decided_by_patch(&self, p: &Prediction) -> Option<runner::Decided> {
+        let inner = &self.inner;
+        let offers = inner.offers(std::iter::once(p.instance_id.as_str()));
+        let setup = match offers.get(&p.instance_id)? {
+            SetupOffer::Final(s) | SetupOffer::Prepare(s) => s,
+        };
+        runner::decided_by_patch(p, setup, &inner.job_config, inner.opts.run.run_empty)
+    }
+
     /// The setups `instance_ids` are offered with (their test specs made now if not yet): a
     /// final one, or the stand-in of an image still to prepare; none for an instance the
     /// dataset lacks. What a verdict of theirs would record (`runner::recipe`) is known from

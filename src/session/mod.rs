@@ -7,6 +7,8 @@
 //! `run` is reading the inputs, a session, and writing the verdicts into the run's folder
 //! (`orchestrate`); `serve` is HTTP, the content cache and the database over a session
 //! (`evaluator`). Empty patches, identical patches and deadlines are decided once, in the
+//! runner: an empty patch by `runner::decided_by_patch` (the dispatcher's, and
+//! [`Session::decided_by_patch`] for `serve`'s answer in its acceptance), the rest in the
 //! dispatcher.
 //!
 //! - `handle`: [`Session`] (open, submit, prepare, stop, interrupt, close).

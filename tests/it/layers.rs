@@ -44,7 +44,7 @@ const FORBIDDEN: &[(&[&str], &[&str])] = &[
 ];
 
 /// Modules that import nothing else of the crate (every layer may use them).
-const LEAVES: &[&str] = &["owner", "repos", "fsutil", "pystr", "priority"];
+const LEAVES: &[&str] = &["owner", "repos", "fsutil", "pystr", "priority", "memory"];
 
 /// (module, the only modules of the crate it may import): near-leaves every layer may use.
 const ONLY_IMPORTS: &[(&str, &[&str])] = &[("unidiff", &["pystr"])];
