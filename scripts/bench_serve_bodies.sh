@@ -51,7 +51,7 @@ echo "body: $size bytes; server: $BIN serve -j 1 ${SERVE_ARGS}"
 # shellcheck disable=SC2086
 serve_start one -j 1 $SERVE_ARGS
 before=$(mem)
-got=$(post 0)
+got=$(post 0 | awk '{printf "%s in %.2f s", $1, $NF}')
 printf 'one body: status %s; memory before: %s; after: %s\n' "$got" "$before" "$(mem)"
 serve_stop
 
