@@ -11,11 +11,13 @@
 #
 # Usage: scripts/bench_serve_cpu_memory.sh [N]      (default 10000; from the repository root)
 # Settings (environment): BIN=target/release/swe-eval  KEEP=0 (1 keeps the scratch folder)
+#   LOADS="similarity queue" (the loads to run, in that order)
 set -euo pipefail
 
 n="${1:-10000}"
 BIN=${BIN:-target/release/swe-eval}
 KEEP=${KEEP:-0}
+LOADS=${LOADS:-similarity queue}
 . "$(dirname "$0")/serve_bench_lib.sh"
 bench_scratch swe-eval-cpu-memory
 
@@ -23,38 +25,28 @@ tck=$(getconf CLK_TCK)
 cpu_s() { awk -v t="$tck" '{print ($14 + $15) / t}' "/proc/$server/stat"; }
 mem() { awk '/^VmRSS|^VmHWM/ {printf "%s %.1f MB ", $1, $2 / 1024}' "/proc/$server/status"; }
 
-# Starts a server with `serve ARGS` on a fresh state; sets `server` and `addr`.
-start() {
-  local name=$1; shift
-  "$BIN" serve -o "$scratch/$name" --listen 127.0.0.1:0 "$@" >"$scratch/$name.out" 2>"$scratch/$name.log" &
-  server=$!
-  addr=""
-  for _ in $(seq 1 300); do
-    addr=$(grep -o 'http://[0-9.:]*' "$scratch/$name.out" 2>/dev/null | head -1 | sed 's|http://||' || true)
-    [ -n "$addr" ] && break
-    sleep 0.2
-  done
-  [ -n "$addr" ] || { echo "the server did not start: $scratch/$name.log" >&2; KEEP=1; exit 1; }
-}
-
-stop() { kill -TERM "$server"; wait "$server" || true; server=""; }
-
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-start similarity -j 2
+wants() { [[ " $LOADS " == *" $1 "* ]]; }
+
+if wants similarity; then
+serve_start similarity -j 2
 before=$(mem); c0=$(cpu_s)
 "$BIN" bench serve --mode similarity --requests "$n" --connections 64 --connect "$addr" \
   --json "$scratch/similarity.json" | tail -1
 c1=$(cpu_s)
 printf 'similarity: server CPU %.2f s for %d requests, %.2f s per 10,000; memory before: %s; after: %s\n' \
   "$(echo "$c1 - $c0" | bc -l)" "$n" "$(echo "($c1 - $c0) * 10000 / $n" | bc -l)" "$before" "$(mem)"
-stop
+serve_stop
+fi
 
-start queue -j 1 --max-queue $((n * 2))
+if wants queue; then
+serve_start queue -j 1 --max-queue $((n * 2))
 before=$(mem); c0=$(cpu_s)
 "$BIN" bench serve --mode queue --requests "$n" --connect "$addr" --json "$scratch/queue.json" | tail -1
 c1=$(cpu_s)
 printf 'queue: server CPU %.2f s to accept %d executed requests; memory before: %s; with them queued: %s\n' \
   "$(echo "$c1 - $c0" | bc -l)" "$n" "$before" "$(mem)"
-stop
+serve_stop
+fi
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,6 +1,6 @@
 //! Admission: a request checked against the dataset and the queue's bound, keyed by content
-//! when executed, scored (the similarity against the gold patch; an executed patch's score kept
-//! by key, so the same content is not compared again), stored, and answered at once when it
+//! when executed, scored (the similarity against the gold patch, kept by (instance, patch) in
+//! `similarity`, so the same content is not compared again), stored, and answered at once when it
 //! needs no job (not executed, an empty patch, no test spec, its key cached); the others go to
 //! the session with their deadline, and each answer is stored (and cached unless masked), then
 //! published to its waiters.
@@ -26,23 +26,15 @@ use crate::engine::Engine;
 use crate::runner::Answer;
 use crate::session::{Pending, Submit};
 
-fn score_of<E: Engine>(shared: &Shared<E>, inst: &Instance, key: &str, patch: &str) -> Score {
-    let scores = || shared.scores.lock().unwrap_or_else(|p| p.into_inner());
-    if !key.is_empty() {
-        if let Some(s) = scores().get(key) {
-            return s;
+fn score_of<E: Engine>(shared: &Shared<E>, inst: &Instance, patch: &str) -> Score {
+    shared.similarities.score(&inst.instance_id, patch, || {
+        let r = oracle_of(shared, inst).unidiff_reward(patch);
+        Score {
+            similarity: r.similarity,
+            reward: r.reward,
+            format: r.format.as_string(),
         }
-    }
-    let r = oracle_of(shared, inst).unidiff_reward(patch);
-    let score = Score {
-        similarity: r.similarity,
-        reward: r.reward,
-        format: r.format.as_string(),
-    };
-    if !key.is_empty() {
-        scores().insert(key.to_string(), score.clone());
-    }
-    score
+    })
 }
 
 /// `inst`'s gold patch, read once for every similarity of the instance.
@@ -141,16 +133,16 @@ pub(super) async fn submit<E: Engine>(
     let at_ms = now_ms();
     let mut rows = Vec::with_capacity(requests.len());
     for (r, inst) in requests.into_iter().zip(insts) {
-        // An executed patch's content key comes first: the same content had the same score.
-        // The content key is the verdict's identity key (`swe_eval_core::identity`), as a
-        // run's resume decides by it: the same inputs under the same limits.
+        // An executed patch's content key: the verdict's identity key
+        // (`swe_eval_core::identity`), as a run's resume decides by it: the same inputs under
+        // the same limits.
         let recipe = (r.execute && !r.model_patch.trim().is_empty())
             .then(|| shared.session.recipe(&inst.instance_id));
         let key = match &recipe {
             Some(Ok(recipe)) => recipe.identity(&patch_hash(&r.model_patch)).key,
             _ => String::new(),
         };
-        let score = score_of(shared, inst, &key, &r.model_patch);
+        let score = score_of(shared, inst, &r.model_patch);
         let seq = shared.next_seq.fetch_add(1, Ordering::Relaxed);
         let deadline = r.deadline.unwrap_or(shared.opts.default_deadline);
         let mut row = Row {
@@ -204,19 +196,21 @@ pub(super) async fn submit<E: Engine>(
         }
         rows.push(row);
     }
-    shared
-        .store
-        .insert(rows.clone())
-        .await
-        .map_err(unavailable)?;
+    // The rows go to the store as they are; only those still to run are copied (for the
+    // session), so a request answered at once costs no second copy of its patch.
     let answers: Vec<Evaluation> = rows.iter().map(Row::evaluation).collect();
-    for row in rows.iter().filter(|r| r.done) {
-        if let Some(o) = &row.outcome {
-            shared.metrics.status(o.status);
-            shared.metrics.result_latency.observe(now.elapsed());
-        }
+    let known: Vec<Status> = rows
+        .iter()
+        .filter(|r| r.done)
+        .filter_map(|r| r.outcome.as_ref().map(|o| o.status))
+        .collect();
+    let waiting: Vec<Row> = rows.iter().filter(|r| !r.done).cloned().collect();
+    shared.store.insert(rows).await.map_err(unavailable)?;
+    for status in known {
+        shared.metrics.status(status);
+        shared.metrics.result_latency.observe(now.elapsed());
     }
-    admit(shared, rows.into_iter().filter(|r| !r.done).collect());
+    admit(shared, waiting);
     Ok(answers)
 }
 

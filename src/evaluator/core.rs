@@ -21,11 +21,11 @@ use swe_eval_core::dataset::Dataset;
 
 use super::admission;
 use super::evaluation::Evaluation;
-use super::memo::Memo;
 use super::metrics::{inc, Metrics};
 use super::options::EvaluatorOptions;
 use super::request::{Refusal, RefusalCode, Request};
-use super::shared::{unavailable, Book, Shared, MEMO_SCORES};
+use super::shared::{unavailable, Book, Shared};
+use super::similarity::{Similarities, SIMILARITY_BYTES, SIMILARITY_ENTRIES};
 use super::store::{self, Row, Store, StoreError};
 use crate::engine::Engine;
 use crate::runner::{self, RunEvent};
@@ -159,7 +159,7 @@ impl<E: Engine> Evaluator<E> {
                 accepting: true,
                 ..Default::default()
             }),
-            scores: Mutex::new(Memo::new(MEMO_SCORES)),
+            similarities: Similarities::new(SIMILARITY_ENTRIES, SIMILARITY_BYTES),
             next_seq: AtomicU64::new(next_seq),
             metrics: Metrics::default(),
             notices,

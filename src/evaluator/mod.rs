@@ -10,6 +10,7 @@
 //!   the grading it follows, [`GradedBy`]).
 //! - `objections`: what the strict grading objected to in a job, graded again from its log.
 //! - `store`: the state in SQLite (requests, results, the cache), surviving a kill.
+//! - `similarity`: the scores kept by (instance, patch), bounded.
 //! - `metrics`: counters and latency histograms.
 //! - `access`: who may use it over the network (loopback, or a bearer token).
 //! - `export`: the rollouts as the study (`correlate`, `compare`) reads them.
@@ -27,6 +28,7 @@ mod open;
 mod options;
 mod request;
 mod shared;
+mod similarity;
 mod store;
 #[cfg(test)]
 pub(crate) mod tests;

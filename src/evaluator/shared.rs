@@ -12,17 +12,14 @@ use swe_eval_core::dataset::Dataset;
 use swe_eval_core::reward::Oracle;
 
 use super::evaluation::Evaluation;
-use super::memo::Memo;
 use super::metrics::Metrics;
 use super::options::EvaluatorOptions;
 use super::request::{Refusal, RefusalCode};
+use super::similarity::Similarities;
 use super::store::{Store, StoreError};
 use crate::engine::Engine;
 use crate::runner;
 use crate::session::Session;
-
-/// Scores of executed patches kept in memory, by content key.
-pub(super) const MEMO_SCORES: usize = 16_384;
 
 /// An accepted request not done yet.
 pub(super) struct Req {
@@ -54,9 +51,9 @@ pub(super) struct Shared<E: Engine> {
     pub opts: EvaluatorOptions,
     pub store: Store,
     pub book: Mutex<Book>,
-    /// The scores of executed patches by content key (the last [`MEMO_SCORES`]): a patch sent
-    /// again is not compared with the gold patch again.
-    pub scores: Mutex<Memo<String, Score>>,
+    /// The scores by (instance, patch), bounded: a patch sent again is not compared with the
+    /// gold patch again.
+    pub similarities: Similarities,
     pub next_seq: AtomicU64,
     pub metrics: Metrics,
     pub notices: mpsc::UnboundedSender<String>,
@@ -80,8 +77,6 @@ pub(super) struct Score {
     pub format: String,
 }
 
-/// The score of `patch` on `inst`: for an executed patch (`key` not empty), the one its content
-/// key already had if kept, else computed (and kept under the key).
 impl<E: Engine> Shared<E> {
     pub(super) fn lock(&self) -> MutexGuard<'_, Book> {
         self.book.lock().unwrap_or_else(|p| p.into_inner())

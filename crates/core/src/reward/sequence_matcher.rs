@@ -69,11 +69,21 @@ pub struct Scratch {
 /// every character). It finds the same match as CPython in time linear in the ranges: scanning
 /// `a`, the longest suffix of `a[alo..=i]` found in the range is the longest match ending at
 /// `i`, and the first position where a state's strings end is the lowest `j` CPython keeps.
+///
+/// A state's first edge is inline; its others are found through one hash table keyed by
+/// (state, id), and listed per state (to copy them into a clone). States near the root have
+/// many edges (one per character that follows a common prefix), and walking them in a list
+/// was the search's hot spot.
 #[derive(Debug, Default)]
 struct Automaton {
     states: Vec<State>,
-    /// Edges beyond each state's first, as (id, target, next edge of the same state).
-    edges: Vec<(u32, u32, u32)>,
+    /// Edges beyond each state's first, as (id, next edge of the same state); their targets
+    /// are in `table`.
+    edges: Vec<(u32, u32)>,
+    /// Open addressing, linear probing: ((state << 32) | id, target), `EMPTY` keys free.
+    table: Vec<(u64, u32)>,
+    /// Keys in `table`.
+    used: usize,
     /// The root's edges, dense by id (the root is visited most).
     root: Vec<u32>,
 }
@@ -93,6 +103,9 @@ struct State {
 
 const NONE: u32 = u32::MAX;
 
+/// A free slot of [`Automaton::table`].
+const EMPTY: u64 = u64::MAX;
+
 impl Automaton {
     #[inline]
     fn edge(&self, state: u32, x: u32) -> u32 {
@@ -103,15 +116,72 @@ impl Automaton {
         if s.first_id == x {
             return s.first_to;
         }
-        let mut e = s.more;
-        while e != NONE {
-            let (id, to, next) = self.edges[e as usize];
-            if id == x {
+        if s.more == NONE {
+            return NONE;
+        }
+        let key = Self::key(state, x);
+        let mask = self.table.len() - 1;
+        let mut i = Self::slot(key, mask);
+        loop {
+            let (k, to) = self.table[i];
+            if k == key {
                 return to;
             }
-            e = next;
+            if k == EMPTY {
+                return NONE;
+            }
+            i = (i + 1) & mask;
         }
-        NONE
+    }
+
+    fn key(state: u32, x: u32) -> u64 {
+        (u64::from(state) << 32) | u64::from(x)
+    }
+
+    fn slot(key: u64, mask: usize) -> usize {
+        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize & mask
+    }
+
+    /// Sets the target of `key` in the table; true when the key is new.
+    fn put(&mut self, key: u64, to: u32) -> bool {
+        if (self.used + 1) * 2 > self.table.len() {
+            self.grow();
+        }
+        let mask = self.table.len() - 1;
+        let mut i = Self::slot(key, mask);
+        loop {
+            let k = self.table[i].0;
+            if k == key {
+                self.table[i].1 = to;
+                return false;
+            }
+            if k == EMPTY {
+                self.table[i] = (key, to);
+                self.used += 1;
+                return true;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    fn grow(&mut self) {
+        let old = std::mem::take(&mut self.table);
+        self.table = vec![(EMPTY, NONE); (old.len() * 2).max(16)];
+        self.used = 0;
+        for (k, to) in old {
+            if k != EMPTY {
+                self.put(k, to);
+            }
+        }
+    }
+
+    /// Adds or redirects the edge `state --x--> to` beyond the state's first.
+    fn add_more(&mut self, state: u32, x: u32, to: u32) {
+        if self.put(Self::key(state, x), to) {
+            let head = self.states[state as usize].more;
+            self.edges.push((x, head));
+            self.states[state as usize].more = (self.edges.len() - 1) as u32;
+        }
     }
 
     /// Adds or redirects the edge `state --x--> to`.
@@ -126,18 +196,7 @@ impl Automaton {
             s.first_to = to;
             return;
         }
-        let mut e = s.more;
-        while e != NONE {
-            let edge = &mut self.edges[e as usize];
-            if edge.0 == x {
-                edge.1 = to;
-                return;
-            }
-            e = edge.2;
-        }
-        let head = self.states[state as usize].more;
-        self.edges.push((x, to, head));
-        self.states[state as usize].more = (self.edges.len() - 1) as u32;
+        self.add_more(state, x, to);
     }
 
     fn new_state(&mut self, len: u32, link: u32, first_end: u32) -> u32 {
@@ -155,6 +214,11 @@ impl Automaton {
     fn build(&mut self, b: &[u32], blo: usize, bhi: usize, alphabet: usize) {
         self.states.clear();
         self.edges.clear();
+        // Room for the edges of a range of this size without growing, cleared.
+        let room = (4 * (bhi - blo)).next_power_of_two().max(16);
+        self.table.clear();
+        self.table.resize(room, (EMPTY, NONE));
+        self.used = 0;
         self.root.clear();
         self.root.resize(alphabet, NONE);
         self.new_state(0, NONE, 0);
@@ -180,10 +244,9 @@ impl Automaton {
                     self.states[clone as usize].first_to = q_state.first_to;
                     let mut e = q_state.more;
                     while e != NONE {
-                        let (id, to, next) = self.edges[e as usize];
-                        let head = self.states[clone as usize].more;
-                        self.edges.push((id, to, head));
-                        self.states[clone as usize].more = (self.edges.len() - 1) as u32;
+                        let (id, next) = self.edges[e as usize];
+                        let to = self.edge(q, id);
+                        self.add_more(clone, id, to);
                         e = next;
                     }
                     while p != NONE && self.edge(p, x) == q {
@@ -707,6 +770,42 @@ mod tests {
                 size: 300
             }
         );
+    }
+
+    #[test]
+    fn the_edge_table_answers_the_same_after_growing() {
+        let mut x = 7u64;
+        let b: Vec<u32> = (0..600)
+            .map(|_| {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                ((x >> 33) % 40) as u32
+            })
+            .collect();
+        let mut sam = Automaton::default();
+        sam.build(&b, 0, b.len(), 40);
+        let edges = |sam: &Automaton| {
+            let mut all = Vec::new();
+            for state in 0..sam.states.len() as u32 {
+                for id in 0..41 {
+                    all.push(sam.edge(state, id));
+                }
+            }
+            all
+        };
+        let before = edges(&sam);
+        let slots = sam.table.len();
+        sam.grow();
+        sam.grow();
+        assert_eq!(sam.table.len(), 4 * slots);
+        assert_eq!(edges(&sam), before);
+        // Every substring of b is a path from the root.
+        for start in [0, 17, 300] {
+            let mut v = 0;
+            for &id in &b[start..start + 200] {
+                v = sam.edge(v, id);
+                assert_ne!(v, NONE);
+            }
+        }
     }
 
     #[test]
