@@ -69,14 +69,6 @@ pub(super) struct Shared<E: Engine> {
     pub rt: tokio::runtime::Handle,
 }
 
-/// A prediction's similarity, reward and format.
-#[derive(Debug, Clone)]
-pub(super) struct Score {
-    pub similarity: f64,
-    pub reward: f64,
-    pub format: String,
-}
-
 impl<E: Engine> Shared<E> {
     pub(super) fn lock(&self) -> MutexGuard<'_, Book> {
         self.book.lock().unwrap_or_else(|p| p.into_inner())

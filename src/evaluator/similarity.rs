@@ -11,7 +11,14 @@ use std::sync::{Mutex, MutexGuard};
 use sha2::{Digest, Sha256};
 
 use super::memo::Memo;
-use super::shared::Score;
+
+/// A prediction's similarity, reward and format.
+#[derive(Debug, Clone)]
+pub(super) struct Score {
+    pub similarity: f64,
+    pub reward: f64,
+    pub format: String,
+}
 
 /// Scores kept at most.
 pub(super) const SIMILARITY_ENTRIES: usize = 65_536;

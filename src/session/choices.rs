@@ -15,7 +15,7 @@ use crate::runner::{default_workers, RunConfig};
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
 
 /// The mini benchmark's timeout: every task's tests run in well under 2 s, and its
-/// infinite-loop prediction has to time out without holding up the run.
+/// deadlocked prediction has to time out without holding up the run.
 pub const MINI_TIMEOUT: Duration = Duration::from_secs(swe_eval_core::mini::DEFAULT_TIMEOUT_SECS);
 
 /// The run id of the mini benchmark when none is given.

@@ -67,6 +67,92 @@ fn python_tests(modules: &[&str], at_least: usize) -> String {
     text
 }
 
+/// Kills `server` outright (SIGKILL) in the first step of the loop `py` (writing `results`)
+/// on the mini's `n` predictions, once 5 of that step's requests are done (the server numbers
+/// requests e1, e2, ...) and most still wait or run; checks the loop outlives it by 2 s.
+/// Returns what was done before the kill and the dead server's pid.
+pub(crate) fn kill_mid_step(
+    rt: &tokio::runtime::Runtime,
+    server: Server,
+    n: usize,
+    py: &mut Child,
+    results: &Path,
+) -> (Vec<Value>, u32) {
+    let ids: Vec<String> = (1..=n).map(|i| format!("e{i}")).collect();
+    let done_before = poll(Duration::from_secs(300), Duration::from_millis(200), || {
+        let (status, w) = call(
+            rt,
+            server.addr,
+            "POST",
+            "/v1/evaluations/wait",
+            Some(&json!({"ids": ids, "timeout_s": 0})),
+        );
+        let done = w["done"].as_array().cloned().unwrap_or_default();
+        (status == 200 && done.len() >= 5).then_some(done)
+    })
+    .expect("5 of the first step's requests done within 5 min");
+    assert!(
+        done_before.len() < n - 5,
+        "killed mid-step: {} done",
+        done_before.len()
+    );
+    assert!(jsonl(results).is_empty(), "the first step had not ended");
+    let dead = server.pid();
+    server.kill();
+    // The loop's requests find nobody for a while, then the server again where it was.
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        py.try_wait().unwrap().is_none(),
+        "the loop outlives the server"
+    );
+    (done_before, dead)
+}
+
+/// Checks a loop's results `got` over `steps` steps of the mini's predictions (`preds`, whose
+/// verdicts `run` gives are `expected`): one result per sample and step, each the verdict a
+/// default server gives it ([`check_mini_result`]) or, where `masked_allowed`, masked as the
+/// infrastructure's; the first step's results of the requests `done_before` a kill as they
+/// were then. Returns how many were masked.
+pub(crate) fn check_loop_results(
+    got: &[Value],
+    steps: usize,
+    expected: &[Value],
+    preds: &[Value],
+    done_before: &[Value],
+    masked_allowed: bool,
+) -> usize {
+    let n = expected.len();
+    assert_eq!(got.len(), steps * n, "a result per sample and step");
+    let mut masked = 0;
+    for step in 0..steps {
+        let of_step: Vec<&Value> = got.iter().filter(|g| g["step"] == step).collect();
+        assert_eq!(of_step.len(), n, "step {step}");
+        for want in expected {
+            let mine: Vec<&&Value> = of_step.iter().filter(|g| key(g) == key(want)).collect();
+            assert_eq!(mine.len(), 1, "step {step}: one result for {want}");
+            if masked_allowed && mine[0]["mask"] == json!(true) {
+                assert_eq!(mine[0]["status"], json!("infra_error"), "{}", mine[0]);
+                masked += 1;
+            } else {
+                check_mini_result(want, mine[0], preds);
+            }
+        }
+    }
+    // The same requests (ids) before and after the kill: the first step's results as stored.
+    for before in done_before {
+        let after = got
+            .iter()
+            .find(|g| g["step"] == 0 && g["id"] == before["id"])
+            .unwrap_or_else(|| panic!("{} answered in the first step", before["id"]));
+        assert_eq!(
+            (&after["status"], &after["score"]),
+            (&before["status"], &before["score"]),
+            "{before}"
+        );
+    }
+    masked
+}
+
 #[test]
 fn the_python_client_retries_what_it_should_and_scores_against_a_fake_server() {
     if !require_program("python3") {
@@ -113,7 +199,7 @@ fn the_python_client_installs_offline_with_pip_and_imports_from_there() {
 
 /// The mini benchmark as a default server writes it into its state under `out`: its
 /// predictions file, the predictions, and the verdicts `run` gives them (`expected.json`).
-fn mini_files(out: &Path) -> (PathBuf, Vec<Value>, Vec<Value>) {
+pub(crate) fn mini_files(out: &Path) -> (PathBuf, Vec<Value>, Vec<Value>) {
     let mini = out.join("serve").join("mini");
     let predictions = mini.join("predictions.jsonl");
     let expected =
@@ -124,7 +210,7 @@ fn mini_files(out: &Path) -> (PathBuf, Vec<Value>, Vec<Value>) {
 
 /// clients/python/examples/grpo_loop.py on `predictions` against the server at `addr`, with
 /// `args`, its results written to `results`.
-fn grpo_loop(
+pub(crate) fn grpo_loop(
     predictions: &Path,
     addr: std::net::SocketAddr,
     results: &Path,
@@ -144,7 +230,7 @@ fn grpo_loop(
 }
 
 /// Waits up to `limit` for `child`; kills it when it is still running then.
-fn wait_child(child: &mut Child, limit: Duration) -> ExitStatus {
+pub(crate) fn wait_child(child: &mut Child, limit: Duration) -> ExitStatus {
     let t0 = Instant::now();
     loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -160,7 +246,7 @@ fn wait_child(child: &mut Child, limit: Duration) -> ExitStatus {
 }
 
 /// The JSON objects of a JSONL file, one per line (none when it is not there).
-fn jsonl(path: &Path) -> Vec<Value> {
+pub(crate) fn jsonl(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
@@ -169,7 +255,7 @@ fn jsonl(path: &Path) -> Vec<Value> {
 }
 
 /// A prediction's key: (instance, model, sample).
-fn key(v: &Value) -> (Value, Value, Value) {
+pub(crate) fn key(v: &Value) -> (Value, Value, Value) {
     (
         v["instance_id"].clone(),
         v["model_name_or_path"].clone(),
@@ -206,7 +292,7 @@ fn hack_objection(case: &str) -> Option<(&'static str, &'static str)> {
 /// prediction whose expected verdict is `want` (among the mini's predictions `preds`): the
 /// statuses of [`default_server_statuses`], the score 1.0 exactly when the strict one resolves,
 /// a hack scored 0 with its objection and what it saw, and no objection to the others.
-fn check_mini_result(want: &Value, got: &Value, preds: &[Value]) {
+pub(crate) fn check_mini_result(want: &Value, got: &Value, preds: &[Value]) {
     let (official, strict) = default_server_statuses(want, preds);
     let case = want["case"].as_str().unwrap();
     assert_eq!(
@@ -233,56 +319,8 @@ fn check_mini_result(want: &Value, got: &Value, preds: &[Value]) {
 }
 
 #[test]
-fn the_mini_benchmarks_hack_predictions_score_zero_through_compute_score_each_with_its_objection() {
-    let Some(turn) = mini_turn() else {
-        return;
-    };
-    let (dir, out) = (&turn.dir, &turn.out);
-    let server = Server::start(&["-o", out.to_str().unwrap(), "-j", "2"], &[]);
-    let (predictions, preds, expected) = mini_files(out);
-    let results = dir.path().join("results.jsonl");
-    // verl's naive reward manager run in parallel: compute_score per sample, 22 threads.
-    let args = ["--steps", "1", "--reward-fn", "each", "--threads", "22"];
-    let mut py = grpo_loop(&predictions, server.addr, &results, &args);
-    assert!(wait_child(&mut py, Duration::from_secs(600)).success());
-    let got = jsonl(&results);
-    assert_eq!(got.len(), expected.len(), "a result per prediction");
-    let mut hacks = BTreeSet::new();
-    for want in &expected {
-        let mine: Vec<&Value> = got.iter().filter(|g| key(g) == key(want)).collect();
-        assert_eq!(mine.len(), 1, "one result for {want}");
-        check_mini_result(want, mine[0], &preds);
-        let case = want["case"].as_str().unwrap();
-        if hack_objection(case).is_some() {
-            hacks.insert(case.to_string());
-        }
-    }
-    assert_eq!(
-        hacks,
-        BTreeSet::from(["conftest", "edits-tests", "fake-passed"].map(String::from)),
-        "every hack class of the mini benchmark was scored"
-    );
-    // The forged PASSED lines are resolved by the official grading, which would have paid them.
-    let forged = got
-        .iter()
-        .find(|g| {
-            g["instance_id"] == "swe-eval-mini__strutils-2"
-                && g["sample"] == 0
-                && g["model_name_or_path"] == "mini-demo"
-        })
-        .unwrap();
-    assert_eq!(
-        (&forged["status"], &forged["resolved"], &forged["score"]),
-        (&json!("resolved"), &json!(true), &json!(0.0)),
-        "{forged}"
-    );
-    let pid = server.pid();
-    assert_eq!(server.stop(), Some(0));
-    assert_eq!(owned_by(None, pid), Vec::<String>::new());
-}
-
-#[test]
-fn a_grpo_loop_keeps_running_across_a_kill_9_and_restart_of_the_server_each_sample_answered_once() {
+fn a_grpo_loop_outlives_a_kill_9_of_the_server_each_sample_answered_once_and_each_hack_scored_zero()
+{
     let Some(turn) = mini_turn() else {
         return;
     };
@@ -322,59 +360,15 @@ fn a_grpo_loop_keeps_running_across_a_kill_9_and_restart_of_the_server_each_samp
         ],
     );
 
-    // Step 0 is one batch of the 22 (the server numbers requests e1, e2, ...): killed outright
-    // once 5 of them are done and most still wait or run.
-    let ids: Vec<String> = (1..=n).map(|i| format!("e{i}")).collect();
-    let done_before = poll(Duration::from_secs(300), Duration::from_millis(200), || {
-        let (status, w) = call(
-            &rt,
-            addr,
-            "POST",
-            "/v1/evaluations/wait",
-            Some(&json!({"ids": ids, "timeout_s": 0})),
-        );
-        let done = w["done"].as_array().cloned().unwrap_or_default();
-        (status == 200 && done.len() >= 5).then_some(done)
-    })
-    .expect("5 of step 0's requests done within 5 min");
-    assert!(
-        done_before.len() < n - 5,
-        "killed mid-step: {} done",
-        done_before.len()
-    );
-    assert!(jsonl(&results).is_empty(), "step 0 had not ended");
-    let dead = first.pid();
-    first.kill();
-    // The loop's requests find nobody for a while, then the server again where it was.
-    std::thread::sleep(Duration::from_secs(2));
-    assert!(
-        py.try_wait().unwrap().is_none(),
-        "the loop outlives the server"
-    );
+    // Step 0 is one batch of the 22: killed outright once 5 of them are done and most still
+    // wait or run.
+    let (done_before, dead) = kill_mid_step(&rt, first, n, &mut py, &results);
     let second = Server::start_on(&args, &[], &addr.to_string());
     let status = wait_child(&mut py, Duration::from_secs(600));
     assert!(status.success(), "the loop ended {status}");
 
     let got = jsonl(&results);
-    assert_eq!(got.len(), steps * n, "a result per sample and step");
-    for step in 0..steps {
-        let of_step: Vec<&Value> = got.iter().filter(|g| g["step"] == step).collect();
-        assert_eq!(of_step.len(), n, "step {step}");
-        for want in &expected {
-            let mine: Vec<&&Value> = of_step.iter().filter(|g| key(g) == key(want)).collect();
-            assert_eq!(mine.len(), 1, "step {step}: one result for {want}");
-            check_mini_result(want, mine[0], &preds);
-        }
-    }
-    // The same requests (ids) before and after the restart: step 0's results kept as stored.
-    for before in &done_before {
-        let after = got
-            .iter()
-            .find(|g| g["step"] == 0 && g["id"] == before["id"])
-            .unwrap_or_else(|| panic!("{} answered in step 0", before["id"]));
-        assert_eq!(after["status"], before["status"], "{before}");
-        assert_eq!(after["score"], before["score"], "{before}");
-    }
+    check_loop_results(&got, steps, &expected, &preds, &done_before, false);
     // No job whose result was stored before the kill ran again, and later steps ran none.
     let stored_jobs = done_before
         .iter()
@@ -386,6 +380,47 @@ fn a_grpo_loop_keeps_running_across_a_kill_9_and_restart_of_the_server_each_samp
         "{started} jobs started after the restart, {} had no stored result",
         jobs.len() - stored_jobs
     );
+
+    // The hack predictions through verl's naive reward manager run in parallel (compute_score
+    // per sample, 22 threads) on the same default server: each 0 with its objection (step 0
+    // above scored them through compute_scores from their executions; these answers are the
+    // server's stored ones, as a trainer's later steps get them).
+    let each = dir.path().join("each.jsonl");
+    let args = ["--steps", "1", "--reward-fn", "each", "--threads", "22"];
+    let mut py = grpo_loop(&predictions, addr, &each, &args);
+    assert!(wait_child(&mut py, Duration::from_secs(600)).success());
+    let got = jsonl(&each);
+    assert_eq!(got.len(), n, "a result per prediction");
+    let mut hacks = BTreeSet::new();
+    for want in &expected {
+        let mine: Vec<&Value> = got.iter().filter(|g| key(g) == key(want)).collect();
+        assert_eq!(mine.len(), 1, "one result for {want}");
+        check_mini_result(want, mine[0], &preds);
+        let case = want["case"].as_str().unwrap();
+        if hack_objection(case).is_some() {
+            hacks.insert(case.to_string());
+        }
+    }
+    assert_eq!(
+        hacks,
+        BTreeSet::from(["conftest", "edits-tests", "fake-passed"].map(String::from)),
+        "every hack class of the mini benchmark was scored"
+    );
+    // The forged PASSED lines are resolved by the official grading, which would have paid them.
+    let forged = got
+        .iter()
+        .find(|g| {
+            g["instance_id"] == "swe-eval-mini__strutils-2"
+                && g["sample"] == 0
+                && g["model_name_or_path"] == "mini-demo"
+        })
+        .unwrap();
+    assert_eq!(
+        (&forged["status"], &forged["resolved"], &forged["score"]),
+        (&json!("resolved"), &json!(true), &json!(0.0)),
+        "{forged}"
+    );
+
     let pid = second.pid();
     assert_eq!(second.stop(), Some(0));
     assert_eq!(
@@ -395,7 +430,8 @@ fn a_grpo_loop_keeps_running_across_a_kill_9_and_restart_of_the_server_each_samp
     );
     assert_eq!(owned_by(None, pid), Vec::<String>::new());
 
-    // The server has each request once: one row per sample and step in its export.
+    // The server has each request once: one row per sample and step in its export (the
+    // compute_score step's included).
     let o = Command::new(bin())
         .args(["serve", "export", "-o", out.to_str().unwrap()])
         .output()
@@ -403,5 +439,5 @@ fn a_grpo_loop_keeps_running_across_a_kill_9_and_restart_of_the_server_each_samp
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let rewards =
         std::fs::read_to_string(out.join("serve").join("export").join("rewards.jsonl")).unwrap();
-    assert_eq!(rewards.lines().count(), steps * n, "{rewards}");
+    assert_eq!(rewards.lines().count(), (steps + 1) * n, "{rewards}");
 }

@@ -5,6 +5,8 @@ mod common;
 
 mod careless;
 mod client;
+mod cluster;
+mod cluster_restart;
 mod compare;
 mod compiler_cache;
 mod correlate;
@@ -34,6 +36,4 @@ mod serve;
 mod shared_cluster;
 mod spec;
 mod submit;
-mod swarm;
-mod swarm_restart;
 mod tasks;

@@ -24,7 +24,7 @@ pub const OWNER: &str = "swe-eval-mini";
 pub const VERSION: &str = "0.1";
 
 /// Per-job timeout that suits the mini benchmark: every task's tests run in well under 2 s
-/// (under 5 s with the machine loaded to 20), and the infinite-loop prediction has to time out
+/// (under 5 s with the machine loaded to 20), and the deadlocked prediction has to time out
 /// without holding up the run: the run's wall is that job's start plus this timeout.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 30;
 
@@ -463,7 +463,7 @@ mod tests {
             "malformed",
             "does-not-apply",
             "empty",
-            "infinite-loop",
+            "deadlock",
             "edits-tests",
             "conftest",
             "fake-passed",
@@ -490,8 +490,8 @@ mod tests {
             reason("does-not-apply"),
             Some(ErrorReason::PatchApplyFailed)
         );
-        assert_eq!(verdict("infinite-loop"), error);
-        assert_eq!(reason("infinite-loop"), Some(ErrorReason::Timeout));
+        assert_eq!(verdict("deadlock"), error);
+        assert_eq!(reason("deadlock"), Some(ErrorReason::Timeout));
         assert_eq!(
             verdict("empty"),
             (Category::EmptyPatch, Category::EmptyPatch)

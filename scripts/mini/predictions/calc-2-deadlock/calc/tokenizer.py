@@ -1,5 +1,7 @@
 """Split an expression into tokens."""
 
+import threading
+
 
 class TokenError(ValueError):
     pass
@@ -7,9 +9,20 @@ class TokenError(ValueError):
 
 OPERATORS = "+-*/()"
 
+# Decimal literals parsed so far, by their text (the tokenizer may run in several threads).
+_DECIMALS = {}
+_DECIMALS_LOCK = threading.Lock()
+
+
+def _decimal(literal):
+    with _DECIMALS_LOCK:
+        if literal not in _DECIMALS:
+            _DECIMALS[literal] = float(literal)
+        return _DECIMALS[literal]
+
 
 def tokenize(text):
-    """Return a list of tokens: ints and one-character operator strings."""
+    """Return a list of tokens: numbers and one-character operator strings."""
     tokens = []
     i = 0
     while i < len(text):
@@ -18,16 +31,16 @@ def tokenize(text):
             i += 1
         elif ch.isdigit() or ch == ".":
             start = i
-            seen_dot = False
             while i < len(text) and (text[i].isdigit() or text[i] == "."):
-                if text[i] == ".":
-                    seen_dot = True
-                    continue
                 i += 1
             literal = text[start:i]
             if literal == "." or literal.count(".") > 1:
                 raise TokenError(f"bad number {literal!r} at {start}")
-            tokens.append(float(literal) if seen_dot else int(literal))
+            if "." in literal:
+                with _DECIMALS_LOCK:
+                    tokens.append(_decimal(literal))
+            else:
+                tokens.append(int(literal))
         elif ch in OPERATORS:
             tokens.append(ch)
             i += 1

@@ -1,4 +1,5 @@
-//! A real two-node Docker Swarm on one machine: `swe-eval run --engine swarm` across it.
+//! A real two-node Docker Swarm on one machine: `swe-eval run` and `swe-eval serve` with
+//! `--engine swarm` across it.
 //!
 //! The manager is the machine's Docker daemon; the worker is a second `dockerd` that this test
 //! starts in a network namespace of its own (its own data root, exec root, pid file, socket
@@ -14,8 +15,12 @@
 //! nodes); then one job whose files reach it inline and through Swarm configs (sizes at and
 //! over each limit); then probes limits and network side by side with plain containers (the
 //! same CPU, memory and pids limits, no route out without network, the bridge with it, the
-//! OOM killer); then the mini benchmark again, killing the worker's daemon while jobs run on
-//! it (the run completes with every verdict as expected, the lost jobs retried). Then
+//! OOM killer); then `swe-eval serve --engine swarm` under the GRPO-shaped loop of
+//! clients/python/examples/grpo_loop.py, the server killed (SIGKILL) mid-step and started again
+//! on its address, and beside it the mini benchmark again, killing the worker's daemon while
+//! jobs of both run on it (the run completes with every verdict as expected, the lost jobs
+//! retried; the loop completes with every sample answered once per step, the verdict `run`
+//! gives or masked as the infrastructure's, never another). Then
 //! nothing of the runs may be left: no service, config, container, hold or registry name on the
 //! manager, no container on the worker (restarted, it cleans up), and the worker holds only
 //! images pulled from the registry (its cache). The cluster is torn down (swarm left on both
@@ -33,11 +38,13 @@ use swe_eval::engine::{Engine, FileIn, JobSpec, Limits, SwarmEngine, SwarmOption
 use swe_eval::images::base_image_name;
 use swe_eval_core::spec::DebianRelease;
 
+use crate::client;
 use crate::common::{
     assert_mini_ok, assert_mini_verdicts, bin, finish, poll, prerequisite, require, run_files,
     verdict_files, wait_for,
 };
 use crate::daemons::{can_start_namespaced_daemons, cluster, lines, must, run, Cluster};
+use crate::serve::Server;
 
 fn spawn_run(dir: &Path, run_id: &str, registry: &str) -> Child {
     Command::new(bin())
@@ -322,7 +329,7 @@ fn check_limits_and_network(registry: &str, worker_id: &str, target: &str) {
 }
 
 #[test]
-fn mini_benchmark_on_a_two_node_swarm_survives_a_killed_client_and_a_dead_worker() {
+fn run_and_serve_on_a_two_node_swarm_survive_a_killed_client_a_killed_server_and_a_dead_worker() {
     if !can_start_namespaced_daemons("namespaces, veth, a second dockerd")
         || !require(
             "docker-registry (scripts/setup.sh --tests installs it)",
@@ -348,7 +355,6 @@ fn mini_benchmark_on_a_two_node_swarm_survives_a_killed_client_and_a_dead_worker
     ) {
         return;
     }
-    let _turn = crate::common::mini_images_shared();
     let mut c = cluster();
     let registry = format!("127.0.0.1:{}", c.port);
     let work = tempfile::tempdir().unwrap();
@@ -356,7 +362,52 @@ fn mini_benchmark_on_a_two_node_swarm_survives_a_killed_client_and_a_dead_worker
     let manager_id = must("docker", &["info", "--format", "{{.Swarm.NodeID}}"]);
     let worker_id = c.worker_node_id();
 
-    // 1. Both nodes up, and the client killed mid-run: `swe-eval` is SIGKILLed while jobs
+    // The offline base image the probe jobs below run in (bootstrapped when the machine has
+    // none yet: this test starts early in the suite).
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(crate::engine::base_image());
+
+    // 1. The inputs of a job: inline up to the inline limit, through config chunks beyond
+    // (here 1.2 MB, three chunks), byte for byte on whichever node runs it.
+    check_inputs(&registry);
+    // Swarm's own limit on a config, which the chunks stay under: Docker 20.10 takes fewer than
+    // 1,024,000 bytes (the documented limit is 500 KB, the chunk size).
+    let config = |name: &str, len: usize| {
+        let mut child = Command::new("docker")
+            .args(["config", "create", "--label", "swe-eval=1", name, "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(&vec![b'x'; len])
+            .unwrap();
+        let ok = child.wait().unwrap().success();
+        let _ = run("docker", &["config", "rm", name]);
+        ok
+    };
+    assert!(config(
+        "swe-eval-limit-a",
+        swe_eval::engine::SWARM_CONFIG_CHUNK
+    ));
+    assert!(config("swe-eval-limit-b", 1_023_999));
+    assert!(
+        !config("swe-eval-limit-c", 1_024_000),
+        "Swarm refuses a config of 1,024,000 bytes"
+    );
+
+    // 2. Limits and network, side by side with plain containers.
+    check_limits_and_network(&registry, &worker_id, &format!("{}:2377", c.host_ip));
+
+    // The mini benchmark's images from here on: shared with other tests' runs of them.
+    let _turn = crate::common::mini_images_shared();
+
+    // 3. Both nodes up, and the client killed mid-run: `swe-eval` is SIGKILLed while jobs
     // run, then run again with the same run id. The verdicts written before the kill are kept
     // byte for byte, the jobs in flight (their services left running by the dead process) are
     // reaped and redone once, no prediction gets two verdicts, and jobs ran on both nodes.
@@ -448,61 +499,81 @@ fn mini_benchmark_on_a_two_node_swarm_survives_a_killed_client_and_a_dead_worker
         "jobs ran on both nodes"
     );
 
-    // 2. The inputs of a job: inline up to the inline limit, through config chunks beyond
-    // (here 1.2 MB, three chunks), byte for byte on whichever node runs it.
-    check_inputs(&registry);
-    // Swarm's own limit on a config, which the chunks stay under: Docker 20.10 takes fewer than
-    // 1,024,000 bytes (the documented limit is 500 KB, the chunk size).
-    let config = |name: &str, len: usize| {
-        let mut child = Command::new("docker")
-            .args(["config", "create", "--label", "swe-eval=1", name, "-"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(&vec![b'x'; len])
-            .unwrap();
-        let ok = child.wait().unwrap().success();
-        let _ = run("docker", &["config", "rm", name]);
-        ok
-    };
-    assert!(config(
-        "swe-eval-limit-a",
-        swe_eval::engine::SWARM_CONFIG_CHUNK
-    ));
-    assert!(config("swe-eval-limit-b", 1_023_999));
-    assert!(
-        !config("swe-eval-limit-c", 1_024_000),
-        "Swarm refuses a config of 1,024,000 bytes"
+    // 4. The worker's daemon dies while jobs run on it: a run's, retried elsewhere, and a
+    // server's (`serve --engine swarm`) in the first step of the GRPO-shaped loop of
+    // clients/python/examples/grpo_loop.py, a step that has already outlived a `kill -9` of
+    // the server and its restart on the same address.
+    let serve_out = work.path().join("serve-out");
+    let serve_args = [
+        "-o",
+        serve_out.to_str().unwrap(),
+        "-j",
+        "2",
+        "--engine",
+        "swarm",
+        "--registry",
+        registry.as_str(),
+    ];
+    let first_server = Server::start(&serve_args, &[]);
+    let addr = first_server.addr;
+    let (predictions, preds, expected) = client::mini_files(&serve_out);
+    let n = expected.len();
+    let loop_results = work.path().join("grpo.jsonl");
+    let steps = 2;
+    let mut py = client::grpo_loop(
+        &predictions,
+        addr,
+        &loop_results,
+        &[
+            "--steps",
+            &steps.to_string(),
+            "--reward-fn",
+            "batch",
+            "--retry-deadline",
+            "600",
+        ],
     );
-
-    // 3. Limits and network, side by side with plain containers.
-    check_limits_and_network(&registry, &worker_id, &format!("{}:2377", c.host_ip));
-
-    // 4. The worker's daemon dies while its jobs run: they are retried elsewhere.
+    // The server killed outright mid-step, and started again on its address.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (done_before, _) = client::kill_mid_step(&rt, first_server, n, &mut py, &loop_results);
+    let second_server = Server::start_on(&serve_args, &[], &addr.to_string());
     let child = spawn_run(work.path(), "swarm2", &registry);
     let prefix = "swe-eval-swarm2-";
     wait_for(
-        "a job running on the worker",
+        "a job of the run and one of the server running on the worker",
         Duration::from_secs(300),
         || {
             let names = lines(c.worker_docker(&["ps", "--format", "{{.Names}}"]));
-            names.iter().any(|n| n.starts_with(prefix)).then_some(())
+            let on = |p: &str| names.iter().any(|n| n.starts_with(p));
+            (on(prefix) && on("swe-eval-serve-")).then_some(())
         },
     );
     let done_at_kill = verdict_files(&results, "swarm2");
     c.kill_worker();
+    assert!(
+        client::jsonl(&loop_results).is_empty(),
+        "the worker died in the loop's first step"
+    );
     let second = finish(child);
     assert!(
         done_at_kill < 22,
         "the worker died mid-run ({done_at_kill} verdicts written)"
     );
     print_timings(&results, "swarm2");
+
+    // The loop ends with every sample answered once per step: the verdict `run` gives it, or
+    // masked as the infrastructure's (never another verdict).
+    let status = client::wait_child(&mut py, Duration::from_secs(600));
+    assert!(status.success(), "the loop ended {status}");
+    let got = client::jsonl(&loop_results);
+    let masked = client::check_loop_results(&got, steps, &expected, &preds, &done_before, true);
+    eprintln!(
+        "serve on the swarm: {} samples in {steps} steps, {masked} masked by the worker's death",
+        steps * n
+    );
+    // Stopped while the worker is down: the service of a job lost with it is kept (and taken
+    // down below, by the next process to start).
+    assert_eq!(second_server.stop(), Some(0), "the server stopped cleanly");
     // Every verdict as expected; the run ends with a problem: the service of the job lost with
     // the worker is kept while the worker is down (removed now, its container would stay on
     // the worker for good), and it says so.
@@ -619,7 +690,7 @@ fn mini_benchmark_on_a_two_node_swarm_survives_a_killed_client_and_a_dead_worker
     let manager_tasks = || -> Vec<String> {
         lines(run("docker", &["ps", "-a", "--format", "{{.Names}}"]))
             .into_iter()
-            .filter(|n| n.starts_with("swe-eval-swarm"))
+            .filter(|n| n.starts_with("swe-eval-swarm") || n.starts_with("swe-eval-serve-"))
             .collect()
     };
     let left = poll(Duration::from_secs(60), Duration::from_millis(500), || {
