@@ -238,7 +238,7 @@ impl crate::engine::Forward for SwarmEngine {
         );
         let mut problems = self.kept_problems();
         for n in names {
-            if let Err(e) = self.local.remove_image(&n).await {
+            if let Err(e) = self.remove_own_registry_name(&n).await {
                 problems.push(format!(
                     "registry name {n} not removed from the manager: {e}"
                 ));

@@ -73,7 +73,26 @@ impl SwarmEngine {
     }
 }
 
+/// How long a registry name of the run's own is retried while a container still uses it: Swarm
+/// removes a removed service's containers after the removal returns (on a loaded manager,
+/// seconds later), so the last job's container can outlive its service for a moment.
+const OWN_NAME_IN_USE_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
+
 impl SwarmEngine {
+    /// Removes a registry name this engine added; while a container uses it, retries for up to
+    /// [`OWN_NAME_IN_USE_WAIT`] (the run's last tasks being taken down), then gives the error.
+    pub(super) async fn remove_own_registry_name(&self, name: &str) -> Result<(), EngineError> {
+        let began = std::time::Instant::now();
+        loop {
+            match self.local.remove_image(name).await {
+                Err(EngineError::ImageInUse { .. }) if began.elapsed() < OWN_NAME_IN_USE_WAIT => {
+                    tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
     /// The names in `registry` of this tool's images on the manager (tags and digests).
     pub(super) async fn leftover_registry_names(&self, registry: &str) -> Vec<String> {
         let prefix = format!("{}/", registry.trim_end_matches('/'));
