@@ -162,7 +162,8 @@ fn check_inputs(registry: &str) {
             })
             .await?;
             let out = engine.run_job(job).await;
-            assert!(engine.finish_run().await.is_empty());
+            let left = engine.finish_run().await;
+            assert!(left.is_empty(), "left after the job: {left:?}");
             out
         })
         .unwrap();
@@ -256,7 +257,8 @@ fn check_limits_and_network(registry: &str, worker_id: &str, target: &str) {
                 .await;
             outputs.push((what, plain.unwrap(), on_swarm.unwrap()));
         }
-        assert!(swarm.finish_run().await.is_empty());
+        let left = swarm.finish_run().await;
+        assert!(left.is_empty(), "left after the probes: {left:?}");
         outputs
     });
     must(
@@ -539,13 +541,23 @@ fn run_and_serve_on_a_two_node_swarm_survive_a_killed_client_a_killed_server_and
     let second_server = Server::start_on(&serve_args, &[], &addr.to_string());
     let child = spawn_run(work.path(), "swarm2", &registry);
     let prefix = "swe-eval-swarm2-";
+    // Killed while no job's container on the worker is being taken down: a service removed
+    // just before its node dies leaves the container there for good (Swarm forgets a removal
+    // the node never received, and the manager cannot reach the node's containers), so the
+    // moment is one where every container of ours there is running.
     wait_for(
-        "a job of the run and one of the server running on the worker",
+        "a job of the run and one of the server running on the worker, none ending",
         Duration::from_secs(300),
         || {
-            let names = lines(c.worker_docker(&["ps", "--format", "{{.Names}}"]));
-            let on = |p: &str| names.iter().any(|n| n.starts_with(p));
-            (on(prefix) && on("swe-eval-serve-")).then_some(())
+            let all = lines(c.worker_docker(&["ps", "-a", "--format", "{{.Names}} {{.State}}"]));
+            let ours: Vec<(&str, &str)> = all
+                .iter()
+                .filter_map(|l| l.split_once(' '))
+                .filter(|(n, _)| n.starts_with("swe-eval-"))
+                .collect();
+            let on = |p: &str| ours.iter().any(|(n, _)| n.starts_with(p));
+            let ending = ours.iter().any(|(_, state)| *state != "running");
+            (on(prefix) && on("swe-eval-serve-") && !ending).then_some(())
         },
     );
     let done_at_kill = verdict_files(&results, "swarm2");
