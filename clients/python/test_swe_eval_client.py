@@ -2,7 +2,7 @@
 
 The same without a server (a fake one that misbehaves on request) is in tests/.
 
-Run by the Rust integration test `serve::the_api_and_the_python_client_on_the_real_engine_with_the_mini_benchmark`,
+Run by the Rust integration test `client::the_api_and_the_python_client_on_the_real_engine_with_the_mini_benchmark`,
 which starts the server and sets SWE_EVAL_URL, SWE_EVAL_TEST_INSTANCE and SWE_EVAL_TEST_GOLD (an
 instance and its gold patch). By hand: start `swe-eval serve`, set them, run
 `python3 -m unittest test_swe_eval_client` in this folder.

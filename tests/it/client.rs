@@ -10,8 +10,8 @@
 //! on a default server, each scored 0 with its objection, the others as `run` grades them; and
 //! the loop kept running across a `kill -9` of the server mid-step and its restart on the same
 //! address, every sample answered once with the verdict `run` gives. The client's unittest
-//! against a live server is in
-//! `serve::the_api_and_the_python_client_on_the_real_engine_with_the_mini_benchmark`.
+//! against a live server is
+//! [`the_api_and_the_python_client_on_the_real_engine_with_the_mini_benchmark`].
 
 use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
@@ -440,4 +440,13 @@ fn a_grpo_loop_outlives_a_kill_9_of_the_server_each_sample_answered_once_and_eac
     let rewards =
         std::fs::read_to_string(out.join("serve").join("export").join("rewards.jsonl")).unwrap();
     assert_eq!(rewards.lines().count(), (steps + 1) * n, "{rewards}");
+}
+
+/// The API through the binary and the client's unittest against a live server on the mini
+/// benchmark (tests/it/serve.rs). Started from this module: it holds the serve tests' turn
+/// for most of a minute, and under `serve::` (libtest starts tests in name order) it ran last,
+/// alone, at the suite's end.
+#[test]
+fn the_api_and_the_python_client_on_the_real_engine_with_the_mini_benchmark() {
+    crate::serve::the_api_and_the_python_client_on_the_real_engine_with_the_mini_benchmark();
 }

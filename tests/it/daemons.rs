@@ -590,12 +590,18 @@ pub(crate) fn unmount_leftovers(dir: &Path) {
 
 /// A Docker daemon of the test's own (own socket, data root and exec root), so restarting it
 /// disturbs no other test or user of the machine's daemon. Stopped and removed when dropped,
-/// whatever the test's outcome.
+/// whatever the test's outcome. One at a time in this process (its folder and bridge are named
+/// after the process): a second test that wants one waits for the first to drop it.
 pub(crate) struct PrivateDaemon {
     root: PathBuf,
     pub(crate) host: String,
     child: Option<std::process::Child>,
+    /// Released after `Drop` has stopped the daemon (fields drop after it).
+    _turn: std::sync::MutexGuard<'static, ()>,
 }
+
+/// Held by the [`PrivateDaemon`] of this process while it lives.
+static PRIVATE_DAEMON_TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 impl PrivateDaemon {
     /// Starts one, or `None` (through the skip helper, which fails the test in CI) when this
@@ -612,6 +618,9 @@ impl PrivateDaemon {
         if !have {
             return Err("dockerd is not installed".into());
         }
+        let turn = PRIVATE_DAEMON_TURN
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         // A short path: the socket's path must fit in sun_path.
         let root = PathBuf::from(format!("/tmp/swe-eval-dockerd-{}", std::process::id()));
         std::fs::create_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
@@ -620,6 +629,7 @@ impl PrivateDaemon {
             root,
             host,
             child: None,
+            _turn: turn,
         };
         if !d.launch() {
             return Err(format!(

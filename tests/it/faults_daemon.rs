@@ -75,3 +75,11 @@ fn docker_daemon_restart_mid_run() {
         tasks.len()
     );
 }
+
+/// `swe-eval serve` on a private daemon stopped mid-request (tests/it/serve.rs). Started from
+/// this module: it holds the serve tests' turn for most of a minute, and under `serve::`
+/// (libtest starts tests in name order) it ran last, alone, at the suite's end.
+#[test]
+fn an_engine_gone_mid_request_is_a_masked_infra_error_and_the_server_recovers() {
+    crate::serve::an_engine_gone_mid_request_is_a_masked_infra_error_and_the_server_recovers();
+}

@@ -24,7 +24,9 @@ use crate::daemons::PrivateDaemon;
 use crate::tasks::{self, Task, TestDir};
 use swe_eval_core::grading;
 
-/// Held by each of these tests that runs containers: one at a time, so a server killed, a
+/// Held by each of these tests that runs containers (two of them are started from other
+/// modules: libtest starts tests in name order, and this module's, started last and one at a
+/// time, were the suite's tail), one at a time, so a server killed, a
 /// private daemon stopped and a full queue never overlap (run side by side under load, the
 /// restarted server once saw a job of the killed one's instance end early, and the private
 /// daemon's `docker save` of the shared fixture fail).
@@ -262,8 +264,9 @@ pub(crate) fn default_server_statuses(
     (official, strict)
 }
 
-#[test]
-fn the_api_and_the_python_client_on_the_real_engine_with_the_mini_benchmark() {
+/// Run as `client::the_api_and_the_python_client_on_the_real_engine_with_the_mini_benchmark`
+/// (see there why).
+pub(crate) fn the_api_and_the_python_client_on_the_real_engine_with_the_mini_benchmark() {
     // Bound whole: the guards it holds last until the test ends.
     let Some(turn) = mini_turn() else {
         return;
@@ -891,8 +894,9 @@ fn mangled_bodies(instance: &str, n: usize) -> Vec<(&'static str, &'static str, 
         .collect()
 }
 
-#[test]
-fn an_engine_gone_mid_request_is_a_masked_infra_error_and_the_server_recovers() {
+/// Run as `faults_daemon::an_engine_gone_mid_request_is_a_masked_infra_error_and_the_server_recovers`
+/// (see there why).
+pub(crate) fn an_engine_gone_mid_request_is_a_masked_infra_error_and_the_server_recovers() {
     if !tasks::docker_answers(None) || !require_program("docker") {
         return;
     }
