@@ -154,6 +154,34 @@ pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_swe-eval"))
 }
 
+/// The built binary at `dest`, where another user can run it: a hard link when `dest` is on
+/// the binary's file system, else a copy. A copy is open for writing while it is made, and a
+/// child that another test thread forks in that window inherits the descriptor until it
+/// execs; running the copy then fails with "Text file busy" (ETXTBSY). A link is never
+/// open for writing; [`spawn_unless_busy`] covers the copy.
+pub fn place_bin(dest: &Path) {
+    if std::fs::hard_link(bin(), dest).is_err() {
+        std::fs::copy(bin(), dest).unwrap();
+    }
+}
+
+/// Runs `start` (a spawn or an output of a freshly written executable), again while it fails
+/// with ETXTBSY, for up to 10 s (see [`place_bin`]).
+pub fn spawn_unless_busy<T>(mut start: impl FnMut() -> std::io::Result<T>) -> std::io::Result<T> {
+    let t0 = Instant::now();
+    loop {
+        match start() {
+            Err(e)
+                if e.kind() == std::io::ErrorKind::ExecutableFileBusy
+                    && t0.elapsed() < Duration::from_secs(10) =>
+            {
+                std::thread::sleep(Duration::from_millis(50))
+            }
+            r => return r,
+        }
+    }
+}
+
 /// Held by every test that runs the mini benchmark's images. Runs at once share them safely:
 /// a run holds each image it uses, and another run's cleanup (cache level `env`) keeps a held
 /// image and hands it over (README, `--cache-level`). So a test whose checks are about its own

@@ -26,7 +26,7 @@ use swe_eval::engine::{DockerEngine, Engine, EngineError, LABEL_RUN_ID};
 use swe_eval::images::{base_image_name, labels_for, Layer};
 use swe_eval_core::spec::DebianRelease;
 
-use crate::common::{bin, prerequisite};
+use crate::common::{place_bin, prerequisite, spawn_unless_busy};
 use crate::engine as checks;
 
 /// The user the rootless tests run as (`scripts/ensure-podman.sh` creates it).
@@ -293,7 +293,7 @@ fn run_command(mode: Mode, work: &Path, run_id: &str) -> Command {
     .collect();
     let exe = work.join("swe-eval");
     if !exe.exists() {
-        std::fs::copy(bin(), &exe).unwrap();
+        place_bin(&exe);
     }
     match mode {
         Mode::Rootful => {
@@ -352,11 +352,9 @@ fn killed_run_then_next_run(mode: Mode) {
     let work = dir.path();
     let run_id = format!("it-podman-{}-{}", mode.name(), std::process::id());
 
-    let mut child = run_command(mode, work, &run_id)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut first = run_command(mode, work, &run_id);
+    first.stdout(Stdio::null()).stderr(Stdio::null());
+    let mut child = spawn_unless_busy(|| first.spawn()).unwrap();
     // Killed once it holds an image it built and would remove (`swe-eval.removes`).
     let t0 = Instant::now();
     let left = crate::common::poll(Duration::from_secs(600), Duration::from_millis(200), || {
@@ -390,7 +388,8 @@ fn killed_run_then_next_run(mode: Mode) {
     assert!(rt.block_on(e.image_exists(&image)).unwrap(), "{image} left");
 
     let t1 = Instant::now();
-    let o = run_command(mode, work, &run_id).output().unwrap();
+    let mut next = run_command(mode, work, &run_id);
+    let o = spawn_unless_busy(|| next.output()).unwrap();
     let (stdout, stderr) = (
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr),
